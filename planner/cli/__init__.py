@@ -1,0 +1,1 @@
+"""The `rlplan` command line: thin typer commands over the library layers."""

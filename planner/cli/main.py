@@ -1,0 +1,62 @@
+"""The `rlplan` typer app: commands are composed here, each lives in its own module."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from planner import __version__
+from planner.cli.catalog import clusters, gpus, models
+from planner.cli.output import print_json
+from planner.cli.validate import validate
+from planner.specs.hardware import ClusterPreset, HardwareProfile
+from planner.specs.scenario import ScenarioInput
+
+app = typer.Typer(
+    name="rlplan",
+    help="Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(models)
+app.command()(gpus)
+app.command()(clusters)
+app.command()(validate)
+
+
+class SchemaKind(StrEnum):
+    scenario = "scenario"
+    hardware = "hardware"
+    cluster = "cluster"
+
+
+_SCHEMAS = {SchemaKind.scenario: ScenarioInput, SchemaKind.hardware: HardwareProfile,
+            SchemaKind.cluster: ClusterPreset}
+
+
+@app.command()
+def schema(kind: Annotated[SchemaKind, typer.Argument(help="Which file format.")]
+           = SchemaKind.scenario) -> None:
+    """Print the JSON Schema of an input file format."""
+    print_json(_SCHEMAS[kind].model_json_schema())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rlplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster."""
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,47 @@
+"""Scenario-override flags, declared once and shared by the commands that read a scenario.
+
+Every flag maps to a scenario field through `planner.specs.scenario.SCENARIO_FLAGS`; a flag
+given on the command line wins over the file (DESIGN.md: "every field also a CLI flag").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from planner.specs.scenario import SCENARIO_FLAGS
+
+_PANEL = "Scenario overrides (flag > file)"
+
+
+def _opt(help_text: str) -> Any:
+    return typer.Option(help=help_text, rich_help_panel=_PANEL, show_default=False)
+
+
+Algo = Annotated[str | None, _opt("Algorithm: ppo, grpo, dpo, dapo, rloo, remax, simpo, orpo.")]
+Actor = Annotated[str | None, _opt("Actor model: shipped name or path to a config.json/folder.")]
+Reference = Annotated[str | None, _opt("Reference model, 'actor' or 'none'.")]
+Reward = Annotated[str | None, _opt("Reward model, 'verifier' or 'none'.")]
+Critic = Annotated[str | None, _opt("Critic model (PPO).")]
+Prompts = Annotated[int | None, _opt("Prompts per step B (DPO: preference pairs).")]
+Samples = Annotated[int | None, _opt("Samples per prompt K.")]
+PromptLen = Annotated[int | None, _opt("Mean prompt length S (tokens).")]
+ResponseLen = Annotated[int | None, _opt("Mean response length T (tokens).")]
+MaxResponseLen = Annotated[int | None, _opt("Longest response (tokens).")]
+PpoEpochs = Annotated[int | None, _opt("Passes over each step's data.")]
+MiniBatches = Annotated[int | None, _opt("Optimizer steps per epoch.")]
+Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
+Nodes = Annotated[int | None, _opt("Number of nodes.")]
+GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
+Objective = Annotated[str | None, _opt("Objective: time or cost.")]
+MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-policy).")]
+TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
+
+
+def overrides(**flags: Any) -> dict[str, Any]:
+    """Flag values (None = not given) keyed by the scenario field they set."""
+    unknown = set(flags) - set(SCENARIO_FLAGS)
+    if unknown:  # a programming error: a command declared a flag with no scenario field
+        raise KeyError(f"no scenario field for flags {sorted(unknown)}")
+    return {SCENARIO_FLAGS[name]: value for name, value in flags.items() if value is not None}

@@ -1,0 +1,116 @@
+"""`rlplan validate FILE`: check any input file rlplan reads, and show what it resolves to."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from planner.cli import options as o
+from planner.cli.output import billions, console, print_json, reports_errors
+from planner.errors import InputError
+from planner.specs.files import read_mapping
+from planner.specs.hardware import load_preset_file, load_profile, load_profile_file
+from planner.specs.model import load_model_path
+from planner.specs.scenario import load_scenario
+
+
+class Kind(StrEnum):
+    auto = "auto"
+    scenario = "scenario"
+    model = "model"
+    hardware = "hardware"
+    cluster = "cluster"
+
+
+_MODEL_KEYS = {"hidden_size", "n_embd", "num_hidden_layers", "architectures", "model_type"}
+_SCENARIO_KEYS = {"algorithm", "models", "workload"}
+_HARDWARE_KEYS = {"bf16_tflops", "memory_gib", "hbm_tbps"}
+
+
+def detect_kind(path: Path) -> Kind:
+    """What kind of input a file is, from its shape (a folder is a model folder)."""
+    if path.is_dir():
+        return Kind.model
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder; check the path")
+    keys = set(read_mapping(path))
+    if path.suffix.lower() == ".json" and keys & _MODEL_KEYS:
+        return Kind.model
+    if keys & _SCENARIO_KEYS:
+        return Kind.scenario
+    if keys & _HARDWARE_KEYS:
+        return Kind.hardware
+    if "gpu" in keys and "gpus_per_node" in keys:
+        return Kind.cluster
+    if keys & _MODEL_KEYS:
+        return Kind.model
+    raise InputError(f"{path}: cannot tell what kind of file this is (no algorithm/models, "
+                     "hidden_size, bf16_tflops or gpu field); pass --kind "
+                     "scenario|model|hardware|cluster")
+
+
+def _validate(path: Path, kind: Kind, flags: dict[str, Any]) -> tuple[Kind, dict[str, Any]]:
+    if kind is Kind.auto:
+        kind = detect_kind(path)
+    if flags and kind is not Kind.scenario:
+        raise InputError(f"{path} is a {kind.value} file; scenario override flags apply to "
+                         "scenario files only")
+    if kind is Kind.scenario:
+        return kind, load_scenario(path, flags).summary()
+    if kind is Kind.model:
+        return kind, load_model_path(path).summary()
+    if kind is Kind.hardware:
+        return kind, load_profile_file(path).model_dump()
+    preset = load_preset_file(path)
+    load_profile(preset.gpu)
+    return kind, preset.model_dump()
+
+
+@reports_errors
+def validate(
+    file: Annotated[Path, typer.Argument(help="A scenario, model config.json (or folder), "
+                                         "hardware profile or cluster preset.")],
+    kind: Annotated[Kind, typer.Option(help="What the file is; auto-detected by default.")]
+    = Kind.auto,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
+    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
+    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
+    max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
+    mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
+    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+) -> None:
+    """Check an input file and show what it resolves to (exit 2 with the reason if it is bad)."""
+    flags = o.overrides(
+        algo=algo, actor=actor, reference=reference, reward=reward, critic=critic,
+        prompts=prompts, samples=samples, prompt_len=prompt_len, response_len=response_len,
+        max_response_len=max_response_len, ppo_epochs=ppo_epochs, mini_batches=mini_batches,
+        gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, objective=objective,
+        max_staleness=max_staleness, time_limit=time_limit)
+    kind, summary = _validate(file, kind, flags)
+    if as_json:
+        print_json({"file": str(file), "kind": kind.value, "valid": True, "resolved": summary})
+        return
+    console.print(f"[green]valid[/green] {kind.value}: {file}")
+    if kind is Kind.scenario:
+        models = ", ".join(f"{r} {m['name']} ({billions(m['params_total'])})"
+                           for r, m in summary["models"].items())
+        c, w = summary["cluster"], summary["workload"]
+        console.print(f"  {summary['algorithm']} ({summary['family']} family); {models}; "
+                      f"reward: {summary['reward_kind']}")
+        console.print(f"  B={w['prompts_per_step']} K={w['samples_per_prompt']} "
+                      f"S={w['prompt_len']} T={w['response_len']} (max "
+                      f"{w['max_response_len']}); {c['nodes']}×{c['gpus_per_node']} "
+                      f"{c['gpu']} = {c['total_gpus']} GPUs")
+        for note in summary["notes"]:
+            console.print(f"  [yellow]note[/yellow]: {note}")
+    elif kind is Kind.model:
+        console.print(f"  {summary['model_type']}, {billions(summary['params_total'])} params "
+                      f"({billions(summary['params_active'])} active), "
+                      f"{summary['attention']} attention")
+    else:
+        console.print(f"  {summary['name']}: {summary.get('description', '')}")

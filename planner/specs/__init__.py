@@ -1,0 +1,1 @@
+"""Validated inputs: model specs, hardware profiles, clusters, algorithm and workload, scenarios."""

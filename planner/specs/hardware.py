@@ -1,0 +1,228 @@
+"""Hardware profiles (one accelerator in its usual node) and clusters (a profile × nodes).
+
+Profiles are YAML files in `hardware_profiles/`, cluster presets in `hardware_profiles/clusters/`.
+Fields carry their unit in the name as written in vendor sheets (GiB, TFLOP/s, TB/s, GB/s);
+the `*_bytes`, `*_flops` and `*_bytes_per_s` properties give SI values for the cost model.
+Bandwidths are per GPU and per direction. Every shipped number names its source in `sources`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.specs.files import (
+    catalog_names,
+    data_dir,
+    looks_like_path,
+    read_mapping,
+    unknown_name,
+    validate_as,
+)
+
+GIB = 1024**3
+_YAML = (".yaml", ".yml")
+
+# Achievable fractions of peak, used until a profile states its own. They are not calibrated:
+# `bench/calibration.py` fits them on ../shared/data/calibration/ and the fitted values go into
+# the profiles with that provenance.
+DEFAULT_COMPUTE_EFFICIENCY = 0.5
+DEFAULT_HBM_EFFICIENCY = 0.8
+DEFAULT_LINK_EFFICIENCY = 0.8
+# Memory a GPU cannot give to tensors (CUDA context, NCCL buffers, allocator fragmentation).
+DEFAULT_RUNTIME_RESERVE_GIB = 4.0
+
+
+
+class Efficiency(BaseModel):
+    """Achievable fraction of each peak (compute, HBM, links)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compute: float = Field(DEFAULT_COMPUTE_EFFICIENCY, gt=0, le=1)
+    hbm: float = Field(DEFAULT_HBM_EFFICIENCY, gt=0, le=1)
+    intra_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
+    inter_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
+    host_link: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
+
+
+class HardwareProfile(BaseModel):
+    """One accelerator as it sits in its usual node. `None` means not known (no source)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "other"
+    memory_gib: float = Field(gt=0, description="HBM usable by the framework, GiB")
+    bf16_tflops: float = Field(gt=0, description="dense BF16 peak, TFLOP/s")
+    fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak, TFLOP/s")
+    hbm_tbps: float = Field(gt=0, description="HBM bandwidth, TB/s")
+    intra_node_gbps: float | None = Field(
+        None, gt=0, description="scale-up link (NVLink, xGMI, ICI) per GPU per direction, GB/s")
+    inter_node_gbps: float | None = Field(
+        None, gt=0, description="scale-out network per GPU per direction, GB/s")
+    gpus_per_node: int = Field(gt=0, description="GPUs per node (per OS host)")
+    scale_up_domain_gpus: int | None = Field(
+        None, gt=0, description="GPUs reachable over the scale-up link; default gpus_per_node "
+                                "(a GB200 NVL72 rack: 72)")
+    host_memory_gib: float | None = Field(None, gt=0, description="CPU memory per node, GiB")
+    host_link_gbps: float | None = Field(
+        None, gt=0, description="GPU–host link (PCIe) per GPU per direction, GB/s")
+    price_usd_per_gpu_hour: float | None = Field(None, gt=0)
+    runtime_reserve_gib: float = Field(DEFAULT_RUNTIME_RESERVE_GIB, ge=0)
+    efficiency: Efficiency = Efficiency()
+    sources: dict[str, str] = Field(default_factory=dict,
+                                    description="field name → where the number comes from")
+
+    @model_validator(mode="after")
+    def _check(self) -> HardwareProfile:
+        if self.runtime_reserve_gib >= self.memory_gib:
+            raise ValueError(f"runtime_reserve_gib ({self.runtime_reserve_gib}) must be below "
+                             f"memory_gib ({self.memory_gib})")
+        unknown = set(self.sources) - set(type(self).model_fields)
+        if unknown:
+            raise ValueError(f"sources name fields that do not exist: {sorted(unknown)}")
+        return self
+
+    @property
+    def scale_up_gpus(self) -> int:
+        return self.scale_up_domain_gpus or self.gpus_per_node
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gib * GIB
+
+    @property
+    def usable_memory_bytes(self) -> float:
+        return (self.memory_gib - self.runtime_reserve_gib) * GIB
+
+    @property
+    def peak_bf16_flops(self) -> float:
+        return self.bf16_tflops * 1e12
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.hbm_tbps * 1e12
+
+
+class ClusterSpec(BaseModel):
+    """A cluster: `nodes` nodes of `gpus_per_node` GPUs of one profile."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    gpu: HardwareProfile
+    nodes: int = Field(gt=0)
+    gpus_per_node: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSpec:
+        if self.gpus_per_node > self.gpu.gpus_per_node:
+            raise ValueError(
+                f"gpus_per_node ({self.gpus_per_node}) exceeds the {self.gpu.gpus_per_node} GPUs "
+                f"a {self.gpu.name} node holds; use more nodes with at most "
+                f"{self.gpu.gpus_per_node} GPUs each")
+        if self.nodes > 1 and self.gpu.inter_node_gbps is None:
+            raise ValueError(f"{self.nodes} nodes, but profile {self.gpu.name} has no "
+                             "inter_node_gbps; set it in the profile or use nodes: 1")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+class ClusterPreset(BaseModel):
+    """A shipped cluster preset file: a profile name plus its node shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    gpu: str = Field(min_length=1, description="hardware profile name")
+    gpus_per_node: int = Field(gt=0)
+    nodes: int = Field(1, gt=0, description="default node count; a scenario overrides it")
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class ClusterInput(BaseModel):
+    """The `cluster:` block of a scenario: a preset, or a profile with its shape, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: str | None = None
+    gpu: str | None = None
+    nodes: int | None = Field(None, gt=0)
+    gpus_per_node: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterInput:
+        if self.preset is None and self.gpu is None:
+            raise ValueError("give 'gpu' (a profile name from `rlplan gpus`, or a path) "
+                             "or 'preset' (from `rlplan clusters`)")
+        return self
+
+
+def profiles_dir() -> Path:
+    return data_dir("hardware_profiles")
+
+
+def presets_dir() -> Path:
+    return profiles_dir() / "clusters"
+
+
+def load_profile_file(path: Path) -> HardwareProfile:
+    return validate_as(HardwareProfile, read_mapping(path), str(path))
+
+
+def load_profile(ref: str) -> HardwareProfile:
+    """A profile by shipped name (case-insensitive) or by path to a YAML file."""
+    path = Path(ref).expanduser()
+    if looks_like_path(ref) or path.is_file():
+        return load_profile_file(path)
+    known = catalog_names(profiles_dir(), _YAML)
+    if ref.lower() not in known:
+        raise unknown_name("GPU profile", ref, list(known), "`rlplan gpus` lists them")
+    return load_profile_file(known[ref.lower()])
+
+
+def list_profiles() -> list[HardwareProfile]:
+    return [load_profile_file(p) for p in catalog_names(profiles_dir(), _YAML).values()]
+
+
+def load_preset_file(path: Path) -> ClusterPreset:
+    return validate_as(ClusterPreset, read_mapping(path), str(path))
+
+
+def load_preset(ref: str) -> ClusterPreset:
+    path = Path(ref).expanduser()
+    if looks_like_path(ref) or path.is_file():
+        return load_preset_file(path)
+    known = catalog_names(presets_dir(), _YAML)
+    if ref.lower() not in known:
+        raise unknown_name("cluster preset", ref, list(known), "`rlplan clusters` lists them")
+    return load_preset_file(known[ref.lower()])
+
+
+def list_presets() -> list[ClusterPreset]:
+    return [load_preset_file(p) for p in catalog_names(presets_dir(), _YAML).values()]
+
+
+def resolve_cluster(spec: ClusterInput | str, source: str = "cluster") -> ClusterSpec:
+    """Turn a scenario's `cluster:` (a preset name, or a mapping) into a ClusterSpec.
+
+    Precedence: fields given in the mapping > the preset's > the profile's own node shape.
+    """
+    if isinstance(spec, str):
+        spec = ClusterInput(preset=spec)
+    preset = load_preset(spec.preset) if spec.preset else None
+    gpu = load_profile(spec.gpu or preset.gpu)  # type: ignore[union-attr]
+    nodes = spec.nodes or (preset.nodes if preset else 1)
+    per_node = spec.gpus_per_node or (preset.gpus_per_node if preset else gpu.gpus_per_node)
+    return validate_as(ClusterSpec, {"name": preset.name if preset else None, "gpu": gpu,
+                                     "nodes": nodes, "gpus_per_node": per_node}, source)
+
+

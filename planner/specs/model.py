@@ -1,0 +1,365 @@
+"""Model specs read from Hugging Face `config.json` files (or a shipped name).
+
+A `ModelSpec` is the architecture exactly as the cost model needs it: GQA, explicit head_dim,
+gated or two-projection FFN, tied embeddings, biases, QK-norm, MoE (routed and shared experts,
+dense first layers, router), DeepSeek MLA. Facts that live in a family's modeling code rather
+than in its config (Qwen2's q/k/v bias, Qwen3's per-head QK-norm, Gemma-2's four norms per
+layer, ...) come from `ARCHITECTURE_TRAITS`; a config may state them itself under an `rlplan`
+key, e.g. `"rlplan": {"qkv_bias": true}`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from planner.errors import InputError
+from planner.specs.files import (
+    catalog_names,
+    data_dir,
+    looks_like_path,
+    read_json,
+    unknown_name,
+    validate_as,
+)
+
+QKNorm = Literal["none", "head", "full"]
+NormKind = Literal["rmsnorm", "layernorm"]
+
+
+class Traits(BaseModel):
+    """Architecture facts not spelled out in config.json (defaults: a Llama-style block)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gated_ffn: bool = True  # SwiGLU/GeGLU: gate, up and down projections
+    qkv_bias: bool = False  # bias on q/k/v only (Qwen2); `attention_bias` in config means q/k/v/o
+    qk_norm: QKNorm = "none"  # "head": one norm of head_dim for q and for k; "full": over q and k
+    norms_per_layer: int = Field(2, ge=0)
+    norm: NormKind = "rmsnorm"  # layernorm carries a bias as well as a weight
+    final_norm: bool = True
+    attention_sinks: bool = False  # one learned scalar per head (gpt-oss)
+    expert_bias: bool = False  # biases inside each expert's FFN (gpt-oss)
+    router_bias: bool = False
+    shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate (hidden → 1) on the shared expert
+    all_linear_bias: bool = False  # every projection has a bias (GPT-2, OPT, GPT-NeoX)
+    learned_positions: bool = False  # a position-embedding table instead of RoPE
+    position_offset: int = Field(0, ge=0)  # OPT's table has max_position_embeddings + 2 rows
+    tie_default: bool = False  # tie_word_embeddings when the config omits it
+
+
+# model_type → traits. Sources: ../shared/data/models.md "Variant notes" and the families'
+# modeling code as summarised there (Qwen2 q/k/v bias; Qwen3 QK-RMSNorm per head; OLMo-2 QK-norm
+# over the full projection; Gemma-2 four RMSNorms per layer, tied by default; gpt-oss sinks and
+# biased experts/router). GPT-2, OPT and GPT-NeoX are the classic two-projection FFN models with
+# LayerNorm and biased projections.
+ARCHITECTURE_TRAITS: dict[str, dict[str, Any]] = {
+    "qwen2": {"qkv_bias": True},
+    "qwen2_moe": {"qkv_bias": True, "shared_expert_gate": True},
+    "qwen3": {"qk_norm": "head"},
+    "qwen3_moe": {"qk_norm": "head"},
+    "olmo2": {"qk_norm": "full"},
+    "gemma": {"tie_default": True},
+    "gemma2": {"norms_per_layer": 4, "tie_default": True},
+    "gpt_oss": {"attention_sinks": True, "expert_bias": True, "router_bias": True},
+    "gpt2": {"gated_ffn": False, "norm": "layernorm", "all_linear_bias": True,
+             "learned_positions": True, "tie_default": True},
+    "opt": {"gated_ffn": False, "norm": "layernorm", "all_linear_bias": True,
+            "learned_positions": True, "position_offset": 2, "tie_default": True},
+    "gpt_neox": {"gated_ffn": False, "norm": "layernorm", "all_linear_bias": True},
+}
+
+# architectures[0] → model_type, for configs that name only the class.
+_ARCHITECTURE_MODEL_TYPE = {
+    "LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+    "DeepseekV3ForCausalLM": "deepseek_v3", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "Gemma2ForCausalLM": "gemma2", "GemmaForCausalLM": "gemma", "Phi3ForCausalLM": "phi3",
+    "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2",
+    "OPTForCausalLM": "opt", "GPTNeoXForCausalLM": "gpt_neox",
+}
+
+
+class HFConfig(BaseModel):
+    """The fields of a Hugging Face config.json that rlplan reads; others are ignored."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    model_type: str | None = None
+    architectures: list[str] | None = None
+    hidden_size: int = Field(gt=0, validation_alias=AliasChoices("hidden_size", "n_embd"))
+    num_hidden_layers: int = Field(gt=0, validation_alias=AliasChoices("num_hidden_layers",
+                                                                       "n_layer"))
+    num_attention_heads: int = Field(gt=0, validation_alias=AliasChoices("num_attention_heads",
+                                                                         "n_head"))
+    num_key_value_heads: int | None = Field(None, gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    intermediate_size: int | None = Field(
+        None, gt=0, validation_alias=AliasChoices("intermediate_size", "ffn_dim", "n_inner"))
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int | None = Field(
+        None, gt=0, validation_alias=AliasChoices("max_position_embeddings", "n_positions"))
+    tie_word_embeddings: bool | None = None
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    # MoE, under its three spellings
+    num_experts: int | None = Field(None, ge=0)
+    num_local_experts: int | None = Field(None, ge=0)
+    n_routed_experts: int | None = Field(None, ge=0)
+    num_experts_per_tok: int | None = Field(None, gt=0)
+    moe_intermediate_size: int | None = Field(None, gt=0)
+    n_shared_experts: int | None = Field(None, ge=0)
+    shared_expert_intermediate_size: int | None = Field(None, ge=0)
+    first_k_dense_replace: int | None = Field(None, ge=0)
+    moe_layer_freq: int = Field(1, gt=0)
+    decoder_sparse_step: int = Field(1, gt=0)
+    mlp_only_layers: list[int] = Field(default_factory=list)
+    topk_method: str | None = None
+    # DeepSeek multi-head latent attention
+    q_lora_rank: int | None = Field(None, gt=0)
+    kv_lora_rank: int | None = Field(None, gt=0)
+    qk_nope_head_dim: int | None = Field(None, gt=0)
+    qk_rope_head_dim: int | None = Field(None, ge=0)
+    v_head_dim: int | None = Field(None, gt=0)
+    # OPT
+    word_embed_proj_dim: int | None = Field(None, gt=0)
+    do_layer_norm_before: bool = True
+    # explicit traits, overriding ARCHITECTURE_TRAITS
+    rlplan: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def resolved_model_type(self) -> str:
+        if self.model_type:
+            return self.model_type
+        arch = (self.architectures or [""])[0]
+        return _ARCHITECTURE_MODEL_TYPE.get(arch, arch.lower() or "unknown")
+
+
+class MoESpec(BaseModel):
+    """Mixture-of-experts feed-forward: which layers, how many experts, how wide."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    num_experts: int = Field(gt=0, description="routed experts per MoE layer")
+    experts_per_token: int = Field(gt=0)
+    expert_intermediate_size: int = Field(gt=0)
+    num_shared_experts: int = Field(0, ge=0)
+    shared_expert_intermediate_size: int = Field(0, ge=0, description="width of each shared expert")
+    moe_layers: tuple[int, ...] = Field(description="indices of the MoE layers; the rest are dense")
+    score_correction_bias: bool = False  # DeepSeek-V3 noaux_tc routing: E biases per layer
+
+
+class MLASpec(BaseModel):
+    """DeepSeek multi-head latent attention projections."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    q_lora_rank: int | None = Field(None, gt=0)  # None: q is projected directly from hidden
+    kv_lora_rank: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(ge=0)
+    v_head_dim: int = Field(gt=0)
+
+
+class ModelSpec(BaseModel):
+    """One model's architecture, normalised from its config.json."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model_type: str
+    source: str = ""
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0, description="dense FFN width")
+    num_hidden_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int | None = None
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    word_embed_proj_dim: int | None = None
+    traits: Traits
+    moe: MoESpec | None = None
+    mla: MLASpec | None = None
+
+    @property
+    def gated_ffn(self) -> bool:
+        return self.traits.gated_ffn
+
+    @property
+    def attention_kind(self) -> str:
+        if self.mla:
+            return "mla"
+        if self.num_key_value_heads == self.num_attention_heads:
+            return "mha"
+        return "mqa" if self.num_key_value_heads == 1 else "gqa"
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        """KV-cache values per token over all layers (MLA caches the latent + RoPE key)."""
+        if self.mla:
+            per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
+        else:
+            per_layer = 2 * self.num_key_value_heads * self.head_dim
+        return per_layer * self.num_hidden_layers
+
+    @property
+    def params_total(self) -> int:
+        from planner.specs.params import count_params
+
+        return count_params(self).total
+
+    @property
+    def params_active(self) -> int:
+        from planner.specs.params import count_params
+
+        return count_params(self).active
+
+    def summary(self) -> dict[str, Any]:
+        """The fields `rlplan models --json` reports: counts plus the architecture."""
+        return {"name": self.name, "params_total": self.params_total,
+                "params_active": self.params_active, "attention": self.attention_kind,
+                "kv_cache_elements_per_token": self.kv_cache_elements_per_token,
+                **self.model_dump(exclude={"name"})}
+
+
+def _fail(source: str, field: str, problem: str) -> InputError:
+    return InputError(f"{source}: field '{field}': {problem}")
+
+
+def _moe_spec(cfg: HFConfig, source: str) -> MoESpec | None:
+    experts = cfg.num_experts or cfg.num_local_experts or cfg.n_routed_experts
+    if not experts:
+        return None
+    field = next(f for f in ("num_experts", "num_local_experts", "n_routed_experts")
+                 if getattr(cfg, f))
+    if cfg.num_experts_per_tok is None:
+        raise _fail(source, "num_experts_per_tok", f"missing for an MoE model ({field}="
+                    f"{experts}); add how many experts each token is routed to")
+    if cfg.num_experts_per_tok > experts:
+        raise _fail(source, "num_experts_per_tok", f"{cfg.num_experts_per_tok} exceeds {field} "
+                    f"({experts}); it must be at most the number of experts")
+    width = cfg.moe_intermediate_size or cfg.intermediate_size
+    if width is None:
+        raise _fail(source, "moe_intermediate_size", "missing; add the expert FFN width")
+    L = cfg.num_hidden_layers
+    if cfg.first_k_dense_replace is not None:  # DeepSeek: dense first layers, then every freq-th
+        if cfg.first_k_dense_replace > L:
+            raise _fail(source, "first_k_dense_replace", f"{cfg.first_k_dense_replace} exceeds "
+                        f"num_hidden_layers ({L})")
+        layers = [i for i in range(L)
+                  if i >= cfg.first_k_dense_replace and i % cfg.moe_layer_freq == 0]
+    else:  # Qwen-MoE convention; Mixtral and gpt-oss (no such fields) are MoE in every layer
+        layers = [i for i in range(L) if i not in cfg.mlp_only_layers
+                  and (i + 1) % cfg.decoder_sparse_step == 0]
+    if cfg.shared_expert_intermediate_size:  # Qwen2-MoE: one shared expert of its own width
+        shared, shared_width = 1, cfg.shared_expert_intermediate_size
+    else:  # DeepSeek: n_shared_experts of the routed width
+        shared, shared_width = cfg.n_shared_experts or 0, width
+    return MoESpec(num_experts=experts, experts_per_token=cfg.num_experts_per_tok,
+                   expert_intermediate_size=width, num_shared_experts=shared,
+                   shared_expert_intermediate_size=shared_width if shared else 0,
+                   moe_layers=tuple(layers), score_correction_bias=cfg.topk_method == "noaux_tc")
+
+
+def _mla_spec(cfg: HFConfig, source: str) -> MLASpec | None:
+    if cfg.kv_lora_rank is None:
+        return None
+    for f in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        if getattr(cfg, f) is None:
+            raise _fail(source, f, "missing; multi-head latent attention (kv_lora_rank set) "
+                        "needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
+    return MLASpec(q_lora_rank=cfg.q_lora_rank, kv_lora_rank=cfg.kv_lora_rank,
+                   qk_nope_head_dim=cfg.qk_nope_head_dim, qk_rope_head_dim=cfg.qk_rope_head_dim,
+                   v_head_dim=cfg.v_head_dim)
+
+
+def spec_from_hf_config(data: Any, name: str, source: str) -> ModelSpec:
+    """Validate a parsed config.json and normalise it into a ModelSpec."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: expected a JSON object of config fields")
+    cfg = validate_as(HFConfig, data, source)
+    model_type = cfg.resolved_model_type
+    traits = validate_as(Traits, {**ARCHITECTURE_TRAITS.get(model_type, {}), **cfg.rlplan},
+                         f"{source}: rlplan")
+    h = cfg.num_attention_heads
+    kv = cfg.num_key_value_heads or h
+    if h % kv:
+        divisors = [x for x in range(1, h + 1) if h % x == 0 and x != h]
+        raise _fail(source, "num_key_value_heads", f"{h} attention heads are not divisible by "
+                    f"{kv} KV heads; set it to a divisor of num_attention_heads "
+                    f"(e.g. {', '.join(map(str, [*divisors[-3:], h]))})")
+    if cfg.head_dim is None and cfg.hidden_size % h:
+        raise _fail(source, "head_dim", f"missing and hidden_size {cfg.hidden_size} is not "
+                    f"divisible by {h} heads; add head_dim")
+    mla = _mla_spec(cfg, source)
+    moe = _moe_spec(cfg, source)
+    d_ff = cfg.intermediate_size
+    if d_ff is None:
+        if model_type != "gpt2":  # GPT-2's n_inner null means 4·hidden
+            raise _fail(source, "intermediate_size", "missing; add the FFN width")
+        d_ff = 4 * cfg.hidden_size
+    if not cfg.do_layer_norm_before:  # OPT-350m: post-norm blocks, no final norm
+        traits = traits.model_copy(update={"final_norm": False})
+    bias_all = traits.all_linear_bias
+    return ModelSpec(
+        name=name, model_type=model_type, source=source, hidden_size=cfg.hidden_size,
+        intermediate_size=d_ff, num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=h, num_key_value_heads=kv,
+        head_dim=cfg.head_dim or cfg.hidden_size // h, vocab_size=cfg.vocab_size,
+        max_position_embeddings=cfg.max_position_embeddings,
+        tie_word_embeddings=(traits.tie_default if cfg.tie_word_embeddings is None
+                             else cfg.tie_word_embeddings),
+        qkv_bias=cfg.attention_bias or traits.qkv_bias or bias_all,
+        o_bias=cfg.attention_bias or bias_all, mlp_bias=cfg.mlp_bias or bias_all,
+        word_embed_proj_dim=(cfg.word_embed_proj_dim
+                             if cfg.word_embed_proj_dim != cfg.hidden_size else None),
+        traits=traits, moe=moe, mla=mla)
+
+
+def models_dir() -> Path:
+    return data_dir("model_specs")
+
+
+def load_model_path(path: Path) -> ModelSpec:
+    """A config.json file, or a model folder holding one."""
+    if path.is_dir():
+        config = path / "config.json"
+        if not config.is_file():
+            raise InputError(f"{path}: folder has no config.json; point to a Hugging Face "
+                             "model folder or to its config.json file")
+        return spec_from_hf_config(read_json(config), path.name, str(config))
+    data = read_json(path)
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return spec_from_hf_config(data, name, str(path))
+
+
+def shipped_models() -> dict[str, Path]:
+    return catalog_names(models_dir(), (".json",))
+
+
+def load_model(ref: str) -> ModelSpec:
+    """A model by shipped name (case-insensitive, `rlplan models`), or by file/folder path."""
+    path = Path(ref).expanduser()
+    if looks_like_path(ref) or path.exists():
+        if not path.exists():
+            raise InputError(f"{ref}: no such file or folder; give a shipped model name "
+                             "(`rlplan models`) or a path to a config.json")
+        return load_model_path(path)
+    known = shipped_models()
+    if ref.lower() not in known:
+        raise unknown_name("model", ref, list(known), "`rlplan models` lists them; or give "
+                           "a path to a config.json")
+    file = known[ref.lower()]
+    return spec_from_hf_config(read_json(file), file.stem, str(file))
+
+
+def list_models() -> list[ModelSpec]:
+    return [load_model(name) for name in shipped_models()]

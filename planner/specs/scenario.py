@@ -1,0 +1,282 @@
+"""The scenario file (DESIGN.md): algorithm, models, workload, cluster and search settings.
+
+`load_scenario` reads the YAML, applies CLI overrides (flag > file > default), validates every
+field, resolves model names and the cluster, and checks the pieces against each other (a PPO
+run needs a critic; GRPO needs two samples per prompt; mini-batches divide the step). What it
+decides on the user's behalf (a default critic, an ignored field) is listed in `notes`.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from planner.errors import InputError
+from planner.specs.files import looks_like_path, read_mapping, unknown_name, validate_as
+from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
+from planner.specs.model import ModelSpec, load_model
+from planner.specs.workload import ALGORITHMS, Family, Workload
+
+ROLES = ("actor", "reference", "reward", "critic")
+SAME_AS_ACTOR = "actor"
+NONE = "none"
+VERIFIER = "verifier"
+
+# CLI flag → scenario field (DESIGN.md: every field is also a flag).
+SCENARIO_FLAGS: dict[str, str] = {
+    "algo": "algorithm",
+    "actor": "models.actor",
+    "reference": "models.reference",
+    "reward": "models.reward",
+    "critic": "models.critic",
+    "prompts": "workload.prompts_per_step",
+    "samples": "workload.samples_per_prompt",
+    "prompt_len": "workload.prompt_len",
+    "response_len": "workload.response_len",
+    "max_response_len": "workload.max_response_len",
+    "ppo_epochs": "workload.ppo_epochs",
+    "mini_batches": "workload.mini_batches",
+    "gpu": "cluster.gpu",
+    "nodes": "cluster.nodes",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "objective": "search.objective",
+    "max_staleness": "search.max_staleness",
+    "time_limit": "search.time_limit_s",
+}
+_FLAG_OF_FIELD = {path: "--" + flag.replace("_", "-") for flag, path in SCENARIO_FLAGS.items()}
+
+
+class ModelsInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    actor: str = Field(min_length=1)
+    reference: str | None = Field(None, description="'actor' (same architecture), 'none', or a "
+                                  "model; default: what the algorithm uses")
+    reward: str | None = Field(None, description="a model, 'verifier' (rule-based) or 'none'; "
+                               "default 'verifier'")
+    critic: str | None = Field(None, description="PPO only; default: the actor's architecture")
+
+
+class SearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: Literal["time", "cost"] = "time"
+    max_staleness: int = Field(0, ge=0, description="bounded asynchrony: steps of lag allowed")
+    allow_shared_actor_critic: bool = False
+    time_limit_s: float = Field(30.0, gt=0)
+
+
+class ScenarioInput(BaseModel):
+    """The scenario file as written (names, not yet resolved)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    algorithm: str
+    models: ModelsInput
+    workload: Workload
+    cluster: ClusterInput | str
+    search: SearchInput = SearchInput()
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, value: str) -> str:
+        value = value.lower()
+        if value not in ALGORITHMS:
+            raise ValueError(str(unknown_name("algorithm", value, list(ALGORITHMS),
+                                              f"choose one of {', '.join(ALGORITHMS)}")))
+        return value
+
+
+class Scenario(BaseModel):
+    """A resolved scenario: model specs loaded, cluster built, cross-checks passed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    algorithm: str
+    family: Family
+    actor: ModelSpec
+    reference: ModelSpec | None
+    reward: ModelSpec | None
+    reward_kind: Literal["model", "verifier", "none"]
+    critic: ModelSpec | None
+    workload: Workload
+    cluster: ClusterSpec
+    search: SearchInput
+    notes: tuple[str, ...] = ()
+
+    @property
+    def roles(self) -> dict[str, ModelSpec]:
+        """The models this scenario runs, by role (absent roles are missing)."""
+        return {r: m for r in ROLES if (m := getattr(self, r)) is not None}
+
+    @property
+    def sequences_per_step(self) -> int:
+        """B·K for PPO/GRPO, B preference pairs for DPO."""
+        w = self.workload
+        return w.prompts_per_step * (1 if self.family is Family.DPO else w.samples_per_prompt)
+
+    def summary(self) -> dict[str, Any]:
+        """A compact JSON view: names instead of full specs."""
+        w = self.workload
+        return {
+            "algorithm": self.algorithm, "family": self.family.value,
+            "models": {r: {"name": m.name, "params_total": m.params_total,
+                           "params_active": m.params_active} for r, m in self.roles.items()},
+            "reward_kind": self.reward_kind,
+            "workload": w.model_dump() | {"max_response_len": w.max_response},
+            "cluster": {"name": self.cluster.name, "gpu": self.cluster.gpu.name,
+                        "nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node,
+                        "total_gpus": self.cluster.total_gpus},
+            "search": self.search.model_dump(),
+            "notes": list(self.notes),
+        }
+
+
+def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `raw` with each dotted-path override set (None values are skipped)."""
+    out = copy.deepcopy(raw)
+    for path, value in overrides.items():
+        if value is None:
+            continue
+        *parents, leaf = path.split(".")
+        node = out
+        for key in parents:
+            child = node.get(key)
+            if isinstance(child, str) and key == "cluster":  # a preset name, now with overrides
+                child = {"preset": child}
+            if not isinstance(child, dict):
+                child = {}
+            node[key] = child
+            node = child
+        node[leaf] = value
+    return out
+
+
+def _anchor_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative model/profile paths in a file are read relative to that file's folder."""
+    out = copy.deepcopy(raw)
+
+    def anchor(value: Any) -> Any:
+        if isinstance(value, str) and looks_like_path(value) and not Path(value).is_absolute():
+            candidate = base / value
+            return str(candidate) if candidate.exists() else value
+        return value
+
+    if isinstance(out.get("models"), dict):
+        out["models"] = {k: anchor(v) for k, v in out["models"].items()}
+    if isinstance(out.get("cluster"), dict):
+        out["cluster"] = {k: anchor(v) if k in ("gpu", "preset") else v
+                          for k, v in out["cluster"].items()}
+    return out
+
+
+def _load_role(ref: str, field: str, source: str) -> ModelSpec:
+    try:
+        return load_model(ref)
+    except InputError as exc:
+        raise InputError(f"{source}: field 'models.{field}': {exc}") from None
+
+
+def resolve(inp: ScenarioInput, source: str) -> Scenario:
+    """Load models and cluster and check the scenario's pieces against each other."""
+    info = ALGORITHMS[inp.algorithm]
+    family, m, w = info.family, inp.models, inp.workload
+    notes: list[str] = []
+
+    def bad(field: str, problem: str) -> InputError:
+        return InputError(f"{source}: field '{field}': {problem}")
+
+    if m.actor.lower() == SAME_AS_ACTOR:
+        raise bad("models.actor", "'actor' names the actor itself; give a model name or path")
+    actor = _load_role(m.actor, "actor", source)
+
+    def role(ref: str, field: str) -> ModelSpec:
+        return actor if ref.lower() == SAME_AS_ACTOR else _load_role(ref, field, source)
+
+    ref_name = m.reference
+    if ref_name is None:
+        ref_name = SAME_AS_ACTOR if info.reference_default else NONE
+    if ref_name.lower() != NONE and not info.reference_allowed:
+        raise bad("models.reference", f"{inp.algorithm} is reference-free; set it to none or "
+                  "use dpo")
+    reference = None if ref_name.lower() == NONE else role(ref_name, "reference")
+
+    reward, reward_kind = None, "none"
+    if family is Family.DPO:
+        if m.reward not in (None, NONE):
+            notes.append(f"models.reward ignored: {inp.algorithm} learns from preference pairs")
+    else:
+        reward_name = m.reward or VERIFIER
+        if reward_name.lower() == VERIFIER:
+            reward_kind = "verifier"
+        elif reward_name.lower() != NONE:
+            reward, reward_kind = role(reward_name, "reward"), "model"
+
+    critic = None
+    if family is Family.PPO:
+        if m.critic is not None and m.critic.lower() == NONE:
+            raise bad("models.critic", "ppo needs a critic; name a model, or use grpo for a "
+                      "critic-free algorithm")
+        if m.critic is None:
+            notes.append("models.critic not given: using the actor's architecture")
+        critic = role(m.critic or SAME_AS_ACTOR, "critic")
+    elif m.critic not in (None, NONE):
+        notes.append(f"models.critic ignored: {inp.algorithm} has no critic")
+
+    if family is Family.DPO:
+        if w.samples_per_prompt != 1:
+            notes.append(f"workload.samples_per_prompt ignored: {inp.algorithm} has no sampling")
+    elif w.samples_per_prompt < info.min_samples:
+        raise bad("workload.samples_per_prompt", f"{inp.algorithm} needs at least "
+                  f"{info.min_samples} samples per prompt for its group baseline; set it to "
+                  f"{info.min_samples} or more")
+    sequences = w.prompts_per_step * (1 if family is Family.DPO else w.samples_per_prompt)
+    if sequences % w.mini_batches:
+        divisors = [d for d in range(1, min(sequences, 64) + 1) if sequences % d == 0]
+        raise bad("workload.mini_batches", f"{w.mini_batches} does not divide the {sequences} "
+                  "sequences of a step; use a divisor such as "
+                  f"{', '.join(map(str, divisors[-4:]))}")
+    if inp.search.allow_shared_actor_critic and family is not Family.PPO:
+        notes.append(f"search.allow_shared_actor_critic ignored: {inp.algorithm} has no critic")
+
+    roles = {"actor": actor, "reference": reference, "reward": reward, "critic": critic}
+    for role, spec in roles.items():
+        if spec and spec.max_position_embeddings and w.max_seq_len > spec.max_position_embeddings:
+            notes.append(f"{role} {spec.name}: prompt_len + max_response_len = {w.max_seq_len} "
+                         f"exceeds its max_position_embeddings {spec.max_position_embeddings} "
+                         "(needs RoPE scaling)")
+    try:
+        cluster = resolve_cluster(inp.cluster, f"{source}: cluster")
+    except InputError as exc:
+        msg = str(exc)
+        raise InputError(msg if msg.startswith(source) else f"{source}: cluster: {msg}") from None
+    return Scenario(algorithm=inp.algorithm, family=family, workload=w, cluster=cluster,
+                    search=inp.search, reward_kind=reward_kind, notes=tuple(notes), **roles)
+
+
+def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -> ScenarioInput:
+    """Read (optionally) a scenario file, apply overrides, validate the fields."""
+    raw: dict[str, Any] = {}
+    source = "scenario (from flags)"
+    if path is not None:
+        raw = _anchor_paths(read_mapping(path), path.parent)
+        source = str(path)
+    raw = apply_overrides(raw, overrides or {})
+    try:
+        return validate_as(ScenarioInput, raw, source)
+    except InputError as exc:
+        msg = str(exc)
+        if path is None:  # no file: say which flag provides a missing field
+            for field_path, flag in _FLAG_OF_FIELD.items():
+                msg = msg.replace(f"field '{field_path}' is missing; add it",
+                                  f"field '{field_path}' is missing; pass {flag}")
+        raise InputError(msg) from None
+
+
+def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
+    """The scenario at `path` (or from overrides alone), validated and resolved."""
+    inp = scenario_input(path, overrides)
+    return resolve(inp, str(path) if path else "scenario")

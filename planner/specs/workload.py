@@ -1,0 +1,74 @@
+"""Algorithm and workload: which RL algorithm, which roles it needs, and the batch shape.
+
+The variants are the practical ones of FORMULAS.md §2: each maps onto a family (PPO, GRPO or
+DPO) whose stage structure the cost model prices, plus the models it does or does not need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Family(StrEnum):
+    PPO = "ppo"  # actor + critic (+ reward, reference): GAE advantages
+    GRPO = "grpo"  # actor only, group-relative advantages over K samples per prompt
+    DPO = "dpo"  # offline preference pairs: no generation stage
+
+
+@dataclass(frozen=True)
+class AlgorithmInfo:
+    family: Family
+    reference_default: bool  # uses a reference model unless the scenario says none
+    reference_allowed: bool
+    min_samples: int  # K needed for the advantage estimate (group baselines need two)
+    description: str
+
+
+ALGORITHMS: dict[str, AlgorithmInfo] = {
+    "ppo": AlgorithmInfo(Family.PPO, True, True, 1, "PPO with a critic (GAE)"),
+    "grpo": AlgorithmInfo(Family.GRPO, True, True, 2, "GRPO: group-relative advantages"),
+    "dapo": AlgorithmInfo(Family.GRPO, False, True, 2, "DAPO: GRPO-like without the KL term"),
+    "rloo": AlgorithmInfo(Family.GRPO, True, True, 2, "RLOO: leave-one-out baseline"),
+    "remax": AlgorithmInfo(Family.GRPO, True, True, 1, "ReMax: greedy-rollout baseline"),
+    "dpo": AlgorithmInfo(Family.DPO, True, True, 1, "DPO on preference pairs"),
+    "simpo": AlgorithmInfo(Family.DPO, False, False, 1, "SimPO: DPO-like, reference-free"),
+    "orpo": AlgorithmInfo(Family.DPO, False, False, 1, "ORPO: DPO-like, reference-free"),
+}
+
+
+class Workload(BaseModel):
+    """One training step's batch shape (symbols of FORMULAS.md: B, K, S, T)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompts_per_step: int = Field(gt=0, description="B: prompts per step (DPO: preference pairs)")
+    samples_per_prompt: int = Field(1, gt=0, description="K: responses per prompt (not DPO)")
+    prompt_len: int = Field(gt=0, description="S: mean prompt tokens")
+    response_len: int = Field(gt=0, description="T: mean response tokens")
+    max_response_len: int | None = Field(None, gt=0, description="longest response (the tail); "
+                                         "default response_len")
+    ppo_epochs: int = Field(1, gt=0, description="passes over the step's data")
+    mini_batches: int = Field(1, gt=0, description="optimizer steps per epoch")
+
+    @model_validator(mode="after")
+    def _check(self) -> Workload:
+        if self.max_response_len is not None and self.max_response_len < self.response_len:
+            raise ValueError(f"max_response_len ({self.max_response_len}) is below response_len "
+                             f"({self.response_len}); the tail cannot be shorter than the mean")
+        return self
+
+    @property
+    def max_response(self) -> int:
+        return self.max_response_len or self.response_len
+
+    @property
+    def seq_len(self) -> int:
+        """m = S + T (mean)."""
+        return self.prompt_len + self.response_len
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.prompt_len + self.max_response

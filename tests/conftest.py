@@ -1,0 +1,57 @@
+"""Shared fixtures: a CLI runner, paths to the test data, helpers for writing inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from planner.cli.main import app
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture
+def cli():
+    """Invoke `rlplan ARGS...`; returns click's Result (exit_code, stdout, stderr)."""
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    """Write a YAML (dict), JSON (dict, .json) or raw text file under tmp_path."""
+
+    def _write(name: str, content) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_text(content)
+        elif name.endswith(".json"):
+            path.write_text(json.dumps(content))
+        else:
+            path.write_text(yaml.safe_dump(content))
+        return path
+
+    return _write
+
+
+def grpo_scenario(**changes) -> dict:
+    """A small valid GRPO scenario as a dict; `changes` replace top-level sections."""
+    base = {
+        "algorithm": "grpo",
+        "models": {"actor": "qwen2.5-0.5b", "reference": "actor", "reward": "verifier"},
+        "workload": {"prompts_per_step": 64, "samples_per_prompt": 4, "prompt_len": 256,
+                     "response_len": 512, "max_response_len": 1024},
+        "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
+    }
+    base.update(changes)
+    return base
