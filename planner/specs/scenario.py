@@ -46,7 +46,10 @@ SCENARIO_FLAGS: dict[str, str] = {
     "max_staleness": "search.max_staleness",
     "time_limit": "search.time_limit_s",
 }
-_FLAG_OF_FIELD = {path: "--" + flag.replace("_", "-") for flag, path in SCENARIO_FLAGS.items()}
+# What to pass when a scenario built from flags alone lacks a field (or a whole section).
+_FLAGS_FOR_MISSING = {path: "--" + flag.replace("_", "-") for flag, path in SCENARIO_FLAGS.items()}
+_FLAGS_FOR_MISSING |= {"models": "--actor", "cluster": "--gpu and --nodes",
+                       "workload": "--prompts, --samples, --prompt-len and --response-len"}
 
 
 class ModelsInput(BaseModel):
@@ -77,8 +80,13 @@ class ScenarioInput(BaseModel):
     algorithm: str
     models: ModelsInput
     workload: Workload
-    cluster: ClusterInput | str
+    cluster: ClusterInput
     search: SearchInput = SearchInput()
+
+    @field_validator("cluster", mode="before")
+    @classmethod
+    def _preset_name(cls, value: Any) -> Any:
+        return {"preset": value} if isinstance(value, str) else value
 
     @field_validator("algorithm")
     @classmethod
@@ -270,7 +278,7 @@ def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -
     except InputError as exc:
         msg = str(exc)
         if path is None:  # no file: say which flag provides a missing field
-            for field_path, flag in _FLAG_OF_FIELD.items():
+            for field_path, flag in _FLAGS_FOR_MISSING.items():
                 msg = msg.replace(f"field '{field_path}' is missing; add it",
                                   f"field '{field_path}' is missing; pass {flag}")
         raise InputError(msg) from None

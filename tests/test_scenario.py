@@ -1,0 +1,114 @@
+"""Scenario resolution: role defaults per algorithm, overrides, cross-checks, notes."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.errors import InputError
+from planner.specs.scenario import apply_overrides, load_scenario
+from planner.specs.workload import Family
+from tests.conftest import DATA, REPO, grpo_scenario
+
+
+def load(write, **changes):
+    return load_scenario(write("s.yaml", grpo_scenario(**changes)))
+
+
+def test_grpo_defaults(write):
+    s = load(write)
+    assert s.family is Family.GRPO and s.reward_kind == "verifier"
+    assert set(s.roles) == {"actor", "reference"}
+    assert s.sequences_per_step == 64 * 4
+    assert s.cluster.total_gpus == 8
+
+
+def test_dapo_has_no_reference_by_default(write):
+    s = load(write, algorithm="dapo", models={"actor": "qwen2.5-0.5b"})
+    assert set(s.roles) == {"actor"}
+
+
+def test_ppo_defaults_critic_to_the_actor_and_says_so(write):
+    s = load(write, algorithm="ppo", models={"actor": "qwen2.5-0.5b", "reward": "qwen2.5-1.5b"})
+    assert s.critic is s.actor and s.reward.name == "qwen2.5-1.5b" and s.reward_kind == "model"
+    assert any("critic not given" in n for n in s.notes)
+
+
+def test_grpo_ignores_a_critic_and_says_so(write):
+    s = load(write, models={"actor": "qwen2.5-0.5b", "critic": "qwen2.5-0.5b"})
+    assert s.critic is None and any("critic ignored" in n for n in s.notes)
+
+
+def test_dpo_shape(write):
+    s = load(write, algorithm="dpo", models={"actor": "qwen2.5-0.5b", "reward": "verifier"})
+    assert s.family is Family.DPO and set(s.roles) == {"actor", "reference"}
+    assert s.sequences_per_step == 64  # B pairs, K ignored
+    assert any("samples_per_prompt ignored" in n for n in s.notes)
+    assert any("reward ignored" in n for n in s.notes)
+
+
+def test_reference_free_variants_refuse_a_reference(write):
+    with pytest.raises(InputError, match="simpo is reference-free"):
+        load(write, algorithm="simpo", models={"actor": "qwen2.5-0.5b", "reference": "actor"})
+
+
+def test_overrides_win_over_the_file(write):
+    path = write("s.yaml", grpo_scenario(cluster="dgx-h100"))  # a preset name
+    s = load_scenario(path, {"cluster.nodes": 3, "algorithm": "rloo",
+                             "workload.response_len": 600})
+    assert s.cluster.name == "dgx-h100" and s.cluster.total_gpus == 24
+    assert s.algorithm == "rloo" and s.workload.response_len == 600
+
+
+def test_apply_overrides_does_not_touch_the_input():
+    raw = {"cluster": "dgx-h100", "workload": {"prompt_len": 1}}
+    out = apply_overrides(raw, {"cluster.nodes": 2, "workload.prompt_len": 5, "algorithm": None})
+    assert out == {"cluster": {"preset": "dgx-h100", "nodes": 2}, "workload": {"prompt_len": 5}}
+    assert raw == {"cluster": "dgx-h100", "workload": {"prompt_len": 1}}
+
+
+def test_flags_alone_make_a_scenario():
+    flags = {"algorithm": "grpo", "models.actor": "qwen3-8b", "workload.prompts_per_step": 32,
+             "workload.samples_per_prompt": 4, "workload.prompt_len": 128,
+             "workload.response_len": 256, "cluster.gpu": "h200-sxm", "cluster.nodes": 2}
+    s = load_scenario(None, flags)
+    assert s.cluster.total_gpus == 16 and s.actor.name == "qwen3-8b"
+
+
+def test_flags_alone_name_the_missing_flag():
+    with pytest.raises(InputError, match="'models' is missing; pass --actor") as err:
+        load_scenario(None, {"algorithm": "grpo"})
+    assert "'cluster' is missing; pass --gpu and --nodes" in str(err.value)
+    with pytest.raises(InputError, match="'workload.prompt_len' is missing; pass --prompt-len"):
+        load_scenario(None, {"algorithm": "grpo", "models.actor": "qwen3-8b",
+                             "workload.prompts_per_step": 8, "workload.response_len": 8,
+                             "cluster.gpu": "h100-sxm"})
+
+
+def test_relative_model_path_is_read_from_the_scenario_folder(write, tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text((DATA / "hf_configs/gpt2/config.json").read_text())
+    s = load(write, models={"actor": "m/config.json", "reward": "verifier"})
+    assert s.actor.model_type == "gpt2"
+
+
+def test_sequence_beyond_model_context_is_noted(write):
+    s = load(write, models={"actor": "olmo-2-1124-7b", "reward": "verifier"},
+             workload={"prompts_per_step": 8, "samples_per_prompt": 2, "prompt_len": 4000,
+                       "response_len": 100, "max_response_len": 200})
+    assert any("exceeds its max_position_embeddings 4096" in n for n in s.notes)
+
+
+def test_max_response_below_mean_is_rejected(write):
+    with pytest.raises(InputError, match="max_response_len"):
+        load(write, workload={"prompts_per_step": 8, "samples_per_prompt": 2, "prompt_len": 10,
+                              "response_len": 100, "max_response_len": 50})
+
+
+def test_multi_node_needs_an_inter_node_figure(write):
+    with pytest.raises(InputError, match="inter_node_gbps"):
+        load(write, cluster={"gpu": "l40s", "nodes": 2})
+
+
+def test_cluster_profile_by_path(write):
+    s = load(write, cluster={"gpu": str(REPO / "hardware_profiles/mi300x.yaml"), "nodes": 2})
+    assert s.cluster.gpu.name == "mi300x" and s.cluster.total_gpus == 16
