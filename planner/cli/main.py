@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from planner import __version__
+from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.output import print_json
 from planner.cli.validate import validate
@@ -25,6 +26,7 @@ app.command()(models)
 app.command()(gpus)
 app.command()(clusters)
 app.command()(validate)
+app.add_typer(analyze.app, name="analyze")
 
 
 class SchemaKind(StrEnum):

@@ -33,6 +33,11 @@ DEFAULT_HBM_EFFICIENCY = 0.8
 DEFAULT_LINK_EFFICIENCY = 0.8
 # Memory a GPU cannot give to tensors (CUDA context, NCCL buffers, allocator fragmentation).
 DEFAULT_RUNTIME_RESERVE_GIB = 4.0
+# α of the α–β model: start-up latency of one collective step. Not in the shipped sources;
+# order-of-magnitude defaults (NVLink/NVSwitch a few µs, an InfiniBand hop ~10 µs), to be
+# fitted with the efficiencies.
+DEFAULT_INTRA_NODE_LATENCY_US = 5.0
+DEFAULT_INTER_NODE_LATENCY_US = 15.0
 
 
 
@@ -73,6 +78,8 @@ class HardwareProfile(BaseModel):
         None, gt=0, description="GPU–host link (PCIe) per GPU per direction, GB/s")
     price_usd_per_gpu_hour: float | None = Field(None, gt=0)
     runtime_reserve_gib: float = Field(DEFAULT_RUNTIME_RESERVE_GIB, ge=0)
+    intra_node_latency_us: float = Field(DEFAULT_INTRA_NODE_LATENCY_US, ge=0)
+    inter_node_latency_us: float = Field(DEFAULT_INTER_NODE_LATENCY_US, ge=0)
     efficiency: Efficiency = Efficiency()
     sources: dict[str, str] = Field(default_factory=dict,
                                     description="field name → where the number comes from")

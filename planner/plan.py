@@ -1,0 +1,117 @@
+"""The answer: a plan as a pydantic model. JSON is its only serialisation (DESIGN.md).
+
+A plan names device groups, a layout per (role, stage) on one of them, and the inter-model
+choices. `PlanInput` is the part a user writes by hand for `rlplan evaluate` (groups, layouts,
+inter_model); `Plan` adds what rlplan computes (times, memory, bounds, search, explanation).
+Layouts follow the framework convention: a layout on g GPUs has g = dp · tp · pp · cp, and ep
+divides dp · cp · tp (expert parallelism is carved out of those ranks, adding no GPUs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+STAGES = ("generation", "assessment", "training")
+# Which stages each role runs in (DESIGN.md: layout stages).
+ROLE_STAGES: dict[str, tuple[str, ...]] = {
+    "actor": ("generation", "assessment", "training"),  # assessment: old log-probs recompute
+    "reference": ("assessment",),
+    "reward": ("assessment",),
+    "critic": ("assessment", "training"),
+}
+Checkpointing = Literal["none", "selective", "full"]
+Offload = Literal["none", "optimizer", "params", "both"]
+
+
+class Layout(BaseModel):
+    """How one role is laid out for one stage on its group."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: str
+    dp: int = Field(1, gt=0)
+    tp: int = Field(1, gt=0)
+    pp: int = Field(1, gt=0)
+    cp: int = Field(1, gt=0)
+    ep: int = Field(1, gt=0)
+    sp: bool = False
+    zero: int = Field(0, ge=0, le=3)
+    checkpointing: Checkpointing = "none"
+    micro_batch: int = Field(1, gt=0, description="sequences per micro-batch per DP rank")
+    offload: Offload = "none"
+
+    @field_validator("checkpointing", mode="before")
+    @classmethod
+    def _bool_checkpointing(cls, value: Any) -> Any:
+        """DESIGN.md's JSON writes `true`/`false`: true means full recomputation."""
+        if isinstance(value, bool):
+            return "full" if value else "none"
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Layout:
+        if (self.dp * self.cp * self.tp) % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide dp·cp·tp ({self.dp * self.cp * self.tp})"
+                             "; expert parallelism is carved out of those ranks")
+        if self.sp and self.tp == 1:
+            raise ValueError("sp (sequence parallelism) needs tp > 1")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+
+class Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    gpus: int = Field(gt=0)
+    roles: list[str] = Field(default_factory=list)
+
+
+class InterModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    placement: Literal["colocated", "partial", "disaggregated"] = "colocated"
+    inter_stage_fusion: bool = False
+    intra_stage_fusion: bool = False
+    staleness: int = Field(0, ge=0)
+    shared_actor_critic: bool = False
+
+
+class PlanInput(BaseModel):
+    """What a hand-written plan needs: groups, layouts per role and stage, inter-model choices."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)  # a full plan JSON is accepted too
+
+    groups: list[Group] = Field(min_length=1)
+    layouts: dict[str, dict[str, Layout]]
+    inter_model: InterModel = InterModel()
+
+    @model_validator(mode="after")
+    def _check(self) -> PlanInput:
+        names = [g.name for g in self.groups]
+        if len(set(names)) != len(names):
+            raise ValueError(f"groups: names must be unique, got {names}")
+        sizes = {g.name: g.gpus for g in self.groups}
+        for role, stages in self.layouts.items():
+            if role not in ROLE_STAGES:
+                raise ValueError(f"layouts: unknown role '{role}'; roles are "
+                                 f"{', '.join(ROLE_STAGES)}")
+            for stage, layout in stages.items():
+                where = f"layouts.{role}.{stage}"
+                if stage not in ROLE_STAGES[role]:
+                    raise ValueError(f"{where}: {role} has no {stage} stage; its stages are "
+                                     f"{', '.join(ROLE_STAGES[role])}")
+                if layout.group not in sizes:
+                    raise ValueError(f"{where}.group: no group named '{layout.group}'; "
+                                     f"groups are {', '.join(names)}")
+                if layout.gpus != sizes[layout.group]:
+                    raise ValueError(
+                        f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
+                        f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
+        return self

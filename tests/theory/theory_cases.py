@@ -1,0 +1,49 @@
+"""Shared cases for the theory tests: the tiny hand-checkable model, tolerances, strategies.
+
+The tiny model (L=2, d=8, d_ff=16, h=2, V=10) with S=3, T=4 (m=7) keeps every value small
+enough to check on paper; the expected values in the tests are written as FORMULAS.md's
+arithmetic, literally, never by calling the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from planner.theory.shape import TheoryModel
+
+TINY = TheoryModel(L=2, d=8, d_ff=16, h=2, V=10)
+S, T = 3, 4
+m = S + T
+
+REL = 1e-9
+
+# Fast, deterministic-enough property runs: the whole theory suite stays well under 30 s.
+PROPERTY = settings(max_examples=60, deadline=None, derandomize=True)
+
+
+def close(a: float, b: float, rel: float = REL) -> bool:
+    """Relative closeness with a tiny absolute floor for values that are exactly 0."""
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-9)
+
+
+@st.composite
+def models(draw: st.DrawFn, moe: bool | None = None) -> TheoryModel:
+    """Random shapes with d a multiple of h (d_k ≥ 1), dense or MoE."""
+    h = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    d = h * draw(st.integers(1, 64))
+    L = draw(st.integers(1, 12))
+    d_ff = draw(st.integers(1, 512))
+    V = draw(st.integers(1, 5000))
+    is_moe = draw(st.booleans()) if moe is None else moe
+    if not is_moe:
+        return TheoryModel(L=L, d=d, d_ff=d_ff, h=h, V=V)
+    E = draw(st.integers(2, 16))
+    E_a = draw(st.integers(1, E))
+    d_e = draw(st.integers(1, 256))
+    return TheoryModel(L=L, d=d, d_ff=d_ff, h=h, V=V, E=E, E_a=E_a, d_e=d_e)
+
+
+degrees = st.integers(1, 8)
