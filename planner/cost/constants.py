@@ -1,0 +1,99 @@
+"""Every constant of the cost model's FLOPs and memory formulas, with its unit and source.
+
+Formulas in `flops.py` and `memory.py` use these names, never bare literals (STYLE.md §7.4).
+Hardware-dependent numbers (peaks, efficiencies, latencies, runtime reserve) live in the
+hardware profile instead (`planner/specs/hardware.py`).
+
+References:
+- FORMULAS.md §1 (the paper's Table I conventions).
+- [ZeRO] Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+  Models", SC'20, arXiv 1910.02054, §3 and Fig. 1 (memory.md B.1).
+- [Korthikanti] Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+  Models", MLSys'23, arXiv 2205.05198, §4 and Table 2 (memory.md B.2).
+- [Megatron-DO] Megatron-LM docs, distributed optimizer: bytes per parameter table.
+"""
+
+from __future__ import annotations
+
+from planner.specs.hardware import GIB as GIB  # bytes per GiB (2**30), re-exported
+
+# --- work ------------------------------------------------------------------------------------
+FLOPS_PER_MAC = 2
+"""FLOPs per multiply–accumulate: a multiply and an add count as 2 (FORMULAS.md conventions)."""
+
+BACKWARD_FLOPS_PER_FORWARD = 2
+"""C_b = 2·C_f (Table I): the backward pass computes gradients w.r.t. inputs and weights."""
+
+CAUSAL_KEY_VISIT_FRACTION = 0.5
+"""A causal pass over n tokens visits n²/2 (query, key) pairs — the paper's convention behind
+the `m·d` term of C_f^tok and the `S·d` term of C_prefill (exact count n(n+1)/2; the O(n)
+difference is a lower-order term FORMULAS.md drops). Per token: n/2 keys on average."""
+
+ADAM_FLOPS_PER_PARAM = 16
+"""AdamW update, FLOPs per parameter: m ← β1·m + (1−β1)·g (3), v ← β2·v + (1−β2)·g² (4),
+bias corrections m̂, v̂ (2), p ← p − lr·(m̂/(√v̂ + ε)) (5: sqrt, add, div, mul, sub), decoupled
+weight decay p ← p − lr·λ·p (2). Our tally; Calculon uses 11 (no decay/bias correction)."""
+
+# --- bytes per element -----------------------------------------------------------------------
+BYTES_BF16 = 2
+"""bf16 / fp16 element (weights, activations, KV cache in mixed precision)."""
+
+BYTES_FP32 = 4
+"""fp32 element (master weights, Adam moments, accumulated gradients, loss logits)."""
+
+ADAM_STATE_BYTES_PER_PARAM = 12
+"""K of [ZeRO] §3.1 for mixed-precision Adam: fp32 master copy, momentum and variance, 4 + 4 + 4."""
+
+DROPOUT_MASK_BYTES = 1
+"""A dropout mask element, as [Korthikanti] §4.1 counts it (one byte per element)."""
+
+LOGITS_BYTES = BYTES_FP32
+"""Logits kept for the loss / log-probs are fp32: [Korthikanti] §4.1's output layer term 4sbV/t."""
+
+ROUTER_PROBS_BYTES = BYTES_FP32
+"""MoE router logits/probabilities are computed and stored in fp32 (Megatron-Core, HF MoE)."""
+
+FLASH_LSE_BYTES = BYTES_FP32
+"""FlashAttention stores one fp32 log-sum-exp per (head, query) for its backward (Dao 2022)."""
+
+# --- schedules and buffers -------------------------------------------------------------------
+ZERO3_LAYERS_IN_FLIGHT = 2
+"""Layers whose full (unsharded) weights a ZeRO-3 / FSDP / parameter-offload rank holds at once:
+the one computing and the one being prefetched (FSDP forward_prefetch, DeepSpeed prefetch)."""
+
+DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+"""Tokens an inference engine prefills in one forward (vLLM V1 chunked-prefill budget
+`max_num_batched_tokens`, 8192 by default on large GPUs); sizes the generation workspace."""
+
+# --- architecture facts ----------------------------------------------------------------------
+GATED_FFN_MATRICES = 3
+"""A gated FFN (SwiGLU/GeGLU) has gate, up and down projections: 3 matmuls of H×F."""
+
+PLAIN_FFN_MATRICES = 2
+"""A two-projection FFN (GPT-2, OPT, GPT-NeoX, the paper's canonical FFN): 2 matmuls of H×F."""
+
+GATED_FFN_STORED_TENSORS = 3
+"""F-wide tensors a gated FFN keeps for its backward: gate output, up output and the product
+act(gate)·up (input of the down projection) — Megatron-Core's fc1 output [gate; up] plus the
+SwiGLU output."""
+
+PLAIN_FFN_STORED_TENSORS = 2
+"""F-wide tensors a two-projection FFN keeps: the activation's input and its output
+([Korthikanti] §4.1: GeLU input 8sbh and output 8sbh bytes at F = 4h)."""
+
+
+MLA_LATENT_PATH_TENSORS = 2
+"""Copies of each MLA latent (q_lora, kv_lora) a layer keeps for its backward: the latent before
+its RMSNorm (the norm's input) and after it (the up-projection's input)."""
+
+MOE_EXPERT_IO_TENSORS = 2
+"""H-wide tensors per routed (token, expert) pair a MoE layer keeps: the permuted expert input
+(the first expert matmul's input) and the expert output (needed for the gradient of the routing
+weight in the weighted combine)."""
+
+# --- framework behaviour ---------------------------------------------------------------------
+WEIGHT_SYNC_BYTES_PER_S = 8.25e9
+"""Effective bandwidth of a weight sync from the training group to a separate rollout group:
+verl's checkpoint engine moving Qwen3-30B-A3B in ≈ 7 s on 4×8 H100 with 400 Gb/s IB
+(8.25 GB/s; ../shared/data/calibration/README.md, "Weight sync"). NCCL full broadcasts
+measured there are slower (Qwen2.5-7B 1+1 nodes 5.5–6.0 s ≈ 2.6 GB/s)."""
