@@ -115,3 +115,27 @@ class PlanInput(BaseModel):
                         f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
                         f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
         return self
+
+
+class StageTime(BaseModel):
+    time_s: float
+
+
+class Plan(PlanInput):
+    """A priced plan: DESIGN.md's plan JSON. `status` is optimal|feasible|infeasible|evaluated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["optimal", "feasible", "infeasible", "evaluated"]
+    objective: Literal["time", "cost"] = "time"
+    iteration_time_s: float
+    tokens_per_s: float
+    cost_per_step_usd: float | None
+    stages: dict[str, StageTime]
+    memory: dict[str, Any]
+    bounds: dict[str, float]
+    search: dict[str, Any] = Field(default_factory=dict)
+    explanation: dict[str, Any] = Field(default_factory=dict)
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None

@@ -10,6 +10,7 @@ import typer
 from planner import __version__
 from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
+from planner.cli.evaluate import evaluate
 from planner.cli.output import print_json
 from planner.cli.validate import validate
 from planner.specs.hardware import ClusterPreset, HardwareProfile
@@ -27,6 +28,7 @@ app.command()(gpus)
 app.command()(clusters)
 app.command()(validate)
 app.add_typer(analyze.app, name="analyze")
+app.command()(evaluate)
 
 
 class SchemaKind(StrEnum):

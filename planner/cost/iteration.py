@@ -1,0 +1,365 @@
+"""One steady-state iteration of a plan: every (role, stage) task priced on its group and
+composed as Table IX composes the stages — sums where work shares devices, maxima where it
+runs on disjoint groups, overlap under stage fusion and bounded asynchrony.
+
+Composition (staleness 0): generation → resharding/weight sync → assessment → training, each
+stage lasting the longest of its groups (tasks on one group run one after another). With
+inter-stage fusion and assessment on other groups than generation, assessment streams in as
+rollouts finish: earlier waves are assessed while later ones decode, and the last wave's
+assessment overlaps the straggler tail — max(G, G − tail + A/waves). With
+staleness s ≥ 1 the groups pipeline across iterations: the period is the busiest group's work
+per iteration, but no shorter than the dependency cycle G → A → T → sync spread over s + 1
+iterations. Each group's breakdown (generation, assessment, training, sync, idle) sums to the
+iteration time.
+
+Memory per GPU of a group in a stage: the runtime reserve, the persistent state of every model
+resident on the group (a trainable model's weights, gradients and optimizer state on its
+training group; a frozen model's weights on its assessment group; the actor's inference
+weights on a separate rollout group, with a shadow copy under asynchrony), plus the largest
+transient need of the stage's tasks there. The actor's inference copy on its own training
+group is resharded in before generation and released after (hybrid engine): transient.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.cost import comm
+from planner.cost.constants import BYTES_BF16, GIB, WEIGHT_SYNC_BYTES_PER_S
+from planner.cost.flops import (
+    Head,
+    bytes_weights_read_fwd,
+    flops_fwd_seq,
+    flops_generation,
+    flops_train_seq,
+    params_with_head,
+)
+from planner.cost.memory import (
+    ROLE_HEADS,
+    MemoryBreakdown,
+    MemoryWorkload,
+    memory_per_gpu,
+)
+from planner.cost.time import hbm_rate, time_forward, time_generation, time_train
+from planner.errors import InfeasibleError, InputError
+from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
+from planner.specs.scenario import Scenario
+from planner.specs.workload import Family
+
+BREAKDOWN_KEYS = ("generation", "assessment", "training", "sync", "idle")
+
+
+@dataclass
+class Task:
+    role: str
+    stage: str
+    layout: Layout
+    seconds: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    memory: MemoryBreakdown | None = None
+
+
+@dataclass
+class Evaluation:
+    """The priced iteration: times, per-group breakdowns and memory, bounds."""
+
+    iteration_time_s: float
+    stage_times: dict[str, float]
+    sync_s: float
+    tasks: list[Task]
+    groups: dict[str, dict[str, float]]  # group → breakdown (sums to iteration_time_s)
+    memory: dict[str, dict[str, float | str]]  # group → peak bytes, capacity, where
+    tokens_per_step: float
+    total_gpus: int
+    bounds: dict[str, float]
+    generation_batch: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.iteration_time_s
+
+
+def sequences(sc: Scenario) -> int:
+    """Sequences each stage processes per step: B·K rollouts, or 2B for DPO (chosen and
+    rejected response of every pair)."""
+    w = sc.workload
+    return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
+
+
+def _heads(sc: Scenario, plan: PlanInput) -> dict[str, Head]:
+    heads = {role: ROLE_HEADS[role] for role in sc.roles}
+    if plan.inter_model.shared_actor_critic:
+        heads["actor"] = Head.SHARED
+    return heads
+
+
+def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
+    """The (role, stage) tasks a scenario runs, each with its layout from the plan."""
+    shared = plan.inter_model.shared_actor_critic
+    if shared and sc.critic is None:
+        raise InputError("inter_model.shared_actor_critic: the scenario has no critic to share")
+    out = []
+    for role in sc.roles:
+        if role == "critic" and shared:
+            continue  # the critic is a head on the actor
+        layouts = plan.layouts.get(role, {})
+        for stage in ROLE_STAGES[role]:
+            if sc.family is Family.DPO and role == "actor" and stage != "training":
+                continue  # DPO: no rollouts; the policy forward is part of its training pass
+            layout = layouts.get(stage)
+            if layout is None and stage == "assessment" and "training" in layouts:
+                layout = layouts["training"]  # forward with the training layout (verl, NeMo)
+            if layout is None:
+                raise InputError(f"plan: layouts.{role}.{stage} is missing; give the group and "
+                                 "degrees this stage runs with")
+            out.append(Task(role, stage, layout))
+    extra = {r for r in plan.layouts if r not in sc.roles or (r == "critic" and shared)}
+    if extra:
+        raise InputError(f"plan: layouts for {', '.join(sorted(extra))}, which the scenario "
+                         f"does not run ({sc.algorithm}); remove them")
+    return out
+
+
+def _home_group(role: str, tasks: list[Task]) -> str:
+    """Where a model's persistent state lives: its training group, else its first task's."""
+    for t in tasks:
+        if t.role == role and t.stage == "training":
+            return t.layout.group
+    return next(t.layout.group for t in tasks if t.role == role)
+
+
+def _resharding_time(sc: Scenario, gen: Layout, train: Layout, head: Head, gpu) -> float:
+    """Re-lay the actor's training shards into its generation layout on the same GPUs: each
+    GPU gathers its generation shard from the training shards that hold it."""
+    weights = params_with_head(sc.actor, head) * BYTES_BF16
+    gen_shard = weights / (gen.tp * gen.pp)
+    holders = train.tp * train.pp * (train.dp * train.cp if train.zero == 3 else 1)
+    sources = max(1, holders // (gen.tp * gen.pp))
+    if sources == 1:  # the shard is already local: a copy at HBM speed
+        return 2 * gen_shard / hbm_rate(gpu)
+    return comm.time_allgather(gen_shard, sources, comm.link_for(gpu, sources))
+
+
+def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
+    """Price `plan` for scenario `sc`; raises InfeasibleError when a group runs out of memory."""
+    gpu, w = sc.cluster.gpu, sc.workload
+    sizes = {g.name: g.gpus for g in plan.groups}
+    used = sum(sizes.values())
+    if used > sc.cluster.total_gpus:
+        raise InputError(f"plan: groups use {used} GPUs but the cluster has "
+                         f"{sc.cluster.total_gpus}; shrink the groups or add nodes")
+    heads, tasks = _heads(sc, plan), _tasks(sc, plan)
+    n, m = sequences(sc), w.seq_len
+    m_max = w.max_seq_len
+    specs = sc.roles
+    staleness = plan.inter_model.staleness
+    homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
+    capacity = gpu.memory_bytes
+
+    # Persistent state of each model: on its home group (training group, else where its
+    # forward runs), plus forward copies elsewhere and a separate rollout group's weights.
+    resident: dict[str, list[tuple[str, float]]] = {g: [] for g in sizes}
+    for role, home in homes.items():
+        t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
+            x for x in tasks if x.role == role and x.stage == "assessment")
+        resident[home].append((role, float(_memory(sc, t, heads, n, m_max, 0, staleness,
+                                                   False).persistent)))
+    for t in tasks:
+        if t.stage == "assessment" and t.layout.group != homes[t.role]:
+            mem = _memory(sc, t, heads, n, m_max, 0, staleness, False)
+            resident[t.layout.group].append((f"{t.role} forward copy", float(mem.persistent)))
+
+    # Generation: the KV cache gets what the group leaves free.
+    gen_batch = 0.0
+    for t in (x for x in tasks if x.stage == "generation"):
+        hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
+        others = sum(b for _, b in resident[t.layout.group])
+        base = _memory(sc, t, heads, n, m_max, 0, staleness, hybrid)
+        if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
+            resident[t.layout.group].append(("actor rollout copy", float(base.persistent)))
+        per_seq = float(_memory(sc, t, heads, n, m_max, 1, staleness, hybrid).total - base.total)
+        free = capacity - others - float(base.total)
+        if free < per_seq:
+            need = others + float(base.total) + per_seq
+            raise InfeasibleError(
+                f"group {t.layout.group}, stage generation: the actor's rollouts need "
+                f"{need / GIB:.1f} GiB per GPU for even one sequence of {m_max} tokens, "
+                f"{(need - capacity) / GIB:.1f} GiB over the {capacity / GIB:.0f} GiB of a "
+                f"{gpu.name}; use more tensor parallelism, offload, or a larger group")
+        gen_batch = min(n / t.layout.dp, math.floor(free / per_seq))
+        t.memory = _memory(sc, t, heads, n, m_max, gen_batch, staleness, hybrid)
+        g = time_generation(specs["actor"], t.layout, gpu, n, w.prompt_len, w.response_len,
+                            w.max_response, gen_batch)
+        t.seconds, t.parts = g.total, g.as_dict()
+
+    for t in tasks:
+        spec, head = specs[t.role], heads[t.role]
+        if t.stage == "assessment":
+            f = time_forward(spec, head, t.layout, gpu, n, m)
+            t.seconds, t.parts = f.total, f.as_dict()
+        elif t.stage == "training":
+            f = time_train(spec, head, t.layout, gpu, n, m, w.mini_batches, w.ppo_epochs)
+            t.seconds, t.parts = f.total, f.as_dict()
+        if t.stage != "generation":
+            t.memory = _memory(sc, t, heads, n, m_max, 0, staleness, False)
+
+    # Resharding (same group) or weight sync (another group) of the actor, every iteration.
+    sync_s, sync_groups = 0.0, set()
+    gen_task = next((t for t in tasks if t.stage == "generation"), None)
+    if gen_task:
+        train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
+        if gen_task.layout.group == train.group:
+            sync_s = _resharding_time(sc, gen_task.layout, train, heads["actor"], gpu)
+            sync_groups = {train.group}
+        else:
+            sync_s = params_with_head(sc.actor, heads["actor"]) * BYTES_BF16 \
+                / WEIGHT_SYNC_BYTES_PER_S
+            sync_groups = {train.group, gen_task.layout.group}
+
+    busy = {g: dict.fromkeys(BREAKDOWN_KEYS, 0.0) for g in sizes}
+    for t in tasks:
+        busy[t.layout.group][t.stage] += t.seconds
+    for g in sync_groups:
+        busy[g]["sync"] += sync_s
+    stage_times = {s: max(busy[g][s] for g in sizes) for s in STAGES}
+    gen_s, assess_s, train_s = (stage_times[s] for s in STAGES)
+
+    gen_and_assess = gen_s + assess_s
+    if plan.inter_model.inter_stage_fusion and gen_task:
+        assess_groups = {t.layout.group for t in tasks if t.stage == "assessment"}
+        if gen_task.layout.group not in assess_groups:
+            # Earlier waves are assessed while later ones decode; the last wave's sequences
+            # finish with the steady phase and their assessment overlaps the straggler tail.
+            waves = max(1.0, n / gen_task.layout.dp / max(gen_batch, 1.0))
+            last_wave_done = gen_s - gen_task.parts["decode_tail"]
+            gen_and_assess = max(gen_s, last_wave_done + assess_s / waves)
+    sequential = gen_and_assess + sync_s + train_s
+    if staleness >= 1:
+        busiest = max(sum(b.values()) for b in busy.values())
+        iteration = max(busiest, sequential / (staleness + 1))
+    else:
+        iteration = sequential
+    for g in sizes:
+        busy[g]["idle"] = max(0.0, iteration - sum(busy[g].values()))
+
+    memory = _group_memory(tasks, resident, sizes, capacity)
+    for g, mem in memory.items():
+        if mem["peak_bytes"] > capacity:
+            raise InfeasibleError(
+                f"group {g}, stage {mem['stage']}: {mem['peak_bytes'] / GIB:.1f} GiB per GPU "
+                f"({mem['what']}) is {(mem['peak_bytes'] - capacity) / GIB:.1f} GiB over the "
+                f"{capacity / GIB:.0f} GiB of a {gpu.name}; shard more (ZeRO, TP, PP), "
+                "checkpoint activations, offload, or use smaller micro-batches")
+    return Evaluation(
+        iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
+        groups=busy, memory=memory, tokens_per_step=n * m, total_gpus=used,
+        bounds=_bounds(sc, heads, n, used), generation_batch=gen_batch)
+
+
+def _memory(sc: Scenario, t: Task, heads: dict[str, Head], n: int, seq_len: int,
+            kv_seqs: float, staleness: int, resharding: bool) -> MemoryBreakdown:
+    w = sc.workload
+    micro = max(1, math.ceil(n / w.mini_batches / (t.layout.dp * t.layout.micro_batch)))
+    load = MemoryWorkload(seq_len=seq_len, micro_batches=micro, kv_seqs=kv_seqs,
+                          context_len=seq_len, shadow_weights=staleness >= 1,
+                          resharding=resharding)
+    return memory_per_gpu(sc.roles[t.role], t.role, t.stage, t.layout, sc.cluster.gpu, load,
+                          head=heads[t.role])
+
+
+def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
+                  sizes: dict[str, int], capacity: float) -> dict[str, dict[str, float | str]]:
+    """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need.
+
+    A task adds its transient bytes; the actor's generation on its own training group also
+    adds its inference weights (resharded in for the stage, released after).
+    """
+    out: dict[str, dict[str, float | str]] = {}
+    for g in sizes:
+        base = sum(b for _, b in resident[g])
+        names = ", ".join(r for r, _ in resident[g]) or "nothing"
+        rollout_copy = any(r == "actor rollout copy" for r, _ in resident[g])
+        best: dict[str, float | str] = {"peak_bytes": base, "stage": "idle",
+                                        "what": f"resident: {names}", "capacity_bytes": capacity}
+        for t in (t for t in tasks if t.layout.group == g):
+            mem = t.memory
+            assert mem is not None
+            extra = float(mem.transient)
+            if t.stage == "generation" and not rollout_copy:
+                extra += float(mem.persistent)
+            peak = float(mem.runtime_reserve) + base + extra
+            if peak > float(best["peak_bytes"]):
+                best = {"peak_bytes": peak, "stage": t.stage, "capacity_bytes": capacity,
+                        "what": f"{t.role} {t.stage} with resident: {names}"}
+        out[g] = best
+    return out
+
+
+def _bounds(sc: Scenario, heads: dict[str, Head], n: int, gpus: int) -> dict[str, float]:
+    """Lower bounds: all FLOPs at the cluster's peak; the decode chain at full HBM bandwidth.
+
+    compute_s = (generation + assessment + training FLOPs) / (GPUs × peak); decode_s = the
+    T_max − 1 dependent decode steps of the longest rollout, each reading the actor's weights
+    once, spread over one scale-up domain at peak HBM bandwidth.
+    """
+    gpu, w = sc.cluster.gpu, sc.workload
+    m = w.seq_len
+    work = 0.0
+    if sc.family is not Family.DPO:
+        work += n * flops_generation(sc.actor, w.prompt_len, w.response_len).total
+        work += n * sum(flops_fwd_seq(spec, m, heads[r]).total
+                        for r, spec in sc.roles.items() if r in ("reference", "reward", "critic"))
+        work += n * flops_fwd_seq(sc.actor, m, heads["actor"]).total  # old log-probs
+    else:
+        if sc.reference:
+            work += n * flops_fwd_seq(sc.reference, m).total
+    for role in ("actor", "critic"):
+        if role in sc.roles and role in heads:
+            work += w.ppo_epochs * n * flops_train_seq(sc.roles[role], m, heads[role]).total
+    compute_s = work / (gpus * gpu.peak_bf16_flops)
+    decode_s = 0.0
+    if sc.family is not Family.DPO:
+        domain = min(gpus, gpu.scale_up_gpus)
+        decode_s = (w.max_response - 1) * bytes_weights_read_fwd(sc.actor, 1) / (
+            domain * gpu.hbm_bytes_per_s)
+    return {"compute_s": compute_s, "decode_s": decode_s}
+
+
+def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evaluated",
+            search: dict | None = None) -> Plan:
+    """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
+    price = sc.cluster.gpu.price_usd_per_gpu_hour
+    capacity = sc.cluster.gpu.memory_bytes
+    peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
+    bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
+    binding = ev.memory[peak_group]
+    return Plan(
+        status=status, objective=sc.search.objective, groups=plan.groups, layouts=plan.layouts,
+        inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
+        tokens_per_s=ev.tokens_per_s,
+        cost_per_step_usd=(ev.iteration_time_s * ev.total_gpus * price / 3600
+                           if price is not None else None),
+        stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
+                "sync": StageTime(time_s=ev.sync_s)},
+        memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,
+                "capacity_gib": capacity / GIB,
+                "groups": {g: {"peak_gib_per_gpu": float(m["peak_bytes"]) / GIB,
+                               "stage": m["stage"], "what": m["what"]}
+                           for g, m in ev.memory.items()}},
+        bounds=ev.bounds,
+        search=search or {"solver": "none", "status": "EVALUATED"},
+        explanation={"bottleneck": bottleneck,
+                     "binding_constraint": f"group {peak_group} in {binding['stage']}: "
+                                           f"{float(binding['peak_bytes']) / GIB:.1f} of "
+                                           f"{capacity / GIB:.0f} GiB ({binding['what']})",
+                     "alternatives": []},
+        breakdown={"groups": ev.groups,
+                   "tasks": [{"role": t.role, "stage": t.stage, "group": t.layout.group,
+                              "layout": t.layout.model_dump(), "time_s": t.seconds,
+                              "parts": t.parts,
+                              "memory_gib": {k: float(v) / GIB
+                                             for k, v in t.memory.components().items()}
+                              if t.memory else {}}
+                             for t in ev.tasks],
+                   "generation_batch_per_replica": ev.generation_batch})

@@ -1,0 +1,143 @@
+"""Composition of one iteration (Table IX structure): breakdowns sum to the total, placement
+and asynchrony compose as documented, memory feasibility is enforced with a clear reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.cost.iteration import BREAKDOWN_KEYS, evaluate, to_plan
+from planner.errors import InfeasibleError, InputError
+from planner.plan import PlanInput
+from planner.specs.scenario import load_scenario
+
+SCENARIO = {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b", "models.reference": "actor",
+            "workload.prompts_per_step": 64, "workload.samples_per_prompt": 8,
+            "workload.prompt_len": 512, "workload.response_len": 1024,
+            "workload.max_response_len": 2048, "workload.mini_batches": 2,
+            "cluster.gpu": "h100-sxm", "cluster.nodes": 2}
+
+
+def scenario(**changes):
+    return load_scenario(None, {**SCENARIO, **changes})
+
+
+def colocated(gpus=16, gen_tp=1):
+    return PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": gpus}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": gpus // gen_tp, "tp": gen_tp},
+                              "training": {"group": "g0", "dp": gpus, "zero": 3,
+                                           "checkpointing": "full", "micro_batch": 2}},
+                    "reference": {"assessment": {"group": "g0", "dp": gpus, "zero": 3}}}})
+
+
+def disaggregated(staleness=0, fusion=False):
+    return PlanInput.model_validate({
+        "groups": [{"name": "gen", "gpus": 8}, {"name": "train", "gpus": 8}],
+        "layouts": {"actor": {"generation": {"group": "gen", "dp": 8},
+                              "training": {"group": "train", "dp": 8, "zero": 3,
+                                           "checkpointing": "full", "micro_batch": 2}},
+                    "reference": {"assessment": {"group": "train", "dp": 8, "zero": 3}}},
+        "inter_model": {"placement": "disaggregated", "staleness": staleness,
+                        "inter_stage_fusion": fusion}})
+
+
+def test_every_group_breakdown_sums_to_the_iteration():
+    for plan in (colocated(), disaggregated(), disaggregated(staleness=1)):
+        ev = evaluate(scenario(), plan)
+        for parts in ev.groups.values():
+            assert set(parts) == set(BREAKDOWN_KEYS)
+            assert sum(parts.values()) == pytest.approx(ev.iteration_time_s, rel=1e-12)
+            assert min(parts.values()) >= 0
+
+
+def test_colocated_is_the_sum_of_its_stages():
+    ev = evaluate(scenario(), colocated())
+    st = ev.stage_times
+    assert ev.iteration_time_s == pytest.approx(
+        st["generation"] + st["assessment"] + st["training"] + ev.sync_s)
+    assert ev.groups["g0"]["idle"] == pytest.approx(0.0, abs=1e-9)
+    # assessment holds the reference forward and the actor's old log-probs, one after another
+    assess = [t.seconds for t in ev.tasks if t.stage == "assessment"]
+    assert len(assess) == 2 and st["assessment"] == pytest.approx(sum(assess))
+
+
+def test_asynchrony_overlaps_the_groups():
+    sync = evaluate(scenario(), disaggregated(staleness=0))
+    stale = evaluate(scenario(), disaggregated(staleness=1))
+    busiest = max(sum(v for k, v in g.items() if k != "idle") for g in stale.groups.values())
+    assert stale.iteration_time_s < sync.iteration_time_s
+    assert stale.iteration_time_s >= busiest - 1e-9
+    # the rollout group under staleness keeps a shadow copy of the actor's weights
+    gen = next(t for t in stale.tasks if t.stage == "generation")
+    assert gen.memory.shadow_weights > 0
+    assert next(t for t in sync.tasks if t.stage == "generation").memory.shadow_weights == 0
+
+
+def test_stage_fusion_never_slows_and_helps_on_separate_groups():
+    plain = evaluate(scenario(), disaggregated())
+    fused = evaluate(scenario(), disaggregated(fusion=True))
+    assert fused.iteration_time_s < plain.iteration_time_s
+
+
+def test_disaggregated_pays_a_weight_sync_on_both_groups():
+    ev = evaluate(scenario(), disaggregated())
+    assert ev.sync_s > 0
+    assert ev.groups["gen"]["sync"] == ev.groups["train"]["sync"] == ev.sync_s
+
+
+def test_memory_counts_every_resident_model():
+    ev = evaluate(scenario(), colocated())
+    plan = colocated().model_dump()
+    del plan["layouts"]["reference"]
+    alone = evaluate(scenario(**{"models.reference": "none"}), PlanInput.model_validate(plan))
+    assert ev.memory["g0"]["peak_bytes"] > alone.memory["g0"]["peak_bytes"]
+    assert "reference" in ev.memory["g0"]["what"]
+
+
+def test_more_samples_take_longer():
+    small = evaluate(scenario(), colocated()).iteration_time_s
+    big = evaluate(scenario(**{"workload.samples_per_prompt": 16}), colocated()).iteration_time_s
+    assert big > small
+
+
+def test_out_of_memory_names_group_stage_and_bytes():
+    sc = load_scenario(None, {**SCENARIO, "models.actor": "qwen2.5-72b", "cluster.nodes": 1})
+    plan = PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 8}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": 1, "tp": 8},
+                              "training": {"group": "g0", "dp": 8, "zero": 0}},
+                    "reference": {"assessment": {"group": "g0", "dp": 1, "tp": 8}}}})
+    with pytest.raises(InfeasibleError, match=r"group g0, stage \w+: .* GiB over"):
+        evaluate(sc, plan)
+
+
+def test_plan_must_cover_every_task():
+    plan = PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 16}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": 16},
+                              "training": {"group": "g0", "dp": 16, "zero": 3}}}})
+    with pytest.raises(InputError, match=r"layouts\.reference\.assessment is missing"):
+        evaluate(scenario(), plan)
+
+
+def test_plan_cannot_use_more_gpus_than_the_cluster():
+    with pytest.raises(InputError, match="cluster has 16"):
+        evaluate(scenario(), colocated(gpus=32))
+
+
+def test_plan_json_has_the_design_fields():
+    sc = scenario()
+    plan = to_plan(sc, colocated(), evaluate(sc, colocated())).model_dump(mode="json")
+    for key in ("schema_version", "status", "objective", "iteration_time_s", "tokens_per_s",
+                "cost_per_step_usd", "stages", "groups", "layouts", "inter_model", "memory",
+                "bounds", "search", "explanation"):
+        assert key in plan
+    assert plan["status"] == "evaluated"
+    assert {"peak_gib_per_gpu", "capacity_gib"} <= set(plan["memory"])
+    assert {"compute_s", "decode_s"} <= set(plan["bounds"])
+    assert {"bottleneck", "binding_constraint", "alternatives"} <= set(plan["explanation"])
+    # the bounds are lower bounds
+    assert plan["bounds"]["compute_s"] < plan["iteration_time_s"]
+    assert plan["bounds"]["decode_s"] < plan["stages"]["generation"]["time_s"]
+    assert plan["tokens_per_s"] == pytest.approx(
+        64 * 8 * (512 + 1024) / plan["iteration_time_s"])

@@ -1,0 +1,64 @@
+"""`rlplan evaluate`: the plan JSON contract and the exit codes 0 / 2 / 3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.test_cli import assert_bad_input
+
+SCENARIO = str(REPO / "examples/grpo-qwen2.5-7b.yaml")
+PLAN = str(REPO / "examples/plans/grpo-qwen2.5-7b-colocated.json")
+
+
+def test_evaluate_example_json(cli, tmp_path):
+    out = tmp_path / "priced.json"
+    result = cli("evaluate", SCENARIO, PLAN, "--json", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["status"] == "evaluated" and plan["schema_version"] == 1
+    assert plan["iteration_time_s"] > 0 and plan["memory"]["capacity_gib"] == 80
+    assert json.loads(out.read_text()) == plan
+    # a priced plan is itself a valid plan input, and prices the same
+    again = json.loads(cli("evaluate", SCENARIO, str(out), "--json").stdout)
+    assert again["iteration_time_s"] == plan["iteration_time_s"]
+
+
+def test_evaluate_human_view(cli):
+    result = cli("evaluate", SCENARIO, PLAN)
+    assert result.exit_code == 0
+    for text in ("One iteration", "Memory per GPU", "lower bounds", "binding memory"):
+        assert text in result.stdout
+
+
+def test_plan_that_does_not_fit_exits_3(cli, write):
+    plan = json.loads(Path(PLAN).read_text())
+    plan["layouts"]["actor"]["training"] = {"group": "g0", "dp": 32, "zero": 0,
+                                            "micro_batch": 16}
+    path = write("plan.json", plan)
+    result = cli("evaluate", SCENARIO, str(path), "--json")
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["status"] == "infeasible"
+    line = result.stderr.strip()
+    assert "group g0, stage " in line and "GiB over" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_plan_with_wrong_degrees_is_bad_input(cli, write):
+    plan = json.loads(Path(PLAN).read_text())
+    plan["layouts"]["actor"]["generation"]["dp"] = 8  # 8 × tp 2 = 16 ≠ 32
+    result = cli("evaluate", SCENARIO, str(write("plan.json", plan)))
+    assert_bad_input(result, "layouts.actor.generation", "dp·tp·pp·cp = 16", "32 GPUs")
+
+
+def test_plan_naming_a_missing_group(cli, write):
+    plan = json.loads(Path(PLAN).read_text())
+    plan["layouts"]["reference"]["assessment"]["group"] = "g9"
+    assert_bad_input(cli("evaluate", SCENARIO, str(write("plan.json", plan))),
+                     "no group named 'g9'")
+
+
+def test_malformed_plan(cli, write):
+    assert_bad_input(cli("evaluate", SCENARIO, str(write("plan.json", "{oops"))),
+                     "malformed JSON")
