@@ -44,6 +44,8 @@ from planner.cost.memory import (
 from planner.cost.time import hbm_rate, time_forward, time_generation, time_train
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
+from planner.specs.hardware import HardwareProfile
+from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -129,16 +131,23 @@ def _home_group(role: str, tasks: list[Task]) -> str:
     return next(t.layout.group for t in tasks if t.role == role)
 
 
-def _resharding_time(sc: Scenario, gen: Layout, train: Layout, head: Head, gpu) -> float:
-    """Re-lay the actor's training shards into its generation layout on the same GPUs: each
-    GPU gathers its generation shard from the training shards that hold it."""
-    weights = params_with_head(sc.actor, head) * BYTES_BF16
-    gen_shard = weights / (gen.tp * gen.pp)
-    holders = train.tp * train.pp * (train.dp * train.cp if train.zero == 3 else 1)
-    sources = max(1, holders // (gen.tp * gen.pp))
-    if sources == 1:  # the shard is already local: a copy at HBM speed
+def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProfile) -> float:
+    """Re-lay the actor's trained weights into its generation layout on the same GPUs.
+
+    Each GPU gathers its generation shard (weights / (tp·pp)) from the group's training shards:
+    an all-gather over the dp replicas of the generation layout, as FSDP/ZeRO-3 training
+    requires (a Megatron layout already matching the generation TP needs less; the model does
+    not credit that, so it depends on the generation layout alone).
+    """
+    gen_shard = params_with_head(actor, head) * BYTES_BF16 / (gen.tp * gen.pp)
+    if gen.dp == 1:  # one replica: the shard is local, a copy at HBM speed
         return 2 * gen_shard / hbm_rate(gpu)
-    return comm.time_allgather(gen_shard, sources, comm.link_for(gpu, sources))
+    return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
+
+
+def weight_sync_time(actor: ModelSpec, head: Head) -> float:
+    """Send the actor's weights from its training group to a separate rollout group."""
+    return params_with_head(actor, head) * BYTES_BF16 / WEIGHT_SYNC_BYTES_PER_S
 
 
 def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
@@ -210,11 +219,10 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     if gen_task:
         train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
         if gen_task.layout.group == train.group:
-            sync_s = _resharding_time(sc, gen_task.layout, train, heads["actor"], gpu)
+            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu)
             sync_groups = {train.group}
         else:
-            sync_s = params_with_head(sc.actor, heads["actor"]) * BYTES_BF16 \
-                / WEIGHT_SYNC_BYTES_PER_S
+            sync_s = weight_sync_time(sc.actor, heads["actor"])
             sync_groups = {train.group, gen_task.layout.group}
 
     busy = {g: dict.fromkeys(BREAKDOWN_KEYS, 0.0) for g in sizes}
