@@ -42,6 +42,8 @@ class Layout(BaseModel):
     checkpointing: Checkpointing = "none"
     micro_batch: int = Field(1, gt=0, description="sequences per micro-batch per DP rank")
     offload: Offload = "none"
+    max_num_seqs: int | None = Field(None, gt=0, description="generation: concurrent sequences "
+                                     "per replica (vLLM max_num_seqs); default what memory holds")
 
     @field_validator("checkpointing", mode="before")
     @classmethod

@@ -161,7 +161,6 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     heads, tasks = _heads(sc, plan), _tasks(sc, plan)
     n, m = sequences(sc), w.seq_len
     m_max = w.max_seq_len
-    specs = sc.roles
     staleness = plan.inter_model.staleness
     homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
     capacity = gpu.memory_bytes
@@ -172,11 +171,11 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     for role, home in homes.items():
         t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
             x for x in tasks if x.role == role and x.stage == "assessment")
-        resident[home].append((role, float(_memory(sc, t, heads, n, m_max, 0, staleness,
-                                                   False).persistent)))
+        mem = task_memory(sc, role, t.stage, t.layout, heads[role], 0, staleness)
+        resident[home].append((role, float(mem.persistent)))
     for t in tasks:
         if t.stage == "assessment" and t.layout.group != homes[t.role]:
-            mem = _memory(sc, t, heads, n, m_max, 0, staleness, False)
+            mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role], 0, staleness)
             resident[t.layout.group].append((f"{t.role} forward copy", float(mem.persistent)))
 
     # Generation: the KV cache gets what the group leaves free.
@@ -184,34 +183,23 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
         others = sum(b for _, b in resident[t.layout.group])
-        base = _memory(sc, t, heads, n, m_max, 0, staleness, hybrid)
-        if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
-            resident[t.layout.group].append(("actor rollout copy", float(base.persistent)))
-        per_seq = float(_memory(sc, t, heads, n, m_max, 1, staleness, hybrid).total - base.total)
-        free = capacity - others - float(base.total)
-        if free < per_seq:
-            need = others + float(base.total) + per_seq
+        gen_batch, t.memory, per_seq = kv_batch_fit(sc, t.layout, heads["actor"], staleness,
+                                                    hybrid, capacity - others)
+        if gen_batch < 1:
+            need = others + float(t.memory.total) + per_seq
             raise InfeasibleError(
                 f"group {t.layout.group}, stage generation: the actor's rollouts need "
                 f"{need / GIB:.1f} GiB per GPU for even one sequence of {m_max} tokens, "
                 f"{(need - capacity) / GIB:.1f} GiB over the {capacity / GIB:.0f} GiB of a "
                 f"{gpu.name}; use more tensor parallelism, offload, or a larger group")
-        gen_batch = min(n / t.layout.dp, math.floor(free / per_seq))
-        t.memory = _memory(sc, t, heads, n, m_max, gen_batch, staleness, hybrid)
-        g = time_generation(specs["actor"], t.layout, gpu, n, w.prompt_len, w.response_len,
-                            w.max_response, gen_batch)
-        t.seconds, t.parts = g.total, g.as_dict()
+        if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
+            resident[t.layout.group].append(("actor rollout copy", float(t.memory.persistent)))
+        t.seconds, t.parts = task_time(sc, "actor", "generation", t.layout, heads["actor"],
+                                       gen_batch)
 
-    for t in tasks:
-        spec, head = specs[t.role], heads[t.role]
-        if t.stage == "assessment":
-            f = time_forward(spec, head, t.layout, gpu, n, m)
-            t.seconds, t.parts = f.total, f.as_dict()
-        elif t.stage == "training":
-            f = time_train(spec, head, t.layout, gpu, n, m, w.mini_batches, w.ppo_epochs)
-            t.seconds, t.parts = f.total, f.as_dict()
-        if t.stage != "generation":
-            t.memory = _memory(sc, t, heads, n, m_max, 0, staleness, False)
+    for t in (x for x in tasks if x.stage != "generation"):
+        t.seconds, t.parts = task_time(sc, t.role, t.stage, t.layout, heads[t.role])
+        t.memory = task_memory(sc, t.role, t.stage, t.layout, heads[t.role], 0, staleness)
 
     # Resharding (same group) or weight sync (another group) of the actor, every iteration.
     sync_s, sync_groups = 0.0, set()
@@ -265,15 +253,47 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         bounds=_bounds(sc, heads, n, used), generation_batch=gen_batch)
 
 
-def _memory(sc: Scenario, t: Task, heads: dict[str, Head], n: int, seq_len: int,
-            kv_seqs: float, staleness: int, resharding: bool) -> MemoryBreakdown:
+def task_memory(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
+                kv_seqs: float = 0, staleness: int = 0, resharding: bool = False
+                ) -> MemoryBreakdown:
+    """Peak bytes per GPU of one (role, stage) task: sequences at the longest length; 1F1B
+    micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica."""
     w = sc.workload
-    micro = max(1, math.ceil(n / w.mini_batches / (t.layout.dp * t.layout.micro_batch)))
-    load = MemoryWorkload(seq_len=seq_len, micro_batches=micro, kv_seqs=kv_seqs,
-                          context_len=seq_len, shadow_weights=staleness >= 1,
+    n = sequences(sc)
+    micro = max(1, math.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
+    load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro, kv_seqs=kv_seqs,
+                          context_len=w.max_seq_len, shadow_weights=staleness >= 1,
                           resharding=resharding)
-    return memory_per_gpu(sc.roles[t.role], t.role, t.stage, t.layout, sc.cluster.gpu, load,
-                          head=heads[t.role])
+    return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
+
+
+def task_time(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
+              gen_batch: float = 1.0) -> tuple[float, dict[str, float]]:
+    """Seconds of one (role, stage) task over the step's sequences, and its breakdown."""
+    w, gpu, spec = sc.workload, sc.cluster.gpu, sc.roles[role]
+    n = sequences(sc)
+    if stage == "generation":
+        t = time_generation(spec, layout, gpu, n, w.prompt_len, w.response_len, w.max_response,
+                            gen_batch)
+    elif stage == "assessment":
+        t = time_forward(spec, head, layout, gpu, n, w.seq_len)
+    else:
+        t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs)
+    return t.total, t.as_dict()
+
+
+def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, staleness: int, hybrid: bool,
+                 budget: float) -> tuple[float, MemoryBreakdown, float]:
+    """Concurrent rollouts per replica that `budget` bytes per GPU hold (may be < 1: none fit),
+    capped by the replica's share of the step and the layout's max_num_seqs; the memory at that
+    batch (at least 0); and the KV-cache bytes per GPU of one more sequence."""
+    base = task_memory(sc, "actor", "generation", layout, head, 0, staleness, hybrid)
+    per_seq = float(task_memory(sc, "actor", "generation", layout, head, 1, staleness,
+                                hybrid).total - base.total)
+    batch = min(sequences(sc) / layout.dp, math.floor((budget - float(base.total)) / per_seq),
+                layout.max_num_seqs or math.inf)
+    return batch, task_memory(sc, "actor", "generation", layout, head, max(batch, 0), staleness,
+                              hybrid), per_seq
 
 
 def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
