@@ -12,6 +12,7 @@ from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.evaluate import evaluate
 from planner.cli.output import print_json
+from planner.cli.plan import plan
 from planner.cli.validate import validate
 from planner.specs.hardware import ClusterPreset, HardwareProfile
 from planner.specs.scenario import ScenarioInput
@@ -29,6 +30,7 @@ app.command()(clusters)
 app.command()(validate)
 app.add_typer(analyze.app, name="analyze")
 app.command()(evaluate)
+app.command()(plan)
 
 
 class SchemaKind(StrEnum):

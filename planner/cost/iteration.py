@@ -168,11 +168,21 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     # Persistent state of each model: on its home group (training group, else where its
     # forward runs), plus forward copies elsewhere and a separate rollout group's weights.
     resident: dict[str, list[tuple[str, float]]] = {g: [] for g in sizes}
+    host = dict.fromkeys(sizes, 0.0)  # offloaded bytes per GPU, in CPU memory
     for role, home in homes.items():
         t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
             x for x in tasks if x.role == role and x.stage == "assessment")
         mem = task_memory(sc, role, t.stage, t.layout, heads[role], 0, staleness)
         resident[home].append((role, float(mem.persistent)))
+        host[home] += float(mem.host_offload)
+    if gpu.host_memory_gib is not None:
+        share = gpu.host_memory_gib * GIB / sc.cluster.gpus_per_node
+        for g, used_host in host.items():
+            if used_host > share:
+                raise InfeasibleError(
+                    f"group {g}: offloaded state needs {used_host / GIB:.1f} GiB of host memory "
+                    f"per GPU, {(used_host - share) / GIB:.1f} GiB over each GPU's share of a "
+                    f"node's {gpu.host_memory_gib:.0f} GiB; offload less or shard more")
     for t in tasks:
         if t.stage == "assessment" and t.layout.group != homes[t.role]:
             mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role], 0, staleness)

@@ -73,6 +73,7 @@ Assumptions, stated once:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -280,6 +281,7 @@ def _layer_params(spec: ModelSpec, tp: int, ep: int) -> tuple[float, float, floa
     return dense, moe_nonrouted, counts.routed_experts / n_moe / ep
 
 
+@lru_cache(maxsize=4096)  # pure in hashable arguments; the search re-asks per variant
 def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1,
                          stage: int = 0, head: Head = Head.POLICY) -> StageParams:
     """Parameters on one GPU of pipeline stage `stage` (0-based) after TP/EP sharding.

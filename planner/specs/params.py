@@ -8,6 +8,7 @@ learned position tables and all-biased projections so GPT-2/OPT-style models cou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from planner.specs.model import ModelSpec
 
@@ -81,6 +82,7 @@ def norm_params(spec: ModelSpec, dim: int) -> int:
     return dim * (2 if spec.traits.norm == "layernorm" else 1)
 
 
+@lru_cache(maxsize=256)  # specs are frozen (hashable); the search asks thousands of times
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Every parameter of the model, by component."""
     H, L, V = spec.hidden_size, spec.num_hidden_layers, spec.vocab_size

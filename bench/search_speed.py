@@ -1,0 +1,101 @@
+"""Search speed: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
+7B, a 70B and a 235B MoE actor; candidates before and after pruning; CP-SAT against brute
+force where brute force can finish.
+
+Not a test: prints a table. Run: .venv/bin/python bench/search_speed.py [--quick]
+Brute force is run when its choice count (computed exactly, without enumerating) is below
+BRUTE_LIMIT; otherwise its time is estimated as count × the measured seconds per choice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import time
+
+from planner.search import brute, cpsat
+from planner.search.solve import plan
+from planner.search.space import Choice, Space, build_space, fits, score, valid
+from planner.specs.scenario import load_scenario
+
+ACTORS = {"7B": "qwen2.5-7b", "70B": "llama-3.1-70b", "235B-MoE": "qwen3-235b-a22b"}
+GPUS = (8, 64, 512, 1024, 4096)
+ALGOS = ("ppo", "grpo", "dpo")
+BRUTE_LIMIT = 2_000_000
+
+
+def scenario(algo: str, actor: str, gpus: int):
+    flags = {"algorithm": algo, "models.actor": actor, "models.reference": "actor",
+             "workload.prompts_per_step": 512, "workload.samples_per_prompt": 1 if algo != "grpo"
+             else 8, "workload.prompt_len": 1024, "workload.response_len": 2048,
+             "workload.max_response_len": 4096, "workload.mini_batches": 4,
+             "cluster.gpu": "h100-sxm", "cluster.nodes": max(1, gpus // 8),
+             "cluster.gpus_per_node": min(8, gpus), "search.time_limit_s": 600}
+    if algo == "ppo":  # four roles of the actor's class
+        flags |= {"models.critic": actor, "models.reward": actor}
+    return load_scenario(None, flags)
+
+
+def brute_count(space: Space) -> int:
+    """Choices brute force would score (same rules as brute.enumerate_choices, counted)."""
+    names = [t.name for t in space.tasks]
+    total = 0
+    options_ = [space.sizes] + [[0, *space.sizes]] * (space.slots - 1)
+    for sizes in itertools.product(*options_):
+        for slots in itertools.product(range(space.slots), repeat=len(names)):
+            if any(sizes[k] == 0 for k in slots):
+                continue
+            slot = dict(zip(names, slots, strict=True))
+            if not valid(space, Choice(sizes, slot, {})):
+                continue
+            total += math.prod(len(space.candidates.get((n, sizes[slot[n]]), [])) for n in names)
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="8 and 64 GPUs only")
+    args = parser.parse_args()
+    gpus_list = GPUS[:2] if args.quick else GPUS
+    print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'plan s':>8} {'price s':>8} "
+          f"{'solve s':>8} {'cands':>7} {'kept':>6} {'iter s':>9} {'brute':>22} {'speed-up':>9}")
+    for algo, (label, actor), gpus in itertools.product(ALGOS, ACTORS.items(), gpus_list):
+        sc = scenario(algo, actor, gpus)
+        t0 = time.perf_counter()
+        try:
+            result = plan(sc)
+            status, it = result.status, f"{result.iteration_time_s:9.1f}"
+            cands, kept = result.search["candidates"], result.search["candidates_after_pruning"]
+        except Exception as exc:  # infeasible: report it as such
+            status, it, cands, kept = type(exc).__name__[:9], "—", 0, 0
+        wall = time.perf_counter() - t0
+        # one option, timed separately: pricing vs solving, and brute force on the same space
+        t1 = time.perf_counter()
+        space = build_space(sc)
+        price_s = time.perf_counter() - t1
+        r = cpsat.solve(space, 600)
+        count = brute_count(space)
+        if count <= BRUTE_LIMIT:
+            t2 = time.perf_counter()
+            best, _, _ = brute.solve(space)
+            brute_s = time.perf_counter() - t2
+            agree = "=" if best == r.objective else "≠"
+            brute_txt = f"{brute_s:8.1f} s {agree} ({count})"
+        else:
+            sample = list(itertools.islice(brute.enumerate_choices(space), 2000))
+            t2 = time.perf_counter()
+            for ch in sample:
+                if fits(space, ch):
+                    score(space, ch)
+            per = (time.perf_counter() - t2) / max(1, len(sample))
+            brute_s = count * per
+            brute_txt = f"~{brute_s:.1e} s est ({count:.1e})"
+        speedup = brute_s / max(r.wall_s, 1e-6)
+        print(f"{algo:5} {label:9} {gpus:5d} {status:9} {wall:8.2f} {price_s:8.2f} "
+              f"{r.wall_s:8.2f} {cands:7d} {kept:6d} {it} {brute_txt:>22} {speedup:9.0f}×",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

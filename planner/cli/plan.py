@@ -1,0 +1,66 @@
+"""`rlplan plan [SCENARIO.yaml] [flags]`: search the best plan and explain it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from planner.cli import options as o
+from planner.cli.output import fail, print_json, reports_errors
+from planner.cli.views import show_plan
+from planner.errors import InfeasibleError
+from planner.plan import SCHEMA_VERSION
+from planner.search.solve import plan as search
+from planner.specs.scenario import load_scenario
+
+
+def plan(
+    scenario: Annotated[Path | None, typer.Argument(help="Scenario YAML (or give every field "
+                                                    "as a flag).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the plan JSON to this file.")]
+    = None,
+    workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers (results are "
+                                         "deterministic for a given number).")] = 1,
+    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
+    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
+    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
+    max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
+    mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
+    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+) -> None:
+    """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
+    Exit 3 with the reason when nothing fits."""
+    flags = o.overrides(
+        algo=algo, actor=actor, reference=reference, reward=reward, critic=critic,
+        prompts=prompts, samples=samples, prompt_len=prompt_len, response_len=response_len,
+        max_response_len=max_response_len, ppo_epochs=ppo_epochs, mini_batches=mini_batches,
+        gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, objective=objective,
+        max_staleness=max_staleness, time_limit=time_limit)
+    _plan(scenario, flags, as_json, out, workers)
+
+
+@reports_errors
+def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None, workers: int) -> None:
+    sc = load_scenario(path, flags)
+    try:
+        result = search(sc, workers=workers)
+    except InfeasibleError as exc:
+        if as_json:
+            print_json({"schema_version": SCHEMA_VERSION, "status": "infeasible",
+                        "reason": str(exc)})
+        raise fail(str(exc), exc.exit_code) from None
+    data = result.model_dump(mode="json")
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    if as_json:
+        print_json(data)
+        return
+    s = result.search
+    show_plan(result, f"Plan for {sc.algorithm} on {sc.cluster.total_gpus}× {sc.cluster.gpu.name}"
+                      f" — {result.status} ({s['status']}, {s['wall_s']:.1f} s, "
+                      f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")

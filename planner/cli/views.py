@@ -1,0 +1,58 @@
+"""Rich views of a priced plan, shared by `evaluate` and `plan`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from planner.cli.output import console
+from planner.cost.iteration import BREAKDOWN_KEYS
+from planner.plan import Plan
+
+
+def show_plan(plan: Plan, title: str) -> None:
+    """The rich view of a priced plan: groups and layouts, time breakdown, memory, bounds."""
+    table = Table(title=title)
+    for col in ("role", "stage", "group", "dp", "tp", "pp", "cp", "ep", "zero", "ckpt",
+                "micro", "offload", "time s"):
+        table.add_column(col, justify="left" if col in ("role", "stage", "group") else "right")
+    for t in plan.breakdown.get("tasks", []):
+        lay = t["layout"]
+        table.add_row(t["role"], t["stage"], lay["group"],
+                      *(str(lay[k]) for k in ("dp", "tp", "pp", "cp", "ep", "zero",
+                                              "checkpointing", "micro_batch", "offload")),
+                      f"{t['time_s']:.2f}")
+    console.print(table)
+
+    groups = plan.breakdown.get("groups", {})
+    table = Table(title=f"One iteration: {plan.iteration_time_s:.2f} s per step "
+                        f"(per group; each row sums to the iteration)")
+    table.add_column("group")
+    table.add_column("GPUs", justify="right")
+    for key in BREAKDOWN_KEYS:
+        table.add_column(f"{key} s", justify="right")
+    sizes = {g.name: g.gpus for g in plan.groups}
+    for g, parts in groups.items():
+        table.add_row(g, str(sizes[g]), *(f"{parts[k]:.2f}" for k in BREAKDOWN_KEYS))
+    console.print(table)
+
+    table = Table(title="Memory per GPU")
+    for col in ("group", "peak GiB", "capacity GiB", "stage", "what"):
+        table.add_column(col, justify="right" if "GiB" in col else "left")
+    for g, mem in plan.memory["groups"].items():
+        table.add_row(g, f"{mem['peak_gib_per_gpu']:.1f}", f"{plan.memory['capacity_gib']:.0f}",
+                      mem["stage"], mem["what"])
+    console.print(table)
+    b, it = plan.bounds, plan.iteration_time_s
+    cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
+    console.print(f"throughput {plan.tokens_per_s:,.0f} tokens/s; cost per step {cost}; "
+                  f"bottleneck stage: {plan.explanation['bottleneck']}")
+    decode = (f"; decode chain at full HBM bandwidth {b['decode_s']:.2f} s "
+              f"({it / b['decode_s']:.1f}×)" if b["decode_s"] else "")
+    console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
+                  f"({it / b['compute_s']:.1f}× from it){decode}")
+    console.print(f"binding memory: {plan.explanation['binding_constraint']}")
+    explanation = plan.explanation
+    for alt in explanation.get("alternatives", []):
+        console.print(f"alternative: {alt['summary']}")
+    for note in explanation.get("what_if", []):
+        console.print(f"what if: {note}")

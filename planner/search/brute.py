@@ -1,0 +1,39 @@
+"""Brute force over exactly the CP-SAT model's space: every slot-size tuple, placement and
+candidate choice, scored by `space.score` under `space.valid` and `space.fits`. Exponential:
+for small instances and for proving the solver's answers in the tests."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from planner.search.space import Choice, Space, fits, score, valid
+
+
+def enumerate_choices(space: Space):
+    """Every valid Choice (slot sizes with 0 = unused, placements, candidates)."""
+    options = [space.sizes] + [[0, *space.sizes]] * (space.slots - 1)
+    names = [t.name for t in space.tasks]
+    for sizes in product(*options):
+        for slots in product(range(space.slots), repeat=len(names)):
+            slot = dict(zip(names, slots, strict=True))
+            if any(sizes[k] == 0 for k in slots):
+                continue
+            pools = [space.candidates.get((n, sizes[slot[n]]), []) for n in names]
+            skeleton = Choice(sizes, slot, {})
+            if not all(pools) or not valid(space, skeleton):
+                continue
+            for picks in product(*pools):
+                yield Choice(sizes, slot, dict(zip(names, picks, strict=True)))
+
+
+def solve(space: Space) -> tuple[int | None, Choice | None, int]:
+    """(best score, a best choice, choices scored) — score None when nothing fits."""
+    best, arg, count = None, None, 0
+    for ch in enumerate_choices(space):
+        count += 1
+        if not fits(space, ch):
+            continue
+        value = score(space, ch)
+        if best is None or value < best:
+            best, arg = value, ch
+    return best, arg, count

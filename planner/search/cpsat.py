@@ -1,0 +1,198 @@
+"""The CP-SAT model over a `Space`: group sizes, task placement and one candidate per task.
+
+Phases (STYLE.md §7.9): variables → one `add_<rule>` per rule family → objective → solve →
+extract a `Choice` (no solver types escape). Units are the space's: milliseconds and MiB.
+The rules and the objective are exactly `space.valid`, `space.fits` and `space.score`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from planner.search.space import FUSION_SCALE, STAGES, Choice, Space
+
+STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
+          cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
+          cp_model.UNKNOWN: "UNKNOWN"}
+
+
+@dataclass
+class Result:
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN
+    choice: Choice | None
+    objective: int | None
+    bound: int | None
+    wall_s: float
+    variables: int
+
+
+class Model:
+    """Variables, keyed as documented on each dict."""
+
+    def __init__(self, space: Space):
+        self.space = space
+        self.m = cp_model.CpModel()
+        K = range(space.slots)
+        # y[k, size]: slot k has this size (at most one; exactly one for slot 0)
+        self.y = {(k, s): self.m.NewBoolVar(f"y[{k},{s}]") for k in K for s in space.sizes}
+        self.used = {k: self.m.NewBoolVar(f"used[{k}]") for k in K}
+        self.size = {k: sum(s * self.y[k, s] for s in space.sizes) for k in K}
+        # a[task, k]: task placed on slot k
+        self.a = {(t.name, k): self.m.NewBoolVar(f"a[{t.name},{k}]") for t in space.tasks
+                  for k in K}
+        # x[task, k, size, i]: task on slot k of this size with its i-th candidate
+        self.x = {(t.name, k, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{s},{i}]")
+                  for t in space.tasks for k in K for s in space.sizes
+                  for i in range(len(space.candidates.get((t.name, s), [])))}
+
+    def cand(self, key: tuple[str, int, int, int]):
+        name, _, s, i = key
+        return self.space.candidates[(name, s)][i]
+
+    def terms(self, task: str, k: int):
+        """(literal, candidate) pairs of a task on slot k."""
+        return [(v, self.cand(key)) for key, v in self.x.items()
+                if key[0] == task and key[1] == k]
+
+    # --- rules ------------------------------------------------------------------------------
+
+    def add_slots(self) -> None:
+        """Each slot has at most one size (slot 0 exactly one); used slots come first; slots
+        after the first have non-increasing sizes; the groups fit the cluster."""
+        sp, m = self.space, self.m
+        for k in range(sp.slots):
+            m.Add(sum(self.y[k, s] for s in sp.sizes) == self.used[k])
+        m.Add(self.used[0] == 1)
+        for k in range(sp.slots - 1):
+            m.AddImplication(self.used[k + 1], self.used[k])
+            if k >= 1:
+                m.Add(self.size[k] >= self.size[k + 1])
+        m.Add(sum(self.size.values()) <= sp.total_gpus)
+
+    def add_placement(self) -> None:
+        """Each task runs on exactly one slot, with exactly one candidate of that slot's size;
+        the actor's training anchors slot 0; a used slot holds at least one task."""
+        sp, m = self.space, self.m
+        for t in sp.tasks:
+            m.AddExactlyOne(self.a[t.name, k] for k in range(sp.slots))
+            for k in range(sp.slots):
+                lits = [v for v, _ in self.terms(t.name, k)]
+                m.Add(sum(lits) == self.a[t.name, k])
+                m.AddImplication(self.a[t.name, k], self.used[k])
+        for (_, k, s, _), v in self.x.items():
+            m.AddImplication(v, self.y[k, s])
+        m.Add(self.a["actor.training", 0] == 1)
+        for k in range(sp.slots):
+            m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
+
+    def add_fusion_separation(self) -> None:
+        """Under inter-stage fusion no assessment runs on the generation group."""
+        sp, gen = self.space, self.space.generation
+        if not (sp.fusion and gen):
+            return
+        for t in sp.tasks:
+            if "assessment" in t.stages:
+                for k in range(sp.slots):
+                    self.m.AddBoolOr([self.a[gen.name, k].Not(), self.a[t.name, k].Not()])
+
+    def add_memory(self) -> None:
+        """Per slot and stage: resident state + the stage's need ≤ the per-GPU budget; offloaded
+        state ≤ the GPU's share of host memory."""
+        sp, m, gen = self.space, self.m, self.space.generation
+        for k in range(sp.slots):
+            resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
+                           for v, c in self.terms(t.name, k))
+            rollout = (sum(c.persistent_mib * v for v, c in self.terms(gen.name, k))
+                       if gen is not None and k != 0 else 0)
+            m.Add(resident + rollout <= sp.budget_mib)
+            m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in self.terms(t.name, k))
+                  <= sp.host_budget_mib)
+            for t in sp.tasks:
+                for stage in t.stages:
+                    terms = self.terms(t.name, k)
+                    need = sum(c.transient_mib.get(stage, 0) * v for v, c in terms)
+                    own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
+                           else rollout)
+                    m.Add(resident + own + need <= sp.budget_mib)
+
+    def add_objective(self) -> None:
+        """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
+        sp, m, gen = self.space, self.m, self.space.generation
+        horizon = sum(max((sum(c.time_ms.values()) + c.reshard_ms for c in cs), default=0)
+                      for cs in sp.candidates.values()) + sp.sync_ms + 1
+        load = {(k, st): sum(c.time_ms.get(st, 0) * v for t in sp.tasks
+                             for v, c in self.terms(t.name, k))
+                for k in range(sp.slots) for st in STAGES}
+        S = {st: m.NewIntVar(0, horizon, f"S[{st}]") for st in STAGES}
+        for (_, st), expr in load.items():
+            m.Add(S[st] >= expr)
+        sync = 0
+        if gen is not None:
+            hybrid = sum(c.reshard_ms * v for v, c in self.terms(gen.name, 0))
+            sync = hybrid + sp.sync_ms * (1 - self.a[gen.name, 0])
+        ga = S["generation"] + S["assessment"]
+        if sp.fusion and gen is not None:
+            ga = m.NewIntVar(0, horizon, "GA")
+            m.Add(ga >= S["generation"])
+            for key, v in self.x.items():
+                if key[0] == gen.name:
+                    c = self.cand(key)
+                    m.Add(FUSION_SCALE * ga >= FUSION_SCALE * (S["generation"] - c.tail_ms)
+                          + c.overlap * S["assessment"]).OnlyEnforceIf(v)
+        sequential = ga + sync + S["training"]
+        T = m.NewIntVar(0, horizon, "T")
+        if sp.staleness >= 1:
+            for k in range(sp.slots):
+                busy = sum(load[k, st] for st in STAGES)
+                m.Add(busy <= T)
+                if k == 0:
+                    m.Add(busy + sync <= T)
+                elif gen is not None:
+                    m.Add(busy + sync <= T).OnlyEnforceIf(self.a[gen.name, k])
+            m.Add((sp.staleness + 1) * T >= sequential)
+        else:
+            m.Add(sequential == T)
+        if sp.objective == "cost":
+            gpus = m.NewIntVar(0, sp.total_gpus, "gpus")
+            m.Add(gpus == sum(self.size.values()))
+            cost = m.NewIntVar(0, horizon * sp.total_gpus, "cost")
+            m.AddMultiplicationEquality(cost, [T, gpus])
+            m.Minimize(cost)
+        else:
+            m.Minimize(T)
+
+    def build(self) -> Model:
+        self.add_slots()
+        self.add_placement()
+        self.add_fusion_separation()
+        self.add_memory()
+        self.add_objective()
+        return self
+
+    def solve(self, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = time_limit_s
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = seed
+        code = solver.Solve(self.m)
+        status = STATUS.get(code, "UNKNOWN")
+        nvars = len(self.m.Proto().variables)
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return Result(status, None, None, None, solver.WallTime(), nvars)
+        sp = self.space
+        sizes = tuple(sum(s * solver.Value(self.y[k, s]) for s in sp.sizes)
+                      for k in range(sp.slots))
+        slot, candidate = {}, {}
+        for key, v in self.x.items():
+            if solver.Value(v):
+                slot[key[0]] = key[1]
+                candidate[key[0]] = self.cand(key)
+        return Result(status, Choice(sizes, slot, candidate), round(solver.ObjectiveValue()),
+                      round(solver.BestObjectiveBound()), solver.WallTime(), nvars)
+
+
+def solve(space: Space, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
+    """Build and solve the model for `space`."""
+    return Model(space).build().solve(time_limit_s, workers, seed)

@@ -1,0 +1,205 @@
+"""`plan`: search every inter-model option with CP-SAT, price the winner with the cost model,
+and explain it (bottleneck, binding memory, bounds, alternatives, what-ifs, infeasibility).
+
+Inter-model options are enumerated around the solver: staleness 0…max_staleness, inter-stage
+fusion on/off, shared actor–critic when allowed. Each is one CP-SAT solve over group sizes,
+placement and layouts (`cpsat.py`); the best is re-priced by `planner.cost.iteration.evaluate`
+(the same functions the candidates were priced with, at full precision).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from planner.cost.constants import GIB
+from planner.cost.iteration import evaluate, to_plan
+from planner.errors import InfeasibleError
+from planner.plan import Group, InterModel, Layout, Plan, PlanInput
+from planner.search import cpsat
+from planner.search.space import MIB, Choice, Space, build_space
+from planner.specs.hardware import ClusterSpec
+from planner.specs.scenario import Scenario
+from planner.specs.workload import Family
+
+TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
+
+
+@dataclass(frozen=True)
+class Option:
+    staleness: int
+    fusion: bool
+    shared: bool
+
+    def describe(self) -> str:
+        parts = [f"staleness {self.staleness}"]
+        parts += ["inter-stage fusion"] if self.fusion else []
+        parts += ["shared actor–critic"] if self.shared else []
+        return ", ".join(parts)
+
+
+@dataclass
+class Outcome:
+    option: Option
+    result: cpsat.Result
+    space: Space
+
+
+def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
+    """The inter-model options a scenario allows."""
+    online = sc.family is not Family.DPO
+    return [Option(s, f, sh)
+            for s in range(max_staleness + 1 if online else 1)
+            for f in ((False, True) if online else (False,))
+            for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))]
+
+
+def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
+    """A solver choice as a plan: groups g0…, a layout per (role, stage), inter-model flags."""
+    names = {k: f"g{k}" for k, size in enumerate(ch.sizes) if size}
+    roles: dict[int, list[str]] = {k: [] for k in names}
+    layouts: dict[str, dict[str, Layout]] = {}
+    for t in space.tasks:
+        k = ch.slot[t.name]
+        if t.role not in roles[k]:
+            roles[k].append(t.role)
+        lay = ch.candidate[t.name].layout.model_copy(update={"group": names[k]})
+        layouts.setdefault(t.role, {})[TASK_LAYOUT[t.kind]] = lay
+    groups = [Group(name=names[k], gpus=ch.sizes[k], roles=roles[k]) for k in names]
+    placement = ("colocated" if len(groups) == 1 else
+                 "disaggregated" if all(len(g.roles) == 1 for g in groups) else "partial")
+    return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
+        placement=placement, inter_stage_fusion=option.fusion, staleness=option.staleness,
+        shared_actor_critic=option.shared))
+
+
+def _search(sc: Scenario, opts: list[Option], time_limit_s: float,
+            workers: int) -> list[Outcome]:
+    """One CP-SAT solve per option; spaces are priced once per (asynchronous?, shared)."""
+    spaces: dict[tuple[bool, bool], Space] = {}
+    out = []
+    deadline = time.monotonic() + time_limit_s
+    for opt in opts:
+        key = (opt.staleness >= 1, opt.shared)
+        if key not in spaces:
+            spaces[key] = build_space(sc, staleness=opt.staleness, shared=opt.shared)
+        base = spaces[key]
+        space = Space(**{**base.__dict__, "staleness": opt.staleness, "fusion": opt.fusion})
+        remaining = max(0.1, deadline - time.monotonic())
+        out.append(Outcome(opt, cpsat.solve(space, remaining, workers), space))
+    return out
+
+
+def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
+    ok = [o for o in outcomes if o.result.choice is not None]
+    return sorted(ok, key=lambda o: (o.result.objective, o.option.staleness, o.option.fusion,
+                                     o.option.shared))
+
+
+def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> Plan:
+    """The best plan for `sc` under the cost model, with its explanation.
+
+    Raises InfeasibleError (with the reason and what would make it feasible) when no option has
+    a plan that fits in memory.
+    """
+    started = time.monotonic()
+    limit = time_limit_s if time_limit_s is not None else sc.search.time_limit_s
+    allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
+    outcomes = _search(sc, allowed, limit, workers)
+    ranked = _feasible(outcomes)
+    if not ranked:
+        raise InfeasibleError(infeasible_reason(sc, outcomes))
+    best = ranked[0]
+    plan_in = to_plan_input(best.space, best.result.choice, best.option)
+    ev = evaluate(sc, plan_in)
+    proven = all(o.result.status in ("OPTIMAL", "INFEASIBLE") for o in outcomes)
+    bound = min((o.result.bound for o in outcomes if o.result.bound is not None),
+                default=best.result.objective)
+    objective = best.result.objective
+    search = {"solver": "cp-sat", "wall_s": time.monotonic() - started,
+              "status": "OPTIMAL" if proven else "FEASIBLE",
+              "gap": 0.0 if proven else (objective - bound) / objective if objective else 0.0,
+              "objective_ms": objective, "options_searched": len(outcomes),
+              "candidates": best.space.priced, "candidates_after_pruning": best.space.kept}
+    result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
+    explanation = dict(result.explanation)
+    explanation["alternatives"] = _alternatives(best, ranked)
+    explanation["what_if"] = _what_if(sc, best, limit, workers)
+    explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
+                             f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
+                             "decode-chain bound" if ev.bounds["decode_s"] else
+                             f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
+                             "bound")
+    return result.model_copy(update={"explanation": explanation})
+
+
+def _alternatives(best: Outcome, ranked: list[Outcome]) -> list[dict]:
+    """The next-best option's plans, with their delta against the chosen one."""
+    out = []
+    for o in ranked[1:4]:
+        delta = o.result.objective / best.result.objective - 1
+        out.append({"option": o.option.describe(), "objective_ms": o.result.objective,
+                    "delta": delta, "groups": [s for s in o.result.choice.sizes if s],
+                    "summary": f"{o.option.describe()}: {delta:+.1%}"})
+    return out
+
+
+def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int) -> list[str]:
+    """What staleness 1, or a shared critic, would buy when the user did not allow them."""
+    notes = []
+    if sc.family is not Family.DPO and sc.search.max_staleness == 0:
+        alt = _feasible(_search(sc, [Option(1, False, best.option.shared)], limit, workers))
+        if alt:
+            d = alt[0].result.objective / best.result.objective - 1
+            notes.append(f"max_staleness 1 (one step off-policy) would change the objective by "
+                         f"{d:+.1%}")
+    if sc.critic is not None and not sc.search.allow_shared_actor_critic:
+        alt = _feasible(_search(sc, [Option(best.option.staleness, best.option.fusion, True)],
+                                limit, workers))
+        if alt:
+            d = alt[0].result.objective / best.result.objective - 1
+            notes.append(f"a shared actor–critic (allow_shared_actor_critic) would change the "
+                         f"objective by {d:+.1%}")
+    return notes
+
+
+def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
+    """Why nothing fits, the fewest GPUs that would, and which option helps."""
+    space = outcomes[0].space
+    gpu = sc.cluster.gpu
+    budget = space.budget_mib * MIB
+    missing = [t.name for t in space.tasks
+               if not any(space.candidates.get((t.name, s)) for s in space.sizes)]
+    if missing:
+        why = (f"no layout of {', '.join(missing)} fits in {budget / GIB:.1f} GiB per GPU "
+               f"({gpu.name} less its runtime reserve) on up to {sc.cluster.total_gpus} GPUs")
+    else:
+        why = (f"every task fits alone, but no placement fits them together on "
+               f"{sc.cluster.total_gpus} GPUs")
+    fewest = fewest_gpus(sc)
+    fix = (f"; the fewest GPUs that fit: {fewest}" if fewest else
+           f"; no {gpu.name} cluster up to 64× this size fits")
+    hints = []
+    if gpu.host_link_gbps is None:
+        hints.append("a host_link_gbps in the profile would allow CPU offload")
+    hints.append("fewer samples in flight (smaller prompts_per_step or max_response_len)")
+    return f"infeasible: {why}{fix}; or try {'; '.join(hints)}"
+
+
+def fewest_gpus(sc: Scenario, factor_limit: int = 64) -> int | None:
+    """The smallest cluster, growing by doubling (a node up to the profile's size, then the
+    node count), on which the search finds a plan; None if none up to `factor_limit`× does."""
+    c = sc.cluster
+    per_node, nodes = c.gpus_per_node, c.nodes
+    while per_node * nodes <= c.total_gpus * factor_limit:
+        if per_node < c.gpu.gpus_per_node:
+            per_node = min(2 * per_node, c.gpu.gpus_per_node)
+        elif c.gpu.inter_node_gbps is not None:
+            nodes *= 2
+        else:  # one node is all the profile allows
+            return None
+        bigger = sc.model_copy(update={"cluster": ClusterSpec(
+            name=c.name, gpu=c.gpu, nodes=nodes, gpus_per_node=per_node)})
+        if _feasible(_search(bigger, [Option(0, False, False)], 10.0, 1)):
+            return nodes * per_node
+    return None

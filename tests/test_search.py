@@ -1,0 +1,116 @@
+"""The search: CP-SAT's optimum equals brute force over the same space; plans are legal,
+deterministic, and re-price to what the solver scored; `rlplan plan` exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.cost.iteration import evaluate
+from planner.search import brute, cpsat
+from planner.search.solve import plan, to_plan_input
+from planner.search.space import build_space, fits, score, slot_sizes, valid
+from planner.specs.scenario import load_scenario
+from tests.test_cli import assert_bad_input
+
+SMALL = {"models.actor": "qwen2.5-0.5b", "workload.prompts_per_step": 8,
+         "workload.prompt_len": 128, "workload.response_len": 256,
+         "workload.max_response_len": 512, "cluster.gpu": "h100-sxm", "cluster.nodes": 1}
+
+
+def small(**flags):
+    return load_scenario(None, {**SMALL, **flags})
+
+
+scenarios = st.fixed_dictionaries({
+    "algorithm": st.sampled_from(["grpo", "dapo", "ppo", "dpo"]),
+    "workload.samples_per_prompt": st.sampled_from([2, 4]),
+    "cluster.gpus_per_node": st.sampled_from([1, 2, 4]),
+    "cluster.gpu": st.sampled_from(["h100-sxm", "a100-sxm-40gb", "l40s"]),
+    "workload.mini_batches": st.sampled_from([1, 2]),
+})
+inter = st.tuples(st.integers(0, 1), st.booleans())
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(flags=scenarios, option=inter, objective=st.sampled_from(["time", "cost"]))
+def test_cpsat_optimum_equals_brute_force(flags, option, objective):
+    sc = small(**flags, **{"search.objective": objective})
+    staleness, fusion = option
+    space = build_space(sc, staleness=staleness, fusion=fusion, slots=2)
+    best, _, count = brute.solve(space)
+    result = cpsat.solve(space, time_limit_s=30)
+    if best is None:  # nothing valid fits (e.g. fusion needs two groups on a 1-GPU cluster)
+        assert result.status == "INFEASIBLE" and result.choice is None
+        return
+    assert count > 0
+    assert result.status == "OPTIMAL"
+    assert result.objective == best
+    assert valid(space, result.choice) and fits(space, result.choice)
+    assert score(space, result.choice) == best
+
+
+def test_slot_sizes_respect_nodes():
+    assert slot_sizes(8, 8) == [1, 2, 4, 8]
+    assert slot_sizes(32, 8) == [1, 2, 4, 8, 16, 24, 32]
+
+
+def test_plan_reprices_to_the_solver_objective():
+    sc = small(algorithm="grpo", **{"workload.samples_per_prompt": 4})
+    space = build_space(sc)
+    result = cpsat.solve(space, 30)
+    ev = evaluate(sc, to_plan_input(space, result.choice, _option(0)))
+    # candidates are priced in whole milliseconds, rounded up, one per task
+    assert ev.iteration_time_s * 1000 == pytest.approx(result.objective, abs=len(space.tasks) + 2)
+
+
+def _option(staleness):
+    from planner.search.solve import Option
+
+    return Option(staleness, False, False)
+
+
+def test_plan_is_deterministic_and_legal():
+    sc = small(algorithm="ppo", **{"workload.samples_per_prompt": 2, "search.time_limit_s": 20})
+    first, second = plan(sc), plan(sc)
+    assert first.model_dump(exclude={"search"}) == second.model_dump(exclude={"search"})
+    assert first.status == "optimal"
+    for stages in first.layouts.values():
+        for lay in stages.values():
+            size = next(g.gpus for g in first.groups if g.name == lay.group)
+            assert lay.dp * lay.tp * lay.pp * lay.cp == size
+    assert {"bottleneck", "binding_constraint", "alternatives", "what_if"} <= set(
+        first.explanation)
+
+
+def test_plan_cli_json(cli):
+    result = cli("plan", "--algo", "grpo", "--actor", "qwen2.5-0.5b", "--prompts", "8",
+                 "--samples", "4", "--prompt-len", "128", "--response-len", "256",
+                 "--gpu", "h100-sxm", "--nodes", "1", "--gpus-per-node", "2", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["status"] == "optimal" and out["search"]["solver"] == "cp-sat"
+    assert out["iteration_time_s"] > 0 and out["groups"]
+
+
+def test_plan_cli_infeasible_exits_3(cli):
+    result = cli("plan", "--algo", "ppo", "--actor", "llama-3.1-405b", "--critic",
+                 "llama-3.1-405b", "--prompts", "64", "--samples", "1", "--prompt-len", "512",
+                 "--response-len", "512", "--gpu", "l40s", "--nodes", "1", "--gpus-per-node",
+                 "2", "--json")
+    assert result.exit_code == 3
+    out = json.loads(result.stdout)
+    assert out["status"] == "infeasible" and "fits" in out["reason"]
+    assert "Traceback" not in result.stderr
+
+
+def test_plan_cli_bad_input(cli):
+    assert_bad_input(cli("plan", "--algo", "grpo", "--actor", "nope-7b"),
+                     "'workload' is missing; pass --prompts")
+    assert_bad_input(cli("plan", "--algo", "grpo", "--actor", "nope-7b", "--prompts", "8",
+                         "--samples", "2", "--prompt-len", "8", "--response-len", "8", "--gpu",
+                         "h100-sxm", "--nodes", "1"), "models.actor", "unknown model")
