@@ -17,7 +17,7 @@ from planner.cost.iteration import evaluate, to_plan
 from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
-from planner.search.space import MIB, Choice, Space, build_space
+from planner.search.space import MIB, Choice, PriceCache, Space, build_space
 from planner.specs.hardware import ClusterSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -73,18 +73,15 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
         shared_actor_critic=option.shared))
 
 
-def _search(sc: Scenario, opts: list[Option], time_limit_s: float,
-            workers: int) -> list[Outcome]:
-    """One CP-SAT solve per option; spaces are priced once per (asynchronous?, shared)."""
-    spaces: dict[tuple[bool, bool], Space] = {}
+def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
+            cache: PriceCache | None = None) -> list[Outcome]:
+    """One CP-SAT solve per option; candidates priced once per scenario (`cache`)."""
+    cache = {} if cache is None else cache
     out = []
     deadline = time.monotonic() + time_limit_s
     for opt in opts:
-        key = (opt.staleness >= 1, opt.shared)
-        if key not in spaces:
-            spaces[key] = build_space(sc, staleness=opt.staleness, shared=opt.shared)
-        base = spaces[key]
-        space = Space(**{**base.__dict__, "staleness": opt.staleness, "fusion": opt.fusion})
+        space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
+                            cache=cache)
         remaining = max(0.1, deadline - time.monotonic())
         out.append(Outcome(opt, cpsat.solve(space, remaining, workers), space))
     return out
@@ -105,7 +102,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> P
     started = time.monotonic()
     limit = time_limit_s if time_limit_s is not None else sc.search.time_limit_s
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
-    outcomes = _search(sc, allowed, limit, workers)
+    cache: PriceCache = {}
+    outcomes = _search(sc, allowed, limit, workers, cache)
     ranked = _feasible(outcomes)
     if not ranked:
         raise InfeasibleError(infeasible_reason(sc, outcomes))
@@ -124,7 +122,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> P
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["alternatives"] = _alternatives(best, ranked)
-    explanation["what_if"] = _what_if(sc, best, limit, workers)
+    explanation["what_if"] = _what_if(sc, best, limit, workers, cache)
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
@@ -144,18 +142,20 @@ def _alternatives(best: Outcome, ranked: list[Outcome]) -> list[dict]:
     return out
 
 
-def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int) -> list[str]:
+def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
+             cache: PriceCache) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them."""
     notes = []
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
-        alt = _feasible(_search(sc, [Option(1, False, best.option.shared)], limit, workers))
+        alt = _feasible(_search(sc, [Option(1, False, best.option.shared)], limit, workers,
+                                cache))
         if alt:
             d = alt[0].result.objective / best.result.objective - 1
             notes.append(f"max_staleness 1 (one step off-policy) would change the objective by "
                          f"{d:+.1%}")
     if sc.critic is not None and not sc.search.allow_shared_actor_critic:
         alt = _feasible(_search(sc, [Option(best.option.staleness, best.option.fusion, True)],
-                                limit, workers))
+                                limit, workers, cache))
         if alt:
             d = alt[0].result.objective / best.result.objective - 1
             notes.append(f"a shared actor–critic (allow_shared_actor_critic) would change the "

@@ -299,12 +299,19 @@ def host_budget_mib(sc: Scenario) -> int:
     return math.floor(gpu.host_memory_gib * 2**30 / sc.cluster.gpus_per_node / MIB)
 
 
+PriceCache = dict[tuple, tuple[list[Candidate], int]]
+"""(task, size, variant) → (kept candidates, candidates priced): what a build already priced
+for the same scenario. Generation varies with asynchrony (the shadow copy), the actor with a
+shared critic head; nothing else depends on the inter-model options."""
+
+
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
-                slots: int = MAX_SLOTS) -> Space:
+                slots: int = MAX_SLOTS, cache: PriceCache | None = None) -> Space:
     """Enumerate and price every legal candidate of every task on every group size."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
+    cache = {} if cache is None else cache
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared,
         objective=sc.search.objective, tasks=tasks,
@@ -314,16 +321,24 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         host_budget_mib=host_budget_mib(sc),
         sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])))
     for task in tasks:
+        variant = (staleness >= 1 if task.kind == "generation" else None,
+                   shared if task.role == "actor" else None)
         for g in space.sizes:
-            if task.kind == "generation":
-                cands = _generation(space, g, heads)
-            elif task.kind == "training":
-                cands = _training(space, task.role, g, heads)
+            key = (task.name, g, variant)
+            if key not in cache:
+                before = space.priced
+                if task.kind == "generation":
+                    cands = _generation(space, g, heads)
+                elif task.kind == "training":
+                    cands = _training(space, task.role, g, heads)
+                else:
+                    cands = _forward(space, task.role, g, heads)
+                cache[key] = (pareto(cands, space.budget_mib, space.host_budget_mib),
+                              space.priced - before)
             else:
-                cands = _forward(space, task.role, g, heads)
-            kept = pareto(cands, space.budget_mib, space.host_budget_mib)
-            if kept:
-                space.candidates[(task.name, g)] = kept
+                space.priced += cache[key][1]
+            if cache[key][0]:
+                space.candidates[(task.name, g)] = cache[key][0]
     return space
 
 
