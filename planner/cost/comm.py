@@ -1,11 +1,22 @@
 """Communication time by the α–β model: t = steps·α + volume / β on the right link.
 
 A collective among n ranks runs over the scale-up link (NVLink, xGMI) when all its ranks sit
-in one scale-up domain, else over the scale-out network, whose per-GPU bandwidth is the
-bottleneck of a ring that crosses nodes. Bandwidths are the profile's peak per GPU per
-direction × its achievable-efficiency factor. Ring algorithms (NCCL's default for large
+in one scale-up domain, else over the scale-out network. Bandwidths are the profile's peak per
+GPU per direction × its achievable-efficiency factor. Ring algorithms (NCCL's default for large
 messages): all-reduce moves 2(n−1)/n of the buffer per rank, all-gather and reduce-scatter
 (n−1)/n of the full buffer, all-to-all (n−1)/n; each takes n−1 (all-reduce 2(n−1)) steps.
+
+Ring collectives that cross domains use every NIC their ranks own (`link_for`). NCCL runs a
+collective as several rings (channels) and routes each ring's inter-node hop through a
+different NIC, so a group with r ranks in each domain moves its volume over r NICs at once: each
+domain sends the per-rank volume of the collective across its boundary, split over r links. The
+hierarchical form gives the same bandwidth — reduce-scatter inside the domain, the ring over
+domains on r NICs in parallel with 1/r of the data each, all-gather inside (the hierarchical
+all-reduce of Jia et al. 2018, arXiv 1807.11205). The group's effective bandwidth is therefore
+min(scale-up, r × NIC); r = 1 (one rank per node, e.g. DP across nodes under TP = 8) leaves the
+single NIC. Before this, a 16-rank TP group across two 8-GPU nodes was priced on one NIC and
+came out 3–4× slower than vTrain's measurements (bench/calibration.py). Point-to-point traffic
+(pipeline stages, the CP ring, all-to-all) leaves each rank through its own NIC (`link_p2p`).
 """
 
 from __future__ import annotations
@@ -44,12 +55,34 @@ def link_host(gpu: HardwareProfile) -> Link:
     return Link(gpu.host_link_gbps * 1e9 * gpu.efficiency.host_link, 0.0)
 
 
-def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
-    """The link a collective of `ranks` ranks, `stride` apart in rank order, runs on.
+def ranks_per_domain(gpu: HardwareProfile, ranks: int, stride: int = 1) -> int:
+    """Ranks of a group (`ranks` ranks, `stride` apart in rank order) inside one scale-up
+    domain: all of them if the group fits one domain, else domain size / stride (at least 1)."""
+    return max(1, min(ranks, gpu.scale_up_gpus // max(1, stride)))
 
-    Rank order is the framework's (TP innermost, then CP, DP, PP): a group spans
-    ranks·stride consecutive GPUs and stays on the scale-up link if those fit one domain.
+
+def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
+    """The link a ring collective (all-reduce, all-gather, reduce-scatter) of `ranks` ranks,
+    `stride` apart in rank order, runs on.
+
+    Rank order is the framework's (TP innermost, then CP, DP, PP): a group spans ranks·stride
+    consecutive GPUs and stays on the scale-up link if those fit one domain. Across domains its
+    r ranks per domain drive r NICs in parallel (module docstring): bandwidth
+    min(scale-up, r × NIC), latency the network's.
     """
+    if ranks * stride <= gpu.scale_up_gpus:
+        return link_intra_node(gpu)
+    inter = link_inter_node(gpu)
+    r = ranks_per_domain(gpu, ranks, stride)
+    bandwidth = r * inter.bandwidth
+    if gpu.intra_node_gbps is not None and r > 1:
+        bandwidth = min(bandwidth, link_intra_node(gpu).bandwidth)
+    return Link(bandwidth, inter.latency)
+
+
+def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
+    """The link of point-to-point traffic within a group (pipeline neighbours, the CP ring,
+    all-to-all): scale-up inside one domain, else each rank's own NIC."""
     if ranks * stride <= gpu.scale_up_gpus:
         return link_intra_node(gpu)
     return link_inter_node(gpu)

@@ -97,3 +97,73 @@ WEIGHT_SYNC_BYTES_PER_S = 8.25e9
 verl's checkpoint engine moving Qwen3-30B-A3B in ≈ 7 s on 4×8 H100 with 400 Gb/s IB
 (8.25 GB/s; ../shared/data/calibration/README.md, "Weight sync"). NCCL full broadcasts
 measured there are slower (Qwen2.5-7B 1+1 nodes 5.5–6.0 s ≈ 2.6 GB/s)."""
+
+# --- framework behaviour: the time model (`time.py`) -----------------------------------------
+# How the frameworks run the kernels, not what the hardware can do. The fitted values come from
+# `bench/calibration.py` (../shared/data/calibration/); the counted ones from the kernels named.
+
+DP_COMM_OVERLAP = 0.5
+"""Fraction of the data-parallel gradient (and ZeRO parameter) traffic hidden behind the
+backward pass. Megatron overlaps the gradient reduce-scatter with backward by bucket; the
+first buckets start late and the last finish after compute, so part stays exposed. A prior,
+not a fit: `bench/calibration.py` finds the vTrain rows do not identify it (0 to 1 moves their
+error by 0.2 percentage points), so it stays at 0.5."""
+
+TP_ALLREDUCES_PER_LAYER_PASS = 2
+"""Megatron TP: one all-reduce (or reduce-scatter + all-gather with SP, the same volume) after
+attention and one after the MLP in the forward, and their two conjugates in the backward
+(Shoeybi et al. 2019, §3: four all-reduces per layer per forward + backward)."""
+
+EP_ALLTOALLS_PER_LAYER_PASS = 2
+"""Token dispatch and combine all-to-alls of an expert-parallel MoE layer, per forward (and
+mirrored in the backward)."""
+
+NORM_IO_TENSORS = 2
+"""H-wide tensors a norm kernel moves per token: reads its input, writes its output."""
+
+RESIDUAL_IO_TENSORS = 3
+"""H-wide tensors a (bias-dropout-)residual add moves per token: reads the branch output and
+the residual, writes the sum (Megatron's fused bias-dropout-add); two per layer."""
+
+ROPE_IO_TENSORS = 2
+"""Rotary embedding: reads and writes q and k (unfused, as Megatron and HF apply it)."""
+
+ACTIVATION_IO_TENSORS_PLAIN = 2
+"""F-wide tensors of a two-projection FFN's activation (fused bias-GeLU): read 1, write 1."""
+
+ACTIVATION_IO_TENSORS_GATED = 3
+"""F-wide tensors of a gated FFN's activation (SwiGLU): read gate and up, write the product."""
+
+UNFUSED_SCORE_IO_TENSORS = 4
+"""Without FlashAttention, per attention-score element (per head, query, key), bf16 tensors
+moved: the QKᵀ batched matmul writes it, the fused scale-mask-softmax reads it and writes the
+probabilities, the PV matmul reads them (Megatron's unfused core attention)."""
+
+UNFUSED_SCORE_DROPOUT_IO_TENSORS = 2
+"""Attention dropout on the probabilities (when on): reads and writes them, plus a one-byte
+mask (`DROPOUT_MASK_BYTES`)."""
+
+ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD = 2
+"""An element-wise kernel's backward reads its saved input and the incoming gradient and
+writes the outgoing gradient: about twice its forward traffic (read + write)."""
+
+LOSS_FWD_BYTES_PER_LOGIT = 38
+"""HBM bytes per logit of a vocab-parallel cross-entropy / log-prob forward in fp32, as
+Megatron's `VocabParallelCrossEntropy` runs it: cast bf16→fp32 (2 + 4), max (4), subtract
+(4 + 4), exp (4 + 4), sum (4), normalise into the saved softmax (4 + 4)."""
+
+LOSS_BWD_BYTES_PER_LOGIT = 22
+"""Its backward: softmax − one-hot in place (4 + 4), × grad (4 + 4), cast to bf16 (4 + 2)."""
+
+HOST_SECONDS_PER_LAYER_PASS = 9e-4
+"""Host (CPU) time to issue one transformer layer's forward kernels in eager PyTorch: Python
+module code, autograd bookkeeping and some 20–40 kernel launches of tens of µs each (PyTorch's
+"Accelerating PyTorch with CUDA Graphs" note: launch overhead dominates small kernels). A
+layer's pass lasts at least this long however little GPU work it has; it binds only for small
+layers or small micro-batches. The backward issues `HOST_BACKWARD_PASSES_PER_FORWARD` times as
+much. Fitted by `bench/calibration.py` on the 1,549 vTrain rows (Megatron-DeepSpeed, A100),
+2026-11-29: their measured time per layer and micro-batch has a floor of ≈ 3 ms (forward,
+backward, recompute) whatever the layer's size; 0.9 ms lowers their error by 13 points."""
+
+HOST_BACKWARD_PASSES_PER_FORWARD = 2
+"""Autograd issues about two kernels (input and weight gradients) per forward kernel."""

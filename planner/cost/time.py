@@ -1,48 +1,131 @@
 """Seconds per stage for one role on one layout: the hardware time model.
 
-Compute-bound work (prefill, teacher-forced assessment, training) runs at the profile's peak
-FLOP/s × `efficiency.compute`; a decode step is a roofline max of its FLOPs and its HBM traffic
-(weights shard + live KV cache) at `efficiency.hbm`; communication is α–β (`comm.py`) on the
-link its ranks span. Rank order is the frameworks' (Megatron-Core): TP innermost, then CP, DP,
-PP outermost; expert parallelism reuses DP×CP×TP ranks (stride tp).
+Training and teacher-forced forwards are priced per pipeline stage and micro-batch, then
+composed by the 1F1B schedule:
 
-Each function returns a breakdown whose fields sum to `total` (seconds).
+- Matmul FLOPs (`flops.py`) at the profile's peak × `efficiency.compute` (`compute`).
+- Element-wise kernels — norms, residual adds, activation functions, RoPE, the unfused softmax
+  and dropout on the s×s scores when FlashAttention is off, the fp32 loss / log-prob over the
+  vocabulary — are memory-bound: their HBM traffic at `efficiency.hbm` (`memory`). They run as
+  separate kernels between the matmuls, so their time adds to the matmuls' rather than hiding
+  under a roofline max (Calculon, Isaev et al. SC'23, likewise sums its per-layer times,
+  vector layers included). Replicated tensors (norms, residuals) are not split by TP unless
+  sequence parallelism shards them — why [Korthikanti] introduced SP. Traffic per kernel is
+  counted in `constants.py` (`*_IO_TENSORS`, `LOSS_*_BYTES_PER_LOGIT`); backward moves
+  `ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD` times the forward's.
+- Unfused attention (no FlashAttention) computes the full s×s score matrix and masks it:
+  twice the causal key visits `flops.py` counts.
+- Host floor: a layer's pass cannot finish before the host has issued its kernels
+  (`HOST_SECONDS_PER_LAYER_PASS`, eager PyTorch); the time is max(GPU work, host work), the
+  excess reported as `host`.
+- Communication is α–β (`comm.py`) on the link its ranks span: TP collectives per layer and
+  pass, EP all-to-alls, the CP ring, pipeline sends between stages (1/tp of the activations per
+  rank, Megatron's scatter/gather, Narayanan et al. SC'21 §4.1), and per optimizer step the
+  DP/ZeRO collectives of which `DP_COMM_OVERLAP` hides behind the backward.
+- Pipeline (1F1B): with per-micro-batch stage times t_s and M micro-batches the step lasts
+  Σ_s t_s + (M − 1)·max_s t_s (the slowest stage paces the steady state; fill and drain pass
+  through every stage once; Narayanan et al. SC'21 §2.2 for equal stages, (M + p − 1)·t).
+  Reported as the balanced work M·mean(t_s) split by component, `pp_bubble` = (p − 1)·mean(t_s)
+  — exactly (p − 1)/M of the balanced work — and `pp_imbalance` = (M − 1)(max − mean): the
+  last stage also runs the vocabulary head and the loss, the first `L mod p` stages one layer
+  more (`memory.pipeline_stage_layers`).
+
+Decode is a roofline max of its FLOPs and its HBM traffic (weights shard + live KV cache) at
+`efficiency.hbm`, plus TP all-reduces. Rank order is the frameworks' (Megatron-Core): TP
+innermost, then CP, DP, PP outermost; expert parallelism reuses DP×CP×TP ranks (stride tp).
+
+Each function returns a breakdown whose fields sum to `total` (seconds). How the framework
+runs its kernels (FlashAttention, dropout, DP overlap, host floor) is a `Runtime`; the default
+is a current RL framework (FlashAttention, no dropout) with the constants of `constants.py`.
+
+References: [Korthikanti] Korthikanti et al., MLSys'23 (arXiv 2205.05198) §4–5; [Narayanan]
+Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
+Megatron-LM", SC'21 (arXiv 2104.04473); [Shoeybi] Shoeybi et al. 2019 (arXiv 1909.08053) §3;
+Isaev et al., "Calculon", SC'23.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16
+from planner.cost.constants import (
+    ACTIVATION_IO_TENSORS_GATED,
+    ACTIVATION_IO_TENSORS_PLAIN,
+    BACKWARD_FLOPS_PER_FORWARD,
+    BYTES_BF16,
+    CAUSAL_KEY_VISIT_FRACTION,
+    DP_COMM_OVERLAP,
+    DROPOUT_MASK_BYTES,
+    ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
+    EP_ALLTOALLS_PER_LAYER_PASS,
+    HOST_BACKWARD_PASSES_PER_FORWARD,
+    HOST_SECONDS_PER_LAYER_PASS,
+    LOSS_BWD_BYTES_PER_LOGIT,
+    LOSS_FWD_BYTES_PER_LOGIT,
+    NORM_IO_TENSORS,
+    RESIDUAL_IO_TENSORS,
+    ROPE_IO_TENSORS,
+    TP_ALLREDUCES_PER_LAYER_PASS,
+    UNFUSED_SCORE_DROPOUT_IO_TENSORS,
+    UNFUSED_SCORE_IO_TENSORS,
+)
 from planner.cost.flops import (
     Head,
     bytes_decode_step,
     bytes_kv_cache_per_token,
     bytes_optimizer_step,
     flops_decode_step,
-    flops_fwd_seq,
+    flops_fwd_per_key_attn_scores,
+    flops_fwd_per_token_attn_proj,
+    flops_fwd_per_token_dense_ffn,
+    flops_fwd_per_token_head,
+    flops_fwd_per_token_routed_experts,
+    flops_fwd_per_token_router,
+    flops_fwd_per_token_shared_experts,
     flops_prefill,
-    flops_train_seq,
     moe_layer_count,
     params_with_head,
 )
+from planner.cost.memory import MODERN_ACTIVATIONS, ActivationOptions, pipeline_stage_layers
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
 
-# Framework behaviour, not hardware (defaults; `bench/calibration.py` reports how they fare).
-DP_COMM_OVERLAP = 0.5
-"""Fraction of the data-parallel gradient (and ZeRO parameter) traffic hidden behind the
-backward pass. Megatron overlaps the gradient reduce-scatter with backward by bucket; the
-first buckets start late and the last finish after compute, so part stays exposed."""
+__all__ = [
+    "DEFAULT_RUNTIME",
+    "DP_COMM_OVERLAP",
+    "ForwardTime",
+    "GenerationTime",
+    "Runtime",
+    "Seconds",
+    "TrainTime",
+    "bytes_elementwise_fwd_per_token",
+    "compute_rate",
+    "decode_step_time",
+    "hbm_rate",
+    "time_forward",
+    "time_generation",
+    "time_train",
+]
 
-TP_ALLREDUCES_PER_LAYER_FWD = 2
-"""Megatron TP: one all-reduce (or reduce-scatter + all-gather with SP) after attention and one
-after the MLP in the forward; the backward mirrors them (Shoeybi et al. 2019, §3)."""
 
-EP_ALLTOALLS_PER_LAYER_FWD = 2
-"""Token dispatch and combine all-to-alls of an expert-parallel MoE layer, forward."""
+@dataclass(frozen=True)
+class Runtime:
+    """How the framework runs the kernels (framework behaviour, not hardware).
+
+    kernels: FlashAttention or the unfused softmax; dropout on or off (`memory.py`'s options).
+    dp_comm_overlap: fraction of DP/ZeRO traffic hidden behind the backward.
+    host_s_per_layer_pass: host time to issue one layer's forward kernels (the host floor).
+    """
+
+    kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
+    dp_comm_overlap: float = DP_COMM_OVERLAP
+    host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
+
+
+DEFAULT_RUNTIME = Runtime()
+"""A current RL framework (Megatron-Core/TE, FSDP with SDPA): FlashAttention, no dropout."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +142,12 @@ class Seconds:
 
 @dataclass(frozen=True)
 class TrainTime(Seconds):
-    compute: float = 0.0
-    pp_bubble: float = 0.0
+    compute: float = 0.0  # matmuls at achievable peak (the balanced share of every GPU)
+    memory: float = 0.0  # element-wise kernels at achievable HBM bandwidth
+    host: float = 0.0  # where issuing the kernels outlasts their GPU work
+    pp_bubble: float = 0.0  # 1F1B fill and drain: (pp − 1)/M of the balanced stage time
+    pp_imbalance: float = 0.0  # the slowest stage pacing the others
+    pp_comm: float = 0.0  # activations and gradients sent between stages
     tp_comm: float = 0.0
     cp_comm: float = 0.0
     ep_comm: float = 0.0
@@ -72,9 +159,15 @@ class TrainTime(Seconds):
 @dataclass(frozen=True)
 class ForwardTime(Seconds):
     compute: float = 0.0
+    memory: float = 0.0
+    host: float = 0.0
     pp_bubble: float = 0.0
+    pp_imbalance: float = 0.0
+    pp_comm: float = 0.0
     tp_comm: float = 0.0
+    cp_comm: float = 0.0
     ep_comm: float = 0.0
+    dp_comm: float = 0.0  # ZeRO-3 / FSDP parameter gathers, exposed part
 
 
 @dataclass(frozen=True)
@@ -94,72 +187,238 @@ def hbm_rate(gpu: HardwareProfile) -> float:
     return gpu.hbm_bytes_per_s * gpu.efficiency.hbm
 
 
-def _tp_link(gpu: HardwareProfile, layout: Layout) -> comm.Link:
-    return comm.link_for(gpu, layout.tp)
+# --- per-token costs of one layer ------------------------------------------------------------
 
 
-def _tp_comm(spec: ModelSpec, gpu: HardwareProfile, layout: Layout, tokens: float,
-             passes: int) -> float:
-    """TP activation collectives for `tokens` tokens through `passes` × (L/pp layers) on one
-    pipeline stage: all-reduces of tokens·H activations (SP: the same volume as RS + AG)."""
-    if layout.tp == 1:
-        return 0.0
-    nbytes = tokens * spec.hidden_size * BYTES_BF16
-    per_layer = TP_ALLREDUCES_PER_LAYER_FWD * comm.time_allreduce(nbytes, layout.tp,
-                                                                 _tp_link(gpu, layout))
-    return passes * per_layer * spec.num_hidden_layers / layout.pp
+def bytes_elementwise_fwd_per_token(spec: ModelSpec, seq_len: float, *, tp: int = 1,
+                                    sp: bool = False, moe: bool = False,
+                                    options: ActivationOptions = MODERN_ACTIVATIONS,
+                                    attention_only: bool = False) -> float:
+    """HBM bytes the element-wise kernels of one layer's forward move per token, on one GPU.
+
+    Replicated over TP (split only with sequence parallelism): each norm reads and writes H
+    (`NORM_IO_TENSORS`), the two residual adds read two and write one H-wide tensor
+    (`RESIDUAL_IO_TENSORS`, + a 1-byte dropout mask each when dropout is on). Split over TP:
+    RoPE on q and k (`ROPE_IO_TENSORS`, models without learned positions), the FFN activation
+    on F (`ACTIVATION_IO_TENSORS_*`; MoE: k experts' F_e plus shared experts, and the token
+    permutation and combine, 2·(1 + k)·H), and without FlashAttention the s×s scores —
+    `UNFUSED_SCORE_IO_TENSORS` bf16 tensors per (head, key), dropout `2` more + its mask — with
+    every query computing all `seq_len` keys (masked, not skipped). `attention_only` keeps the
+    core attention alone (what selective recompute re-runs). Units: bytes per token.
+    """
+    p, H, a = BYTES_BF16, spec.hidden_size, spec.num_attention_heads
+    drop = options.dropout
+    scores = 0.0
+    if not options.flash_attention:
+        per_score = UNFUSED_SCORE_IO_TENSORS * p + drop * (
+            UNFUSED_SCORE_DROPOUT_IO_TENSORS * p + DROPOUT_MASK_BYTES)
+        scores = a * seq_len * per_score / tp
+    if attention_only:
+        return scores
+    t_rep = tp if sp else 1
+    replicated = (spec.traits.norms_per_layer * NORM_IO_TENSORS * p * H
+                  + 2 * (RESIDUAL_IO_TENSORS * p * H + drop * DROPOUT_MASK_BYTES * H))
+    rope = 0.0
+    if not spec.traits.learned_positions and not spec.mla:
+        rope = ROPE_IO_TENSORS * p * (a + spec.num_key_value_heads) * spec.head_dim
+    act = ACTIVATION_IO_TENSORS_GATED if spec.gated_ffn else ACTIVATION_IO_TENSORS_PLAIN
+    if moe and spec.moe:
+        m = spec.moe
+        ffn = act * p * (m.experts_per_token * m.expert_intermediate_size
+                         + m.num_shared_experts * m.shared_expert_intermediate_size)
+        ffn += 2 * p * H * (1 + m.experts_per_token)  # permute to experts and combine back
+    else:
+        ffn = act * p * spec.intermediate_size
+    return replicated / t_rep + (rope + ffn) / tp + scores
 
 
-def _ep_comm(spec: ModelSpec, gpu: HardwareProfile, layout: Layout, tokens: float,
-             passes: int) -> float:
-    """EP dispatch/combine all-to-alls: each rank sends its tokens × k × H activations."""
-    if layout.ep == 1 or not spec.moe:
-        return 0.0
-    nbytes = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16
-    link = comm.link_for(gpu, layout.ep, stride=layout.tp)
-    per_layer = EP_ALLTOALLS_PER_LAYER_FWD * comm.time_alltoall(nbytes, layout.ep, link)
-    return passes * per_layer * moe_layer_count(spec) / layout.pp
+@dataclass(frozen=True)
+class _LayerCost:
+    """One layer's forward on one GPU, per token: matmul FLOPs, element-wise bytes, and the
+    core attention's share of both (selective recompute re-runs it)."""
+
+    flops: float
+    ew_bytes: float
+    attn_flops: float
+    attn_ew_bytes: float
+
+
+def _layer_cost(spec: ModelSpec, seq_len: float, layout: Layout, options: ActivationOptions,
+                moe: bool) -> _LayerCost:
+    L, tp = spec.num_hidden_layers, layout.tp
+    visits = seq_len * (CAUSAL_KEY_VISIT_FRACTION if options.flash_attention else 1.0)
+    attn = visits * flops_fwd_per_key_attn_scores(spec) / L
+    flops = flops_fwd_per_token_attn_proj(spec) / L + attn
+    if moe:
+        n_moe = moe_layer_count(spec)
+        flops += (flops_fwd_per_token_router(spec) + flops_fwd_per_token_routed_experts(spec)
+                  + flops_fwd_per_token_shared_experts(spec)) / n_moe
+    else:
+        flops += flops_fwd_per_token_dense_ffn(spec) / max(1, L - moe_layer_count(spec))
+    kw = dict(tp=tp, sp=layout.sp, moe=moe, options=options)
+    return _LayerCost(
+        flops=flops / tp,
+        ew_bytes=bytes_elementwise_fwd_per_token(spec, seq_len, **kw),
+        attn_flops=attn / tp,
+        attn_ew_bytes=bytes_elementwise_fwd_per_token(spec, seq_len, attention_only=True, **kw))
+
+
+# --- one pipeline stage, one micro-batch -----------------------------------------------------
+
+
+@dataclass
+class _Stage:
+    """Seconds of one micro-batch on one pipeline stage, by component."""
+
+    compute: float = 0.0
+    memory: float = 0.0
+    host: float = 0.0
+    tp_comm: float = 0.0
+    cp_comm: float = 0.0
+    ep_comm: float = 0.0
+    pp_comm: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return (self.compute + self.memory + self.host + self.tp_comm + self.cp_comm
+                + self.ep_comm + self.pp_comm)
+
+
+def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, seq_len: float,
+            runtime: Runtime, train: bool) -> list[_Stage]:
+    """Per-micro-batch seconds of every pipeline stage (training: forward, backward and
+    recompute; else the forward alone)."""
+    L = layout
+    tokens = L.micro_batch * seq_len / L.cp  # per GPU of a TP group, per micro-batch
+    options = runtime.kernels
+    rate, hbm = compute_rate(gpu), hbm_rate(gpu)
+    bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
+    bwd_m = ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD if train else 0
+    ckpt = L.checkpointing if train else "none"
+    # collective passes per layer: forward, backward (mirrors it), full recompute
+    comm_passes = 1 + (1 if train else 0) + (1 if ckpt == "full" else 0)
+    host_passes = 1 + (HOST_BACKWARD_PASSES_PER_FORWARD if train else 0) + (
+        1 if ckpt == "full" else 0)
+
+    tp_layer = 0.0
+    if L.tp > 1:
+        act = tokens * spec.hidden_size * BYTES_BF16
+        tp_layer = comm_passes * TP_ALLREDUCES_PER_LAYER_PASS * comm.time_allreduce(
+            act, L.tp, comm.link_for(gpu, L.tp))
+    ep_layer = 0.0
+    if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens (expert TP 1)
+        routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 / L.tp
+        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * comm.time_alltoall(
+            routed, L.ep, comm.link_p2p(gpu, L.ep, stride=L.tp))
+    cp_layer = 0.0
+    if L.cp > 1:  # ring: the local K/V chunk passed cp − 1 times; backward also returns dK/dV
+        kv = tokens * bytes_kv_cache_per_token(spec) / spec.num_hidden_layers
+        chunk = kv / max(1, min(L.tp, spec.num_key_value_heads))
+        ring = (L.cp - 1) * comm.time_p2p(chunk, comm.link_p2p(gpu, L.cp, stride=L.tp))
+        cp_layer = ring * (1 + (2 if train else 0) + (1 if ckpt == "full" else 0))
+
+    def layer(moe: bool) -> _Stage:
+        c = _layer_cost(spec, seq_len, L, options, moe)
+        flops = c.flops * (1 + bwd_f)
+        ew = c.ew_bytes * (1 + bwd_m)
+        if ckpt == "full":
+            flops, ew = flops + c.flops, ew + c.ew_bytes
+        elif ckpt == "selective":
+            flops, ew = flops + c.attn_flops, ew + c.attn_ew_bytes
+        compute, memory = tokens * flops / rate, tokens * ew / hbm
+        comm_s = tp_layer + (ep_layer if moe else 0.0) + cp_layer
+        host = max(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory - comm_s)
+        return _Stage(compute=compute, memory=memory, host=host, tp_comm=tp_layer,
+                      ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
+
+    kinds = {False: layer(False)}
+    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
+    if moe_set:
+        kinds[True] = layer(True)
+
+    # the vocabulary (or scalar) head and the loss / log-probs, on the last stage
+    head_flops = flops_fwd_per_token_head(spec, head, seq_len) / L.tp * (1 + bwd_f)
+    t_rep = L.tp if L.sp else 1
+    head_bytes = NORM_IO_TENSORS * BYTES_BF16 * spec.hidden_size / t_rep * (1 + bwd_m)
+    if head in (Head.POLICY, Head.SHARED):
+        loss = LOSS_FWD_BYTES_PER_LOGIT + (LOSS_BWD_BYTES_PER_LOGIT if train else 0)
+        head_bytes += loss * spec.vocab_size / L.tp
+    head_cost = _Stage(compute=tokens * head_flops / rate, memory=tokens * head_bytes / hbm)
+
+    pp_send = 0.0
+    if L.pp > 1:  # activations forward (and gradients back) to the neighbouring stage
+        stride = L.tp * L.cp * L.dp
+        nbytes = tokens * spec.hidden_size * BYTES_BF16 / L.tp
+        pp_send = (1 + (1 if train else 0)) * comm.time_p2p(
+            nbytes, comm.link_p2p(gpu, 2, stride=stride))
+
+    out = []
+    for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp)):
+        st = _Stage()
+        for i in layers:
+            c = kinds[i in moe_set]
+            for f in fields(c):
+                setattr(st, f.name, getattr(st, f.name) + getattr(c, f.name))
+        if k == L.pp - 1:
+            st.compute += head_cost.compute
+            st.memory += head_cost.memory
+        st.pp_comm = pp_send
+        out.append(st)
+    return out
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    """A 1F1B schedule of `micro` micro-batches over stages: the balanced work by component,
+    the fill/drain bubble and the imbalance (module docstring). Units: seconds."""
+
+    parts: dict[str, float]
+    bubble: float
+    imbalance: float
+
+
+def _pipeline(stages: list[_Stage], micro: float) -> _Pipeline:
+    pp = len(stages)
+    mean = sum(s.total for s in stages) / pp
+    slowest = max(s.total for s in stages)
+    parts = {f.name: micro * sum(getattr(s, f.name) for s in stages) / pp
+             for f in fields(_Stage)}
+    return _Pipeline(parts=parts, bubble=(pp - 1) * mean,
+                     imbalance=(micro - 1) * (slowest - mean))
+
+
+def _dp_link(gpu: HardwareProfile, layout: Layout) -> tuple[int, comm.Link]:
+    replicas = layout.dp * layout.cp
+    return replicas, comm.link_for(gpu, replicas, stride=layout.tp)
+
+
+# --- stages of an RL iteration ---------------------------------------------------------------
 
 
 def time_train(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile,
                n_seqs: int, seq_len: float, mini_batches: int = 1, epochs: int = 1,
-               grad_bytes: float = BYTES_BF16) -> TrainTime:
+               grad_bytes: float = BYTES_BF16, *,
+               runtime: Runtime | None = None) -> TrainTime:
     """One training stage of one role: `epochs` × `mini_batches` optimizer steps over n_seqs.
 
-    Per optimizer step each DP rank runs M = seqs/(dp·micro_batch) micro-batches through a
-    1F1B pipeline: bubble (pp−1)/M of the step's compute. TP collectives per layer, EP
-    all-to-alls per MoE layer, the CP ring (K/V of the local chunk passed cp−1 times per layer,
-    forward and twice backward), the DP/ZeRO gradient collective per step (ZeRO-3 adds the
-    parameter all-gathers of every micro-batch, forward and backward) of which
-    `DP_COMM_OVERLAP` hides behind the backward, the optimizer step at HBM speed on the local
-    shard, and offloaded optimizer state moving over the host link each step.
+    Per optimizer step each DP rank runs M = seqs/(dp·micro_batch) micro-batches through the
+    1F1B pipeline (module docstring: per-stage matmuls, element-wise traffic, host floor, TP /
+    EP / CP collectives, sends between stages; bubble and imbalance). Then the DP/ZeRO
+    gradient collective (ZeRO-3 adds the parameter all-gathers of every micro-batch, forward
+    and backward) of which `runtime.dp_comm_overlap` hides behind the backward, the optimizer
+    step at HBM speed on the local shard, and offloaded optimizer state moving over the host
+    link each step.
     """
-    L, g = layout, layout.gpus
-    per_seq = flops_train_seq(spec, seq_len, head, L.checkpointing)
+    rt = runtime or DEFAULT_RUNTIME
+    L = layout
     steps = epochs * mini_batches
     seqs_per_step = n_seqs / mini_batches
     micro = max(1.0, seqs_per_step / (L.dp * L.micro_batch))
-    step_compute = seqs_per_step * per_seq.total / (g * compute_rate(gpu))
-    compute = steps * step_compute
-    bubble = steps * step_compute * (L.pp - 1) / micro
-
-    tokens_per_micro = L.micro_batch * seq_len / L.cp  # per rank, per micro-batch
-    passes = 3 + (1 if L.checkpointing == "full" else 0)  # fwd, 2 × bwd, recompute
-    tp = steps * micro * _tp_comm(spec, gpu, L, tokens_per_micro, passes)
-    ep = steps * micro * _ep_comm(spec, gpu, L, tokens_per_micro, passes)
-
-    cp = 0.0
-    if L.cp > 1:
-        kv_bytes = bytes_kv_cache_per_token(spec) / spec.num_hidden_layers  # one layer's K/V
-        chunk = tokens_per_micro * kv_bytes / max(1, min(L.tp, spec.num_key_value_heads))
-        link = comm.link_for(gpu, L.cp, stride=L.tp)
-        per_layer = 3 * (L.cp - 1) * comm.time_p2p(chunk, link)  # fwd + 2 × bwd
-        cp = steps * micro * per_layer * spec.num_hidden_layers / L.pp
+    pipe = _pipeline(_stages(spec, head, L, gpu, seq_len, rt, train=True), micro)
 
     params = params_with_head(spec, head)
     shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
-    replicas = L.dp * L.cp
-    dp_link = comm.link_for(gpu, replicas, stride=L.tp)
+    replicas, dp_link = _dp_link(gpu, L)
     if L.zero <= 1:  # ZeRO-1 shards the optimizer only: gradients are still all-reduced
         grads = comm.time_allreduce(shard * grad_bytes, replicas, dp_link)
     else:
@@ -168,34 +427,48 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile
         grads += comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
     if L.zero == 3:  # parameters gathered for every micro-batch's forward and backward
         grads += micro * 2 * comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
-    dp = steps * grads * (1 - DP_COMM_OVERLAP)
+    dp = steps * grads * (1 - rt.dp_comm_overlap)
 
     local = shard / (replicas if L.zero >= 1 else 1)
     optimizer = steps * bytes_optimizer_step(local, grad_bytes=grad_bytes) / hbm_rate(gpu)
     offload = 0.0
     if L.offload in ("optimizer", "both"):  # gradients down, updated weights back up
         offload += steps * local * (grad_bytes + BYTES_BF16) / comm.link_host(gpu).bandwidth
-        optimizer = 0.0  # the step runs on the CPU, overlapped with the transfers
+        # the step runs on the CPU, overlapped with the transfers (ZeRO-Offload); CPU Adam's own
+        # speed is not in the shipped data, so it is not priced — optimistic for large shards
+        optimizer = 0.0
     if L.offload in ("params", "both"):  # weights streamed in for forward and backward
-        offload += steps * micro * 2 * local * BYTES_BF16 / comm.link_host(gpu).bandwidth
-    return TrainTime(compute=compute, pp_bubble=bubble, tp_comm=tp, cp_comm=cp, ep_comm=ep,
+        # each GPU streams the parameters it holds: its ZeRO-3 shard (gathered from the other
+        # ranks as above), else the whole TP/PP shard, once per micro-batch and pass
+        held = shard / replicas if L.zero == 3 else shard
+        offload += steps * micro * 2 * held * BYTES_BF16 / comm.link_host(gpu).bandwidth
+    return TrainTime(**{k: steps * v for k, v in pipe.parts.items()},
+                     pp_bubble=steps * pipe.bubble, pp_imbalance=steps * pipe.imbalance,
                      dp_comm=dp, optimizer=optimizer, offload=offload)
 
 
 def time_forward(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile,
-                 n_seqs: int, seq_len: float) -> ForwardTime:
+                 n_seqs: int, seq_len: float, *, runtime: Runtime | None = None) -> ForwardTime:
     """A teacher-forced forward over n_seqs sequences (reference, reward, critic, old log-probs).
 
-    Compute-bound; micro-batches of `micro_batch` sequences stream through the pipeline
-    (bubble (pp−1)/M), TP all-reduces and EP all-to-alls per layer.
+    The training pipeline's forward alone: micro-batches of `micro_batch` sequences through
+    the stages (bubble, imbalance), per-layer matmuls, element-wise traffic (the log-softmax
+    over the vocabulary on the last stage), host floor, TP/EP/CP collectives; a ZeRO-3 (FSDP)
+    layout gathers its parameters for every micro-batch, `runtime.dp_comm_overlap` of it
+    hidden by prefetch.
     """
-    L, g = layout, layout.gpus
-    compute = n_seqs * flops_fwd_seq(spec, seq_len, head).total / (g * compute_rate(gpu))
+    rt = runtime or DEFAULT_RUNTIME
+    L = layout
     micro = max(1.0, n_seqs / (L.dp * L.micro_batch))
-    tokens_per_micro = L.micro_batch * seq_len / L.cp
-    return ForwardTime(compute=compute, pp_bubble=compute * (L.pp - 1) / micro,
-                       tp_comm=micro * _tp_comm(spec, gpu, L, tokens_per_micro, 1),
-                       ep_comm=micro * _ep_comm(spec, gpu, L, tokens_per_micro, 1))
+    pipe = _pipeline(_stages(spec, head, L, gpu, seq_len, rt, train=False), micro)
+    dp = 0.0
+    if L.zero == 3:
+        replicas, link = _dp_link(gpu, L)
+        shard = params_with_head(spec, head) / (L.tp * L.pp)
+        dp = micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
+            1 - rt.dp_comm_overlap)
+    return ForwardTime(**pipe.parts, pp_bubble=pipe.bubble, pp_imbalance=pipe.imbalance,
+                       dp_comm=dp)
 
 
 def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batch: float,
@@ -213,7 +486,13 @@ def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batc
     nbytes = traffic.weights / shard + (traffic.kv_read + traffic.kv_write) / (kv_split
                                                                               * layout.pp)
     roofline = max(flops / compute_rate(gpu), nbytes / hbm_rate(gpu))
-    return roofline + _tp_comm(spec, gpu, layout, batch, 1)
+    tp = 0.0
+    if layout.tp > 1:
+        act = batch * spec.hidden_size * BYTES_BF16
+        tp = (TP_ALLREDUCES_PER_LAYER_PASS * comm.time_allreduce(act, layout.tp,
+                                                                 comm.link_for(gpu, layout.tp))
+              * spec.num_hidden_layers / layout.pp)
+    return roofline + tp
 
 
 def time_generation(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, n_seqs: int,
