@@ -83,6 +83,9 @@ class InterModel(BaseModel):
     intra_stage_fusion: bool = False
     staleness: int = Field(0, ge=0)
     shared_actor_critic: bool = False
+    offload_during_generation: bool = Field(
+        False, description="co-located: the group's resident model state moves to CPU memory "
+                           "while the actor generates, and back after (NeMo-RL, verl offload)")
 
 
 class PlanInput(BaseModel):

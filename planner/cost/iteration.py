@@ -17,7 +17,10 @@ resident on the group (a trainable model's weights, gradients and optimizer stat
 training group; a frozen model's weights on its assessment group; the actor's inference
 weights on a separate rollout group, with a shadow copy under asynchrony), plus the largest
 transient need of the stage's tasks there. The actor's inference copy on its own training
-group is resharded in before generation and released after (hybrid engine): transient.
+group is resharded in before generation and released after (hybrid engine): transient. With
+`offload_during_generation` the group's resident state moves to CPU memory for the generation
+stage (priced over the host link, both ways, with the resharding) and the KV cache gets the
+room.
 """
 
 from __future__ import annotations
@@ -145,6 +148,11 @@ def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProf
     return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
 
 
+def swap_time(nbytes: float, gpu: HardwareProfile) -> float:
+    """Move `nbytes` per GPU of resident state to CPU memory and back over the host link."""
+    return 2 * nbytes / comm.link_host(gpu).bandwidth
+
+
 def weight_sync_time(actor: ModelSpec, head: Head) -> float:
     """Send the actor's weights from its training group to a separate rollout group."""
     return params_with_head(actor, head) * BYTES_BF16 / WEIGHT_SYNC_BYTES_PER_S
@@ -190,9 +198,27 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
     # Generation: the KV cache gets what the group leaves free.
     gen_batch = 0.0
+    swap_s = 0.0
+    swap_out = plan.inter_model.offload_during_generation
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
         others = sum(b for _, b in resident[t.layout.group])
+        if swap_out:
+            if not hybrid:
+                raise InputError("inter_model.offload_during_generation: the actor generates "
+                                 "on its own group, there is no co-located state to offload; "
+                                 "set it to false")
+            if gpu.host_link_gbps is None or gpu.host_memory_gib is None:
+                raise InputError("inter_model.offload_during_generation needs the profile's "
+                                 "host_link_gbps and host_memory_gib; set them or turn it off")
+            share = gpu.host_memory_gib * GIB / sc.cluster.gpus_per_node
+            if others + host[t.layout.group] > share:
+                raise InfeasibleError(
+                    f"group {t.layout.group}, stage generation: offloading "
+                    f"{others / GIB:.1f} GiB per GPU exceeds each GPU's share of host memory "
+                    f"({share / GIB:.0f} GiB); turn off offload_during_generation")
+            swap_s = swap_time(others, gpu)
+            others = 0.0
         gen_batch, t.memory, per_seq = kv_batch_fit(sc, t.layout, heads["actor"], staleness,
                                                     hybrid, capacity - others)
         if gen_batch < 1:
@@ -217,7 +243,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     if gen_task:
         train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
         if gen_task.layout.group == train.group:
-            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu)
+            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu) + swap_s
             sync_groups = {train.group}
         else:
             sync_s = weight_sync_time(sc.actor, heads["actor"])
@@ -249,7 +275,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     for g in sizes:
         busy[g]["idle"] = max(0.0, iteration - sum(busy[g].values()))
 
-    memory = _group_memory(tasks, resident, sizes, capacity)
+    swapped = {homes['actor']} if swap_out else set()
+    memory = _group_memory(tasks, resident, sizes, capacity, swapped)
     for g, mem in memory.items():
         if mem["peak_bytes"] > capacity:
             raise InfeasibleError(
@@ -264,16 +291,17 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
 
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
-                kv_seqs: float = 0, staleness: int = 0, resharding: bool = False
-                ) -> MemoryBreakdown:
+                kv_seqs: float = 0, staleness: int = 0, resharding: bool = False,
+                kv_context: float | None = None) -> MemoryBreakdown:
     """Peak bytes per GPU of one (role, stage) task: sequences at the longest length; 1F1B
-    micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica."""
+    micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica
+    holding `kv_context` tokens each (default the longest sequence)."""
     w = sc.workload
     n = sequences(sc)
     micro = max(1, math.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
     load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro, kv_seqs=kv_seqs,
-                          context_len=w.max_seq_len, shadow_weights=staleness >= 1,
-                          resharding=resharding)
+                          context_len=round(kv_context or w.max_seq_len),
+                          shadow_weights=staleness >= 1, resharding=resharding)
     return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
 
 
@@ -294,24 +322,36 @@ def task_time(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
 
 def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, staleness: int, hybrid: bool,
                  budget: float) -> tuple[float, MemoryBreakdown, float]:
-    """Concurrent rollouts per replica that `budget` bytes per GPU hold (may be < 1: none fit),
-    capped by the replica's share of the step and the layout's max_num_seqs; the memory at that
-    batch (at least 0); and the KV-cache bytes per GPU of one more sequence."""
-    base = task_memory(sc, "actor", "generation", layout, head, 0, staleness, hybrid)
-    per_seq = float(task_memory(sc, "actor", "generation", layout, head, 1, staleness,
-                                hybrid).total - base.total)
-    batch = min(sequences(sc) / layout.dp, math.floor((budget - float(base.total)) / per_seq),
-                layout.max_num_seqs or math.inf)
-    return batch, task_memory(sc, "actor", "generation", layout, head, max(batch, 0), staleness,
-                              hybrid), per_seq
+    """Concurrent rollouts per replica that `budget` bytes per GPU hold, capped by the replica's
+    share of the step and the layout's max_num_seqs; the memory at that batch; and the bytes
+    one more sequence of the longest length needs (the batch is < 1 when that does not fit).
 
+    The KV cache is paged (vLLM): a sequence holds the tokens it has, so the batch is sized at
+    the mean final length S + T̄ — but one sequence must always fit at the longest length.
+    """
+    w, n = sc.workload, sequences(sc)
+
+    def memory(seqs: float, context: float) -> MemoryBreakdown:
+        return task_memory(sc, "actor", "generation", layout, head, seqs, staleness, hybrid,
+                           kv_context=context)
+
+    base = memory(0, w.seq_len)
+    per_seq = float(memory(1, w.seq_len).total - base.total)
+    longest = float(memory(1, w.max_seq_len).total - base.total)
+    free = budget - float(base.total)
+    if free < longest:
+        return 0.0, base, longest
+    batch = min(n / layout.dp, math.floor(free / per_seq), layout.max_num_seqs or math.inf)
+    return batch, memory(batch, w.seq_len), longest
 
 def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
-                  sizes: dict[str, int], capacity: float) -> dict[str, dict[str, float | str]]:
+                  sizes: dict[str, int], capacity: float,
+                  swapped: set[str]) -> dict[str, dict[str, float | str]]:
     """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need.
 
     A task adds its transient bytes; the actor's generation on its own training group also
-    adds its inference weights (resharded in for the stage, released after).
+    adds its inference weights (resharded in for the stage, released after). On a `swapped`
+    group the resident state is in CPU memory during generation.
     """
     out: dict[str, dict[str, float | str]] = {}
     for g in sizes:
@@ -326,7 +366,8 @@ def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]
             extra = float(mem.transient)
             if t.stage == "generation" and not rollout_copy:
                 extra += float(mem.persistent)
-            peak = float(mem.runtime_reserve) + base + extra
+            held = 0.0 if (t.stage == "generation" and g in swapped) else base
+            peak = float(mem.runtime_reserve) + held + extra
             if peak > float(best["peak_bytes"]):
                 best = {"peak_bytes": peak, "stage": t.stage, "capacity_bytes": capacity,
                         "what": f"{t.role} {t.stage} with resident: {names}"}

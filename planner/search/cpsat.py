@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner.search.space import FUSION_SCALE, STAGES, Choice, Space
+from planner.search.space import FUSION_SCALE, STAGES, SWAP_SCALE, Choice, Space
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
@@ -87,6 +87,14 @@ class Model:
         for k in range(sp.slots):
             m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
 
+    def add_swap_colocation(self) -> None:
+        """Swapping state out during generation needs the generation on slot 0."""
+        sp, gen = self.space, self.space.generation
+        if sp.swap and gen is None:
+            self.m.AddBoolOr([])  # nothing generates: the option has no plan
+        elif sp.swap:
+            self.m.Add(self.a[gen.name, 0] == 1)
+
     def add_fusion_separation(self) -> None:
         """Under inter-stage fusion no assessment runs on the generation group."""
         sp, gen = self.space, self.space.generation
@@ -107,21 +115,26 @@ class Model:
             rollout = (sum(c.persistent_mib * v for v, c in self.terms(gen.name, k))
                        if gen is not None and k != 0 else 0)
             m.Add(resident + rollout <= sp.budget_mib)
+            swapped = sp.swap and k == 0
             m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in self.terms(t.name, k))
-                  <= sp.host_budget_mib)
+                  + (resident if swapped else 0) <= sp.host_budget_mib)
             for t in sp.tasks:
                 for stage in t.stages:
                     terms = self.terms(t.name, k)
                     need = sum(c.transient_mib.get(stage, 0) * v for v, c in terms)
                     own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
                            else rollout)
-                    m.Add(resident + own + need <= sp.budget_mib)
+                    held = 0 if (swapped and t is gen) else resident
+                    m.Add(held + own + need <= sp.budget_mib)
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
         sp, m, gen = self.space, self.m, self.space.generation
         horizon = sum(max((sum(c.time_ms.values()) + c.reshard_ms for c in cs), default=0)
                       for cs in sp.candidates.values()) + sp.sync_ms + 1
+        if sp.swap:  # the swap of everything on slot 0, rounded up
+            horizon += sum(max(c.persistent_mib for c in cs) for cs in sp.candidates.values()) \
+                * sp.swap_q // SWAP_SCALE + 1
         load = {(k, st): sum(c.time_ms.get(st, 0) * v for t in sp.tasks
                              for v, c in self.terms(t.name, k))
                 for k in range(sp.slots) for st in STAGES}
@@ -132,6 +145,12 @@ class Model:
         if gen is not None:
             hybrid = sum(c.reshard_ms * v for v, c in self.terms(gen.name, 0))
             sync = hybrid + sp.sync_ms * (1 - self.a[gen.name, 0])
+            if sp.swap:
+                swap = m.NewIntVar(0, horizon, "swap")
+                held = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
+                           for v, c in self.terms(t.name, 0))
+                m.Add(SWAP_SCALE * swap >= sp.swap_q * held)
+                sync = sync + swap
         ga = S["generation"] + S["assessment"]
         if sp.fusion and gen is not None:
             ga = m.NewIntVar(0, horizon, "GA")
@@ -166,6 +185,7 @@ class Model:
     def build(self) -> Model:
         self.add_slots()
         self.add_placement()
+        self.add_swap_colocation()
         self.add_fusion_separation()
         self.add_memory()
         self.add_objective()

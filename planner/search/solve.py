@@ -17,7 +17,14 @@ from planner.cost.iteration import evaluate, to_plan
 from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
-from planner.search.space import MIB, Choice, PriceCache, Space, build_space
+from planner.search.space import (
+    MIB,
+    Choice,
+    PriceCache,
+    Space,
+    build_space,
+    host_budget_mib,
+)
 from planner.specs.hardware import ClusterSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -30,11 +37,13 @@ class Option:
     staleness: int
     fusion: bool
     shared: bool
+    swap: bool = False
 
     def describe(self) -> str:
         parts = [f"staleness {self.staleness}"]
         parts += ["inter-stage fusion"] if self.fusion else []
         parts += ["shared actor–critic"] if self.shared else []
+        parts += ["state offloaded during generation"] if self.swap else []
         return ", ".join(parts)
 
 
@@ -46,12 +55,15 @@ class Outcome:
 
 
 def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
-    """The inter-model options a scenario allows."""
+    """The inter-model options a scenario allows (fusion and swapping exclude each other: one
+    needs generation apart from assessment, the other co-located)."""
     online = sc.family is not Family.DPO
-    return [Option(s, f, sh)
+    swaps = online and host_budget_mib(sc) > 0
+    return [Option(s, f, sh, sw)
             for s in range(max_staleness + 1 if online else 1)
             for f in ((False, True) if online else (False,))
-            for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))]
+            for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))
+            for sw in ((False, True) if swaps and not f else (False,))]
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
@@ -70,7 +82,7 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
                  "disaggregated" if all(len(g.roles) == 1 for g in groups) else "partial")
     return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
         placement=placement, inter_stage_fusion=option.fusion, staleness=option.staleness,
-        shared_actor_critic=option.shared))
+        shared_actor_critic=option.shared, offload_during_generation=option.swap))
 
 
 def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
@@ -81,7 +93,7 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
     deadline = time.monotonic() + time_limit_s
     for opt in opts:
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
-                            cache=cache)
+                            swap=opt.swap, cache=cache)
         remaining = max(0.1, deadline - time.monotonic())
         out.append(Outcome(opt, cpsat.solve(space, remaining, workers), space))
     return out
@@ -90,7 +102,7 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
 def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
     ok = [o for o in outcomes if o.result.choice is not None]
     return sorted(ok, key=lambda o: (o.result.objective, o.option.staleness, o.option.fusion,
-                                     o.option.shared))
+                                     o.option.shared, o.option.swap))
 
 
 def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> Plan:
@@ -147,15 +159,15 @@ def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
     """What staleness 1, or a shared critic, would buy when the user did not allow them."""
     notes = []
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
-        alt = _feasible(_search(sc, [Option(1, False, best.option.shared)], limit, workers,
-                                cache))
+        alt = _feasible(_search(sc, [Option(1, False, best.option.shared, best.option.swap)],
+                                limit, workers, cache))
         if alt:
             d = alt[0].result.objective / best.result.objective - 1
             notes.append(f"max_staleness 1 (one step off-policy) would change the objective by "
                          f"{d:+.1%}")
     if sc.critic is not None and not sc.search.allow_shared_actor_critic:
-        alt = _feasible(_search(sc, [Option(best.option.staleness, best.option.fusion, True)],
-                                limit, workers, cache))
+        alt = _feasible(_search(sc, [Option(best.option.staleness, best.option.fusion, True,
+                                             best.option.swap)], limit, workers, cache))
         if alt:
             d = alt[0].result.objective / best.result.objective - 1
             notes.append(f"a shared actor–critic (allow_shared_actor_critic) would change the "

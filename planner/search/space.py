@@ -40,6 +40,7 @@ import numpy as np
 from planner.cost.iteration import (
     resharding_time,
     sequences,
+    swap_time,
     task_memory,
     task_time,
     weight_sync_time,
@@ -58,6 +59,7 @@ MICRO_BATCHES = (1, 2, 4, 8)
 MS = 1e-3  # seconds per time unit of the solver
 MIB = 2**20  # bytes per memory unit of the solver
 FUSION_SCALE = 1000  # fixed-point scale of the fusion overlap coefficient
+SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
 STAGES = ("generation", "assessment", "training")
 
 
@@ -107,6 +109,7 @@ class Space:
     staleness: int
     fusion: bool
     shared: bool
+    swap: bool  # co-located state moves to CPU memory during generation
     objective: str
     tasks: list[Task]
     sizes: list[int]
@@ -115,6 +118,7 @@ class Space:
     budget_mib: int  # per GPU, after the runtime reserve
     host_budget_mib: int  # CPU memory per GPU for offloaded state (its share of the node)
     sync_ms: int  # weight sync to a separate rollout group
+    swap_q: int  # ms per 1000 MiB per GPU moved to CPU memory and back (swap)
     candidates: dict[tuple[str, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
 
@@ -306,20 +310,22 @@ shared critic head; nothing else depends on the inter-model options."""
 
 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
-                slots: int = MAX_SLOTS, cache: PriceCache | None = None) -> Space:
+                swap: bool = False, slots: int = MAX_SLOTS,
+                cache: PriceCache | None = None) -> Space:
     """Enumerate and price every legal candidate of every task on every group size."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
     cache = {} if cache is None else cache
     space = Space(
-        scenario=sc, staleness=staleness, fusion=fusion, shared=shared,
+        scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
         objective=sc.search.objective, tasks=tasks,
         sizes=slot_sizes(cluster.total_gpus, cluster.gpus_per_node),
         slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
         host_budget_mib=host_budget_mib(sc),
-        sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])))
+        sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])),
+        swap_q=round(SWAP_SCALE * swap_time(MIB, gpu) / MS) if gpu.host_link_gbps else 0)
     for task in tasks:
         variant = (staleness >= 1 if task.kind == "generation" else None,
                    shared if task.role == "actor" else None)
@@ -357,7 +363,8 @@ class Choice:
 def valid(space: Space, ch: Choice) -> bool:
     """Structural rules both solvers share: slot 0 holds the actor's training; used slots come
     first with non-increasing sizes after slot 0; each used slot holds a task; the groups fit
-    the cluster; under fusion no assessment shares the generation group."""
+    the cluster; under fusion no assessment shares the generation group; swapping state out
+    during generation needs the generation co-located (slot 0)."""
     used = [s > 0 for s in ch.sizes]
     if not used[0] or ch.slot["actor.training"] != 0 or sum(ch.sizes) > space.total_gpus:
         return False
@@ -368,6 +375,8 @@ def valid(space: Space, ch: Choice) -> bool:
     if any(u and not any(ch.slot[t.name] == k for t in space.tasks) for k, u in enumerate(used)):
         return False
     gen = space.generation
+    if space.swap and (gen is None or ch.slot[gen.name] != 0):
+        return False
     if space.fusion and gen is not None:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
@@ -378,7 +387,8 @@ def valid(space: Space, ch: Choice) -> bool:
 def fits(space: Space, ch: Choice) -> bool:
     """Memory on every slot in every stage: resident state + what the stage needs. Resident:
     every non-generation task's persistent state, and a rollout group's weights (generation off
-    slot 0); the generation stage needs the actor's inference weights either way."""
+    slot 0); the generation stage needs the actor's inference weights either way. Offloaded
+    state (and, when swapping, slot 0's resident state) fits the GPU's share of host memory."""
     gen = space.generation
     for k, size in enumerate(ch.sizes):
         if not size:
@@ -389,13 +399,16 @@ def fits(space: Space, ch: Choice) -> bool:
                    if gen is not None and gen in on_k and k != 0 else 0)
         if resident + rollout > space.budget_mib:
             return False
-        if sum(ch.candidate[t.name].host_mib for t in on_k) > space.host_budget_mib:
+        host = sum(ch.candidate[t.name].host_mib for t in on_k)
+        swapped = space.swap and k == 0
+        if host + (resident if swapped else 0) > space.host_budget_mib:
             return False
         for t in on_k:
             c = ch.candidate[t.name]
             for need in c.transient_mib.values():
                 own = c.persistent_mib if t is gen else rollout
-                if resident + own + need > space.budget_mib:
+                held = 0 if (swapped and t is gen) else resident
+                if held + own + need > space.budget_mib:
                     return False
     return True
 
@@ -418,6 +431,10 @@ def score(space: Space, ch: Choice) -> int:
     if gen:
         c = ch.candidate[gen.name]
         sync = c.reshard_ms if gen_slot == 0 else space.sync_ms
+        if space.swap:
+            held = sum(ch.candidate[t.name].persistent_mib for t in space.tasks
+                       if t is not gen and ch.slot[t.name] == 0)
+            sync += -(-space.swap_q * held // SWAP_SCALE)
     ga = S["generation"] + S["assessment"]
     if space.fusion and gen:
         c = ch.candidate[gen.name]

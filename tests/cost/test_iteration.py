@@ -141,3 +141,32 @@ def test_plan_json_has_the_design_fields():
     assert plan["bounds"]["decode_s"] < plan["stages"]["generation"]["time_s"]
     assert plan["tokens_per_s"] == pytest.approx(
         64 * 8 * (512 + 1024) / plan["iteration_time_s"])
+
+
+def test_offload_during_generation_frees_the_kv_cache_and_costs_host_traffic():
+    sc = scenario(**{"models.actor": "qwen2.5-7b", "workload.samples_per_prompt": 64})
+    plan = colocated().model_dump()
+    plan["layouts"]["actor"]["training"]["zero"] = 1  # keep a lot of state resident
+    plan["layouts"]["reference"]["assessment"]["zero"] = 0
+    kept = evaluate(sc, PlanInput.model_validate(plan))
+    plan["inter_model"] = {"offload_during_generation": True}
+    swapped = evaluate(sc, PlanInput.model_validate(plan))
+    assert swapped.generation_batch > kept.generation_batch
+    assert swapped.sync_s > kept.sync_s  # the state crosses the host link twice
+    gen = lambda ev: next(t for t in ev.tasks if t.stage == "generation").seconds  # noqa: E731
+    assert gen(swapped) < gen(kept)
+
+
+def test_offload_during_generation_needs_a_colocated_actor():
+    plan = disaggregated().model_dump()
+    plan["inter_model"]["offload_during_generation"] = True
+    with pytest.raises(InputError, match="no co-located state"):
+        evaluate(scenario(), PlanInput.model_validate(plan))
+
+
+def test_kv_batch_is_sized_at_the_mean_length():
+    """A paged KV cache holds what sequences have: a longer tail with the same mean keeps the
+    batch (one longest sequence must still fit)."""
+    short = evaluate(scenario(), colocated())
+    long_tail = evaluate(scenario(**{"workload.max_response_len": 4096}), colocated())
+    assert long_tail.generation_batch == short.generation_batch
