@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from planner.cost import time as time_model  # noqa: E402
 from planner.cost.constants import (  # noqa: E402
+    DECODE_STEP_OVERHEAD_S,
     DP_COMM_OVERLAP,
     HOST_SECONDS_PER_LAYER_PASS,
 )
@@ -106,11 +107,13 @@ def with_efficiency(gpu: HardwareProfile, compute: float, hbm: float) -> Hardwar
 
 
 @contextlib.contextmanager
-def _framework(host: float, overlap: float) -> Iterator[None]:
+def _framework(host: float, overlap: float,
+               decode: float = DECODE_STEP_OVERHEAD_S) -> Iterator[None]:
     """Price with these framework constants: swaps `planner.cost.time.DEFAULT_RUNTIME`."""
     saved = time_model.DEFAULT_RUNTIME
     time_model.DEFAULT_RUNTIME = time_model.Runtime(dp_comm_overlap=overlap,
-                                                    host_s_per_layer_pass=host)
+                                                    host_s_per_layer_pass=host,
+                                                    decode_step_overhead_s=decode)
     try:
         yield
     finally:
@@ -474,14 +477,29 @@ def _layout(group: str, gpus: int, tp: int = 1, pp: int = 1, cp: int = 1, ep: in
 
 
 def _plan(groups: dict[str, int], gen: Layout, train: Layout, reference: Layout | None,
-          staleness: int) -> PlanInput:
+          staleness: int, swap: bool = False) -> PlanInput:
     layouts: dict[str, dict[str, Layout]] = {"actor": {"generation": gen, "training": train}}
     if reference is not None:
         layouts["reference"] = {"assessment": reference}
     return PlanInput(groups=[{"name": n, "gpus": g} for n, g in groups.items()],
                      layouts=layouts,
                      inter_model={"placement": "colocated" if staleness == 0 else
-                                  "disaggregated", "staleness": staleness})
+                                  "disaggregated", "staleness": staleness,
+                                  "offload_during_generation": swap})
+
+
+def _can_swap(case: RLCase, staleness: int) -> bool:
+    """Co-located rows move the training state to CPU memory while vLLM generates (NeMo-RL and
+    verl colocated mode); priced only where the profile gives host memory and a host link."""
+    if staleness:
+        return False
+    profile = load_profile(case.profile)
+    ok = profile.host_memory_gib is not None and profile.host_link_gbps is not None
+    case.assumptions.append(
+        "co-located: training state offloaded to CPU during generation" if ok else
+        f"co-located: training state stays on the GPU during generation ({profile.name} has "
+        "no host memory / host link figure to price the offload with)")
+    return ok
 
 
 def _hardware(row: dict[str, str], h20_path: Path) -> tuple[str, int, str | None]:
@@ -586,6 +604,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
                                 "layout ep = tp")
     mean_len = prompt + gen_len
     micro = max(1, int(t_max // mean_len))
+    swap = _can_swap(case, staleness)
     candidates: list[tuple[dict[str, int], str]] = []
     if train_deg is None:
         case.assumptions.append("training TP/CP/EP/PP not given ('see src'): the least tensor "
@@ -599,7 +618,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
         train = _layout(train_group, groups[train_group], tp=tp, pp=deg.get("pp", 1),
                         cp=deg.get("cp", 1), ep=deg.get("ep", 1), zero=1, sp=tp > 1,
                         micro_batch=micro, checkpointing=ckpt)
-        plan = _plan(groups, gen, train, train, staleness)
+        plan = _plan(groups, gen, train, train, staleness, swap)
         try:
             sc = load_scenario(None, case.overrides)
             evaluate(sc, plan)
@@ -617,7 +636,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
     train = _layout(train_group, groups[train_group], tp=tp, pp=deg.get("pp", 1),
                     cp=deg.get("cp", 1), ep=deg.get("ep", 1), zero=1, sp=tp > 1,
                     micro_batch=micro, checkpointing="full")
-    case.plan = _plan(groups, gen, train, train, staleness)
+    case.plan = _plan(groups, gen, train, train, staleness, swap)
     case.scenario = load_scenario(None, case.overrides)
     case.assumptions.append(f"no candidate layout fits memory ({last_error[:60]}...)")
 
@@ -664,7 +683,7 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
     gen = _layout(gen_group, groups[gen_group])
     train = _layout(train_group, groups[train_group], zero=3, checkpointing="full",
                     micro_batch=2)
-    case.plan = _plan(groups, gen, train, None, staleness)
+    case.plan = _plan(groups, gen, train, None, staleness, _can_swap(case, staleness))
     case.scenario = load_scenario(None, case.overrides)
 
 
@@ -730,6 +749,35 @@ def fit_profile(cases: list[RLCase], base: HardwareProfile, default: tuple[float
     return kept.compute, kept.hbm, notes
 
 
+DECODE_OVERHEAD_GRID = (0.0, 0.002, 0.004, 0.006, 0.008, 0.010, 0.012, 0.015)
+"""Seconds per decode step tried: 0–15 ms, the range of an inference engine's per-step CPU
+work (scheduling, sampling, launches) at RL batch sizes."""
+
+
+def fit_decode_overhead(cases: list[RLCase], vfit: VFit) -> float:
+    """The engine's per-decode-step overhead, fitted on the NeMo-RL rows only (their inputs
+    are all given; verl's mean response length is assumed): least median APE on the grid,
+    kept only if it beats no overhead by `MIN_GAIN["rl"]`."""
+    nemo = [c for c in cases if c.source == "NeMo-RL" and not c.skip and c.scenario]
+    print("\nDecode-step overhead, fitted on the NeMo-RL rows (shipped efficiencies):")
+    scores = {}
+    for value in DECODE_OVERHEAD_GRID:
+        with _framework(vfit.host, vfit.overlap, value):
+            errs = [abs(r.predicted - c.measured_s) / c.measured_s for c in nemo
+                    if (r := price(c)).predicted is not None]
+            every = [abs(r.predicted - c.measured_s) / c.measured_s for c in cases
+                     if not c.skip and c.scenario and (r := price(c)).predicted is not None]
+        scores[value] = float(np.median(errs))
+        print(f"  {value * 1e3:4.0f} ms: NeMo-RL median APE {pct(scores[value])}, mean "
+              f"{pct(float(np.mean(errs)))}; all rows median {pct(float(np.median(every)))}")
+    best = min(scores, key=lambda v: (scores[v], v))
+    if scores[0.0] - scores[best] < MIN_GAIN["rl"]:
+        best = 0.0
+    print(f"  -> {best * 1e3:g} ms (planner/cost/constants.py DECODE_STEP_OVERHEAD_S; shipped "
+          f"{DECODE_STEP_OVERHEAD_S * 1e3:g} ms)")
+    return best
+
+
 def _profile_of(case: RLCase) -> HardwareProfile:
     return case.scenario.cluster.gpu  # type: ignore[union-attr]
 
@@ -789,7 +837,8 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
             gpu = with_efficiency(_profile_of(group[0]), *before_eff)
             for c in group:
                 results_before[c.id] = price(c, gpu)
-    with _framework(vfit.host, vfit.overlap):
+    decode = fit_decode_overhead(cases, vfit) if fit else DECODE_STEP_OVERHEAD_S
+    with _framework(vfit.host, vfit.overlap, decode):
         for name, group in profiles.items():
             base = _profile_of(group[0])
             if fit:

@@ -55,6 +55,7 @@ from planner.cost.constants import (
     BACKWARD_FLOPS_PER_FORWARD,
     BYTES_BF16,
     CAUSAL_KEY_VISIT_FRACTION,
+    DECODE_STEP_OVERHEAD_S,
     DP_COMM_OVERLAP,
     DROPOUT_MASK_BYTES,
     ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
@@ -117,11 +118,13 @@ class Runtime:
     kernels: FlashAttention or the unfused softmax; dropout on or off (`memory.py`'s options).
     dp_comm_overlap: fraction of DP/ZeRO traffic hidden behind the backward.
     host_s_per_layer_pass: host time to issue one layer's forward kernels (the host floor).
+    decode_step_overhead_s: the inference engine's fixed time per decode step.
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
+    decode_step_overhead_s: float = DECODE_STEP_OVERHEAD_S
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -472,13 +475,15 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfi
 
 
 def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batch: float,
-                     context: float) -> float:
+                     context: float, runtime: Runtime | None = None) -> float:
     """One decode step of `batch` sequences at `context` on one replica (tp × pp GPUs).
 
     Roofline: max(FLOPs at achievable peak, HBM traffic at achievable bandwidth) on each GPU's
     share (weights and KV heads split over tp, layers over pp with pp micro-batches in flight),
-    plus the TP all-reduces of the step's activations (latency-bound at small batch).
+    plus the TP all-reduces of the step's activations (latency-bound at small batch), plus the
+    engine's fixed per-step overhead (`Runtime.decode_step_overhead_s`).
     """
+    rt = runtime or DEFAULT_RUNTIME
     shard = layout.tp * layout.pp
     flops = batch * flops_decode_step(spec, context).total / shard
     traffic = bytes_decode_step(spec, batch, context)
@@ -492,7 +497,7 @@ def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batc
         tp = (TP_ALLREDUCES_PER_LAYER_PASS * comm.time_allreduce(act, layout.tp,
                                                                  comm.link_for(gpu, layout.tp))
               * spec.num_hidden_layers / layout.pp)
-    return roofline + tp
+    return roofline + tp + rt.decode_step_overhead_s
 
 
 def time_generation(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, n_seqs: int,

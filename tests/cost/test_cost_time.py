@@ -252,18 +252,28 @@ def test_zero3_gathers_parameters_every_micro_batch():
 # --- generation ----------------------------------------------------------------------------------
 
 
+KERNELS_ONLY = T.Runtime(decode_step_overhead_s=0.0)
+
+
 def test_decode_is_memory_bound_at_small_batch():
     g, layout = gpu(), lay(tp=1)
-    step = T.decode_step_time(GPT, layout, g, 1, 512)
+    step = T.decode_step_time(GPT, layout, g, 1, 512, KERNELS_ONLY)
     traffic = bytes_decode_step(GPT, 1, 512)
     assert step == pytest.approx(traffic.total / T.hbm_rate(g))
     assert step > flops_decode_step(GPT, 512).total / T.compute_rate(g)
 
 
+def test_decode_step_adds_the_engine_overhead():
+    g, layout = gpu(), lay(tp=1)
+    engine = T.Runtime(decode_step_overhead_s=0.01)
+    assert T.decode_step_time(GPT, layout, g, 4, 512, engine) == pytest.approx(
+        T.decode_step_time(GPT, layout, g, 4, 512, KERNELS_ONLY) + 0.01)
+
+
 def test_decode_turns_compute_bound_at_large_batch_on_a_low_flop_gpu():
     g = gpu("h20")  # 148 TFLOP/s against 4 TB/s
     spec, batch, ctx = load_model("qwen2.5-7b"), 512, 1024
-    step = T.decode_step_time(spec, lay(), g, batch, ctx)
+    step = T.decode_step_time(spec, lay(), g, batch, ctx, KERNELS_ONLY)
     assert step == pytest.approx(batch * flops_decode_step(spec, ctx).total / T.compute_rate(g))
 
 
