@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from planner.cli import options as o
-from planner.cli.output import fail, print_json, reports_errors
-from planner.cli.views import show_plan
+from planner.cli.output import reports_errors
+from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
 from planner.cost.iteration import to_plan
-from planner.errors import InfeasibleError
-from planner.plan import SCHEMA_VERSION, PlanInput
+from planner.plan import PlanInput
 from planner.specs.files import read_mapping, validate_as
 from planner.specs.scenario import load_scenario
 
@@ -46,19 +44,6 @@ def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
               flags: dict) -> None:
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
-    try:
-        result = to_plan(sc, plan_in, price(sc, plan_in))
-    except InfeasibleError as exc:
-        if as_json:
-            print_json({"schema_version": SCHEMA_VERSION, "status": "infeasible",
-                        "reason": str(exc)})
-        raise fail(str(exc), exc.exit_code) from None
-    data = result.model_dump(mode="json")
-    if out is not None:
-        out.write_text(json.dumps(data, indent=2) + "\n")
-    if as_json:
-        print_json(data)
-        return
-    show_plan(result, f"Plan {plan_path} for {sc.algorithm} on {sc.cluster.total_gpus}× "
-                      f"{sc.cluster.gpu.name} (evaluated)")
-
+    emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
+              lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.cluster.total_gpus}× "
+                        f"{sc.cluster.gpu.name} (evaluated)")

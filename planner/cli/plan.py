@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from planner.cli import options as o
-from planner.cli.output import fail, print_json, reports_errors
-from planner.cli.views import show_plan
-from planner.errors import InfeasibleError
-from planner.plan import SCHEMA_VERSION
+from planner.cli.output import reports_errors
+from planner.cli.views import emit_plan
+from planner.plan import Plan
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
 
@@ -47,20 +45,11 @@ def plan(
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None, workers: int) -> None:
     sc = load_scenario(path, flags)
-    try:
-        result = search(sc, workers=workers)
-    except InfeasibleError as exc:
-        if as_json:
-            print_json({"schema_version": SCHEMA_VERSION, "status": "infeasible",
-                        "reason": str(exc)})
-        raise fail(str(exc), exc.exit_code) from None
-    data = result.model_dump(mode="json")
-    if out is not None:
-        out.write_text(json.dumps(data, indent=2) + "\n")
-    if as_json:
-        print_json(data)
-        return
-    s = result.search
-    show_plan(result, f"Plan for {sc.algorithm} on {sc.cluster.total_gpus}× {sc.cluster.gpu.name}"
-                      f" — {result.status} ({s['status']}, {s['wall_s']:.1f} s, "
-                      f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")
+
+    def title(result: Plan) -> str:
+        s = result.search
+        return (f"Plan for {sc.algorithm} on {sc.cluster.total_gpus}× {sc.cluster.gpu.name} — "
+                f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
+                f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")
+
+    emit_plan(lambda: search(sc, workers=workers), as_json, out, title)

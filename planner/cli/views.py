@@ -1,12 +1,38 @@
-"""Rich views of a priced plan, shared by `evaluate` and `plan`."""
+"""Rich views of a priced plan, and its output, shared by `evaluate` and `plan`."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
 from rich.table import Table
 
-from planner.cli.output import console
+from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
-from planner.plan import Plan
+from planner.errors import InfeasibleError
+from planner.plan import SCHEMA_VERSION, Plan
+
+
+def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
+              title: Callable[[Plan], str]) -> None:
+    """Price or search (`make`), then print JSON or the rich view and write `out`. An
+    infeasible input prints `{"status": "infeasible", "reason"}` under --json, one line on
+    stderr, and exits 3; nothing is written."""
+    try:
+        result = make()
+    except InfeasibleError as exc:
+        if as_json:
+            print_json({"schema_version": SCHEMA_VERSION, "status": "infeasible",
+                        "reason": str(exc)})
+        raise fail(str(exc), exc.exit_code) from None
+    data = result.model_dump(mode="json")
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    if as_json:
+        print_json(data)
+    else:
+        show_plan(result, title(result))
 
 
 def show_plan(plan: Plan, title: str) -> None:
