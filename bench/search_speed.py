@@ -31,7 +31,7 @@ def scenario(algo: str, actor: str, gpus: int):
              else 8, "workload.prompt_len": 1024, "workload.response_len": 2048,
              "workload.max_response_len": 4096, "workload.mini_batches": 4,
              "cluster.gpu": "h100-sxm", "cluster.nodes": max(1, gpus // 8),
-             "cluster.gpus_per_node": min(8, gpus), "search.time_limit_s": 600}
+             "cluster.gpus_per_node": min(8, gpus), "search.time_limit_s": 120}
     if algo == "ppo":  # four roles of the actor's class
         flags |= {"models.critic": actor, "models.reward": actor}
     return load_scenario(None, flags)
@@ -56,11 +56,17 @@ def brute_count(space: Space) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="8 and 64 GPUs only")
+    parser.add_argument("--algos", default=",".join(ALGOS), help="e.g. ppo,grpo")
+    parser.add_argument("--actors", default=",".join(ACTORS), help="e.g. 7B,70B")
+    parser.add_argument("--gpus", default=None, help="e.g. 8,1024")
     args = parser.parse_args()
-    gpus_list = GPUS[:2] if args.quick else GPUS
+    gpus_list = ([int(g) for g in args.gpus.split(",")] if args.gpus else
+                 GPUS[:2] if args.quick else GPUS)
+    actors = {k: v for k, v in ACTORS.items() if k in args.actors.split(",")}
+    algos = args.algos.split(",")
     print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'plan s':>8} {'price s':>8} "
           f"{'solve s':>8} {'cands':>7} {'kept':>6} {'iter s':>9} {'brute':>22} {'speed-up':>9}")
-    for algo, (label, actor), gpus in itertools.product(ALGOS, ACTORS.items(), gpus_list):
+    for algo, (label, actor), gpus in itertools.product(algos, actors.items(), gpus_list):
         sc = scenario(algo, actor, gpus)
         t0 = time.perf_counter()
         try:

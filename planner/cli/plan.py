@@ -21,8 +21,9 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the plan JSON to this file.")]
     = None,
-    workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers (results are "
-                                         "deterministic for a given number).")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers: 1 is deterministic; more "
+                                         "solve faster to the same objective, possibly another "
+                                         "plan of equal cost.")] = 1,
     algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
     reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,

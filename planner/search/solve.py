@@ -188,9 +188,10 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
     else:
         why = (f"every task fits alone, but no placement fits them together on "
                f"{sc.cluster.total_gpus} GPUs")
-    fewest = fewest_gpus(sc)
+    fewest = fewest_gpus(sc, sc.search.time_limit_s)
     fix = (f"; the fewest GPUs that fit: {fewest}" if fewest else
-           f"; no {gpu.name} cluster up to 64× this size fits")
+           f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
+           "time limit)")
     hints = []
     if gpu.host_link_gbps is None:
         hints.append("a host_link_gbps in the profile would allow CPU offload")
@@ -198,12 +199,14 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
     return f"infeasible: {why}{fix}; or try {'; '.join(hints)}"
 
 
-def fewest_gpus(sc: Scenario, factor_limit: int = 64) -> int | None:
+def fewest_gpus(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:
     """The smallest cluster, growing by doubling (a node up to the profile's size, then the
-    node count), on which the search finds a plan; None if none up to `factor_limit`× does."""
+    node count), on which the search finds a plan; None if none up to `factor_limit`× does
+    within `time_limit_s`."""
     c = sc.cluster
     per_node, nodes = c.gpus_per_node, c.nodes
-    while per_node * nodes <= c.total_gpus * factor_limit:
+    deadline = time.monotonic() + time_limit_s
+    while per_node * nodes <= c.total_gpus * factor_limit and time.monotonic() < deadline:
         if per_node < c.gpu.gpus_per_node:
             per_node = min(2 * per_node, c.gpu.gpus_per_node)
         elif c.gpu.inter_node_gbps is not None:
@@ -212,6 +215,7 @@ def fewest_gpus(sc: Scenario, factor_limit: int = 64) -> int | None:
             return None
         bigger = sc.model_copy(update={"cluster": ClusterSpec(
             name=c.name, gpu=c.gpu, nodes=nodes, gpus_per_node=per_node)})
-        if _feasible(_search(bigger, [Option(0, False, False)], 10.0, 1)):
+        remaining = max(0.1, deadline - time.monotonic())
+        if _feasible(_search(bigger, [Option(0, False, False)], remaining, 1)):
             return nodes * per_node
     return None
