@@ -95,6 +95,7 @@ from planner.cost.constants import (
     ZERO3_LAYERS_IN_FLIGHT,
 )
 from planner.cost.flops import Num, moe_layer_count
+from planner.cost.memo import memo
 from planner.plan import ROLE_STAGES, Checkpointing, Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
@@ -468,6 +469,7 @@ def _interleave_factor(pp: int, interleave: int) -> float:
     return 1 + (interleave > 1) * (pp - 1) / (pp * interleave)
 
 
+@memo  # the search asks it for every ZeRO/offload variant of a layout
 def bytes_activation_training_stage(
     spec: ModelSpec, s: Num, b: Num, *, tp: int = 1, pp: int = 1, cp: int = 1, sp: bool = False,
     checkpointing: Checkpointing = "none", stage: int = 0, micro_batches: Num = 1,

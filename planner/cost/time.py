@@ -88,6 +88,7 @@ from planner.cost.flops import (
     moe_layer_count,
     params_with_head,
 )
+from planner.cost.memo import memo
 from planner.cost.memory import MODERN_ACTIVATIONS, ActivationOptions, pipeline_stage_layers
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
@@ -287,10 +288,18 @@ class _Stage:
                 + self.ep_comm + self.pp_comm)
 
 
+def _stage_shape(layout: Layout) -> Layout:
+    """The fields `_stages` reads (not ZeRO, offload or group): the memoisation key."""
+    return layout.model_copy(update={"group": "", "zero": 0, "offload": "none",
+                                     "max_num_seqs": None})
+
+
+@memo
 def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, seq_len: float,
             runtime: Runtime, train: bool) -> list[_Stage]:
     """Per-micro-batch seconds of every pipeline stage (training: forward, backward and
-    recompute; else the forward alone)."""
+    recompute; else the forward alone). Called with `_stage_shape(layout)` so candidates that
+    differ only in ZeRO stage or offload share the result."""
     L = layout
     tokens = L.micro_batch * seq_len / L.cp  # per GPU of a TP group, per micro-batch
     options = runtime.kernels
@@ -417,7 +426,7 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile
     steps = epochs * mini_batches
     seqs_per_step = n_seqs / mini_batches
     micro = max(1.0, seqs_per_step / (L.dp * L.micro_batch))
-    pipe = _pipeline(_stages(spec, head, L, gpu, seq_len, rt, train=True), micro)
+    pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro)
 
     params = params_with_head(spec, head)
     shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
@@ -463,7 +472,8 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfi
     rt = runtime or DEFAULT_RUNTIME
     L = layout
     micro = max(1.0, n_seqs / (L.dp * L.micro_batch))
-    pipe = _pipeline(_stages(spec, head, L, gpu, seq_len, rt, train=False), micro)
+    pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
+                     micro)
     dp = 0.0
     if L.zero == 3:
         replicas, link = _dp_link(gpu, L)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from planner.specs.files import (
     catalog_names,
@@ -93,6 +93,16 @@ class HardwareProfile(BaseModel):
         if unknown:
             raise ValueError(f"sources name fields that do not exist: {sorted(unknown)}")
         return self
+
+    _hash: int = PrivateAttr(0)
+
+    def model_post_init(self, context: object, /) -> None:
+        # the `sources` dict defeats pydantic's generated hash; the cost model memoises on
+        # profiles (planner/cost/memo.py), so hash the values once
+        self._hash = hash(self.model_dump_json())
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def scale_up_gpus(self) -> int:
