@@ -94,10 +94,7 @@ def pipeline(
     ppo_epochs: o.PpoEpochs = None, gpus_per_node: o.GpusPerNode = None,
 ) -> None:
     """Tables I, IV and IX for a scenario: work, depth and memory per stage and configuration."""
-    flags = o.overrides(algo=algo, actor=actor, reference=reference, reward=reward,
-                        critic=critic, prompts=prompts, samples=samples, prompt_len=prompt_len,
-                        response_len=response_len, ppo_epochs=ppo_epochs,
-                        gpus_per_node=gpus_per_node)
+    flags = o.overrides(locals())
     sc = load_scenario(scenario, flags)
     result = pipeline_result(sc)
     if as_json:

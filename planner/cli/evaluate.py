@@ -33,9 +33,7 @@ def evaluate(
 ) -> None:
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""
-    flags = o.overrides(nodes=nodes, gpus_per_node=gpus_per_node, gpu=gpu, prompts=prompts,
-                        samples=samples, prompt_len=prompt_len, response_len=response_len,
-                        max_response_len=max_response_len)
+    flags = o.overrides(locals())
     _evaluate(scenario, plan, as_json, out, flags)
 
 

@@ -39,9 +39,8 @@ MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-p
 TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
 
 
-def overrides(**flags: Any) -> dict[str, Any]:
-    """Flag values (None = not given) keyed by the scenario field they set."""
-    unknown = set(flags) - set(SCENARIO_FLAGS)
-    if unknown:  # a programming error: a command declared a flag with no scenario field
-        raise KeyError(f"no scenario field for flags {sorted(unknown)}")
-    return {SCENARIO_FLAGS[name]: value for name, value in flags.items() if value is not None}
+def overrides(params: dict[str, Any]) -> dict[str, Any]:
+    """The scenario-override flags among a command's parameters (pass `locals()`), keyed by
+    the scenario field they set; flags not given (None) are left out."""
+    return {field: params[flag] for flag, field in SCENARIO_FLAGS.items()
+            if params.get(flag) is not None}

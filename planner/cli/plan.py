@@ -34,12 +34,7 @@ def plan(
 ) -> None:
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
-    flags = o.overrides(
-        algo=algo, actor=actor, reference=reference, reward=reward, critic=critic,
-        prompts=prompts, samples=samples, prompt_len=prompt_len, response_len=response_len,
-        max_response_len=max_response_len, ppo_epochs=ppo_epochs, mini_batches=mini_batches,
-        gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, objective=objective,
-        max_staleness=max_staleness, time_limit=time_limit)
+    flags = o.overrides(locals())
     _plan(scenario, flags, as_json, out, workers)
 
 

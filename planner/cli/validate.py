@@ -85,12 +85,7 @@ def validate(
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:
     """Check an input file and show what it resolves to (exit 2 with the reason if it is bad)."""
-    flags = o.overrides(
-        algo=algo, actor=actor, reference=reference, reward=reward, critic=critic,
-        prompts=prompts, samples=samples, prompt_len=prompt_len, response_len=response_len,
-        max_response_len=max_response_len, ppo_epochs=ppo_epochs, mini_batches=mini_batches,
-        gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, objective=objective,
-        max_staleness=max_staleness, time_limit=time_limit)
+    flags = o.overrides(locals())
     kind, summary = _validate(file, kind, flags)
     if as_json:
         print_json({"file": str(file), "kind": kind.value, "valid": True, "resolved": summary})
