@@ -86,6 +86,8 @@ def test_plan_is_deterministic_and_legal():
             assert lay.dp * lay.tp * lay.pp * lay.cp == size
     assert {"bottleneck", "binding_constraint", "alternatives", "what_if"} <= set(
         first.explanation)
+    what_if = " | ".join(first.explanation["what_if"])  # PPO, staleness 0, no shared critic
+    assert "max_staleness 1" in what_if and "shared actor–critic" in what_if
 
 
 def test_plan_cli_json(cli):

@@ -157,22 +157,29 @@ def _alternatives(best: Outcome, ranked: list[Outcome]) -> list[dict]:
 def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
              cache: PriceCache) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them."""
-    notes = []
+    asks = []
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
-        alt = _feasible(_search(sc, [Option(1, False, best.option.shared, best.option.swap)],
-                                limit, workers, cache))
-        if alt:
-            d = alt[0].result.objective / best.result.objective - 1
-            notes.append(f"max_staleness 1 (one step off-policy) would change the objective by "
-                         f"{d:+.1%}")
+        asks.append(("max_staleness 1 (one step off-policy)",
+                     [Option(1, f, best.option.shared, sw) for f in (False, True)
+                      for sw in (False, True) if not (f and sw)]))
     if sc.critic is not None and not sc.search.allow_shared_actor_critic:
-        alt = _feasible(_search(sc, [Option(best.option.staleness, best.option.fusion, True,
-                                             best.option.swap)], limit, workers, cache))
-        if alt:
-            d = alt[0].result.objective / best.result.objective - 1
-            notes.append(f"a shared actor–critic (allow_shared_actor_critic) would change the "
-                         f"objective by {d:+.1%}")
+        asks.append(("a shared actor–critic (allow_shared_actor_critic)",
+                     [Option(best.option.staleness, best.option.fusion, True,
+                             best.option.swap)]))
+    notes = []
+    for what, opts in asks:
+        found = _feasible(_search(sc, opts, limit, workers, cache))
+        if not found:
+            notes.append(f"{what} would find no plan that fits")
+            continue
+        d = found[0].result.objective / best.result.objective - 1
+        notes.append(f"{what} would cut the {_objective_name(sc)} by {-d:.1%}" if d < 0 else
+                     f"{what} would not help: its best plan is {d:+.1%}")
     return notes
+
+
+def _objective_name(sc: Scenario) -> str:
+    return "iteration time" if sc.search.objective == "time" else "cost per step"
 
 
 def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
