@@ -2,7 +2,8 @@
 and explain it (bottleneck, binding memory, bounds, alternatives, what-ifs, infeasibility).
 
 Inter-model options are enumerated around the solver: staleness 0…max_staleness, inter-stage
-fusion on/off, shared actor–critic when allowed. Each is one CP-SAT solve over group sizes,
+fusion on/off, co-located state offloaded during generation on/off (when the profile gives
+host memory), shared actor–critic when allowed. Each is one CP-SAT solve over group sizes,
 placement and layouts (`cpsat.py`); the best is re-priced by `planner.cost.iteration.evaluate`
 (the same functions the candidates were priced with, at full precision).
 """
