@@ -92,11 +92,11 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
     cache = {} if cache is None else cache
     out = []
     deadline = time.monotonic() + time_limit_s
-    for opt in opts:
+    for i, opt in enumerate(opts):
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
                             swap=opt.swap, cache=cache)
-        remaining = max(0.1, deadline - time.monotonic())
-        out.append(Outcome(opt, cpsat.solve(space, remaining, workers), space))
+        share = max(0.1, (deadline - time.monotonic()) / (len(opts) - i))  # what is left, split
+        out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
     return out
 
 
