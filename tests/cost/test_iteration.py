@@ -170,3 +170,13 @@ def test_kv_batch_is_sized_at_the_mean_length():
     short = evaluate(scenario(), colocated())
     long_tail = evaluate(scenario(**{"workload.max_response_len": 4096}), colocated())
     assert long_tail.generation_batch == short.generation_batch
+
+
+def test_max_num_seqs_caps_generation_concurrency():
+    plan = colocated().model_dump()
+    free = evaluate(scenario(), PlanInput.model_validate(plan))
+    plan["layouts"]["actor"]["generation"]["max_num_seqs"] = 8
+    capped = evaluate(scenario(), PlanInput.model_validate(plan))
+    assert capped.generation_batch == 8 < free.generation_batch
+    gen = lambda ev: next(t for t in ev.tasks if t.stage == "generation").seconds  # noqa: E731
+    assert gen(capped) > gen(free)
