@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 STAGES = ("generation", "assessment", "training")
@@ -45,13 +52,30 @@ class Layout(BaseModel):
     max_num_seqs: int | None = Field(None, gt=0, description="generation: concurrent sequences "
                                      "per replica (vLLM max_num_seqs); default what memory holds")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_recompute(cls, data: Any) -> Any:
+        """DESIGN.md's JSON writes `checkpointing` as true/false (true = full recomputation);
+        `recompute` (none|selective|full), which rlplan also writes, says which and wins."""
+        if isinstance(data, dict) and "recompute" in data:
+            data = {**data, "checkpointing": data["recompute"]}
+            del data["recompute"]
+        return data
+
     @field_validator("checkpointing", mode="before")
     @classmethod
     def _bool_checkpointing(cls, value: Any) -> Any:
-        """DESIGN.md's JSON writes `true`/`false`: true means full recomputation."""
         if isinstance(value, bool):
             return "full" if value else "none"
         return value
+
+    @model_serializer(mode="wrap")
+    def _write_recompute(self, handler: Any) -> dict[str, Any]:
+        """Keep DESIGN.md's boolean `checkpointing` and add the mode as `recompute`."""
+        data = handler(self)
+        data["recompute"] = self.checkpointing
+        data["checkpointing"] = self.checkpointing != "none"
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> Layout:

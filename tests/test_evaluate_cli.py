@@ -20,6 +20,8 @@ def test_evaluate_example_json(cli, tmp_path):
     assert plan["status"] == "evaluated" and plan["schema_version"] == 1
     assert plan["iteration_time_s"] > 0 and plan["memory"]["capacity_gib"] == 80
     assert json.loads(out.read_text()) == plan
+    training = plan["layouts"]["actor"]["training"]  # DESIGN.md: checkpointing is a boolean
+    assert training["checkpointing"] is True and training["recompute"] == "full"
     # a priced plan is itself a valid plan input, and prices the same
     again = json.loads(cli("evaluate", SCENARIO, str(out), "--json").stdout)
     assert again["iteration_time_s"] == plan["iteration_time_s"]

@@ -45,7 +45,7 @@ def show_plan(plan: Plan, title: str) -> None:
         lay = t["layout"]
         table.add_row(t["role"], t["stage"], lay["group"],
                       *(str(lay[k]) for k in ("dp", "tp", "pp", "cp", "ep", "zero",
-                                              "checkpointing", "micro_batch", "offload")),
+                                              "recompute", "micro_batch", "offload")),
                       f"{t['time_s']:.2f}")
     console.print(table)
 
