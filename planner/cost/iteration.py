@@ -167,7 +167,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         raise InputError(f"plan: groups use {used} GPUs but the cluster has "
                          f"{sc.cluster.total_gpus}; shrink the groups or add nodes")
     heads, tasks = _heads(sc, plan), _tasks(sc, plan)
-    n, m = sequences(sc), w.seq_len
+    n = sequences(sc)
     m_max = w.max_seq_len
     staleness = plan.inter_model.staleness
     homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
@@ -286,8 +286,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                 "checkpoint activations, offload, or use smaller micro-batches")
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
-        groups=busy, memory=memory, tokens_per_step=n * m, total_gpus=used,
-        bounds=_bounds(sc, heads, n, used), generation_batch=gen_batch)
+        groups=busy, memory=memory, tokens_per_step=n * w.seq_len, total_gpus=used,
+        bounds=_bounds(sc, tasks, heads, n, used), generation_batch=gen_batch)
 
 
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
@@ -375,30 +375,27 @@ def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]
     return out
 
 
-def _bounds(sc: Scenario, heads: dict[str, Head], n: int, gpus: int) -> dict[str, float]:
+def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
+            gpus: int) -> dict[str, float]:
     """Lower bounds: all FLOPs at the cluster's peak; the decode chain at full HBM bandwidth.
 
-    compute_s = (generation + assessment + training FLOPs) / (GPUs × peak); decode_s = the
+    compute_s = the FLOPs of every task the plan runs / (GPUs × peak); decode_s = the
     T_max − 1 dependent decode steps of the longest rollout, each reading the actor's weights
     once, spread over one scale-up domain at peak HBM bandwidth.
     """
     gpu, w = sc.cluster.gpu, sc.workload
-    m = w.seq_len
     work = 0.0
-    if sc.family is not Family.DPO:
-        work += n * flops_generation(sc.actor, w.prompt_len, w.response_len).total
-        work += n * sum(flops_fwd_seq(spec, m, heads[r]).total
-                        for r, spec in sc.roles.items() if r in ("reference", "reward", "critic"))
-        work += n * flops_fwd_seq(sc.actor, m, heads["actor"]).total  # old log-probs
-    else:
-        if sc.reference:
-            work += n * flops_fwd_seq(sc.reference, m).total
-    for role in ("actor", "critic"):
-        if role in sc.roles and role in heads:
-            work += w.ppo_epochs * n * flops_train_seq(sc.roles[role], m, heads[role]).total
+    for t in tasks:
+        spec, head = sc.roles[t.role], heads[t.role]
+        if t.stage == "generation":
+            work += n * flops_generation(spec, w.prompt_len, w.response_len).total
+        elif t.stage == "assessment":
+            work += n * flops_fwd_seq(spec, w.seq_len, head).total
+        else:
+            work += w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total
     compute_s = work / (gpus * gpu.peak_bf16_flops)
     decode_s = 0.0
-    if sc.family is not Family.DPO:
+    if any(t.stage == "generation" for t in tasks):
         domain = min(gpus, gpu.scale_up_gpus)
         decode_s = (w.max_response - 1) * bytes_weights_read_fwd(sc.actor, 1) / (
             domain * gpu.hbm_bytes_per_s)

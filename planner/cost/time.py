@@ -270,7 +270,7 @@ def _layer_cost(spec: ModelSpec, seq_len: float, layout: Layout, options: Activa
 # --- one pipeline stage, one micro-batch -----------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Stage:
     """Seconds of one micro-batch on one pipeline stage, by component."""
 
@@ -296,7 +296,7 @@ def _stage_shape(layout: Layout) -> Layout:
 
 @memo
 def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, seq_len: float,
-            runtime: Runtime, train: bool) -> list[_Stage]:
+            runtime: Runtime, train: bool) -> tuple[_Stage, ...]:
     """Per-micro-batch seconds of every pipeline stage (training: forward, backward and
     recompute; else the forward alone). Called with `_stage_shape(layout)` so candidates that
     differ only in ZeRO stage or offload share the result."""
@@ -366,17 +366,16 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, s
 
     out = []
     for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp)):
-        st = _Stage()
-        for i in layers:
-            c = kinds[i in moe_set]
-            for f in fields(c):
-                setattr(st, f.name, getattr(st, f.name) + getattr(c, f.name))
-        if k == L.pp - 1:
-            st.compute += head_cost.compute
-            st.memory += head_cost.memory
-        st.pp_comm = pp_send
-        out.append(st)
-    return out
+        n_moe = sum(1 for i in layers if i in moe_set)
+        counts = {False: len(layers) - n_moe, True: n_moe}
+        parts = {f.name: sum(n * getattr(kinds[moe], f.name) for moe, n in counts.items() if n)
+                 for f in fields(_Stage)}
+        if k == L.pp - 1:  # the last stage also runs the head and the loss
+            parts["compute"] += head_cost.compute
+            parts["memory"] += head_cost.memory
+        parts["pp_comm"] = pp_send
+        out.append(_Stage(**parts))
+    return tuple(out)  # memoised: shared by every caller, so immutable
 
 
 @dataclass(frozen=True)
@@ -389,7 +388,7 @@ class _Pipeline:
     imbalance: float
 
 
-def _pipeline(stages: list[_Stage], micro: float) -> _Pipeline:
+def _pipeline(stages: tuple[_Stage, ...], micro: float) -> _Pipeline:
     pp = len(stages)
     mean = sum(s.total for s in stages) / pp
     slowest = max(s.total for s in stages)

@@ -180,3 +180,17 @@ def test_max_num_seqs_caps_generation_concurrency():
     assert capped.generation_batch == 8 < free.generation_batch
     gen = lambda ev: next(t for t in ev.tasks if t.stage == "generation").seconds  # noqa: E731
     assert gen(capped) > gen(free)
+
+
+def test_compute_bound_counts_only_the_work_the_plan_runs():
+    sc = scenario(algorithm="ppo", **{"workload.samples_per_prompt": 1})
+    plan = colocated().model_dump()
+    plan["layouts"]["critic"] = {"training": plan["layouts"]["actor"]["training"]}
+    separate = evaluate(sc, PlanInput.model_validate(plan))
+    del plan["layouts"]["critic"]
+    plan["inter_model"] = {"shared_actor_critic": True}
+    shared = evaluate(sc, PlanInput.model_validate(plan))
+    # the shared actor–critic drops the critic's forward and training: less work to bound
+    assert shared.bounds["compute_s"] < separate.bounds["compute_s"]
+    for ev in (separate, shared):
+        assert ev.bounds["compute_s"] < ev.iteration_time_s

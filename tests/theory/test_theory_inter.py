@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from theory_cases import PROPERTY, TINY, close, models
+from theory_cases import ONLINE_ROLE_SETS, PROPERTY, TINY, close, models
 from theory_cases import S as S0
 from theory_cases import T as T0
 from theory_literal import Dtr, dpo_table_ix, ppo_table_ix
@@ -87,18 +87,6 @@ def test_dpo_epochs_add_full_training_passes():
 
 # --- properties -------------------------------------------------------------------------------
 
-online_roles = st.sampled_from(
-    [
-        ("ppo", ("reference", "reward")),
-        ("ppo", ("reference",)),
-        ("ppo", ("reward",)),
-        ("ppo", ()),
-        ("grpo", ("reference", "reward")),
-        ("grpo", ("reference",)),
-        ("grpo", ("reward",)),
-        ("grpo", ()),
-    ]
-)
 
 
 def _scenario(family, optional, actor, ref, R, V, B, K, S, T, E):
@@ -113,7 +101,7 @@ def _scenario(family, optional, actor, ref, R, V, B, K, S, T, E):
 
 
 online = (
-    online_roles,
+    ONLINE_ROLE_SETS,
     models(),
     models(),
     models(),

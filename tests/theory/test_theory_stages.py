@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from theory_cases import PROPERTY, TINY, close, models
+from theory_cases import ONLINE_ROLE_SETS, PROPERTY, TINY, close, models
 from theory_cases import S as S0
 from theory_cases import T as T0
 from theory_literal import Cf_pi, Df, Dtr, P_pi, ppo_terms
@@ -118,23 +118,11 @@ def test_scenario_refuses_bad_batch_shape():
 
 # --- properties -------------------------------------------------------------------------------
 
-role_sets = st.sampled_from(
-    [
-        ("ppo", ("reference", "reward")),
-        ("ppo", ("reference",)),
-        ("ppo", ("reward",)),
-        ("ppo", ()),
-        ("grpo", ("reference", "reward")),
-        ("grpo", ("reference",)),
-        ("grpo", ("reward",)),
-        ("grpo", ()),
-    ]
-)
 
 
 @PROPERTY
 @given(
-    role_sets,
+    ONLINE_ROLE_SETS,
     models(),
     models(),
     models(),

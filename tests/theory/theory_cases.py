@@ -47,3 +47,9 @@ def models(draw: st.DrawFn, moe: bool | None = None) -> TheoryModel:
 
 
 degrees = st.integers(1, 8)
+
+# (family, frozen assessment roles) of the online algorithms; PPO adds its critic itself.
+ONLINE_ROLE_SETS = st.sampled_from([
+    (family, roles) for family in ("ppo", "grpo")
+    for roles in (("reference", "reward"), ("reference",), ("reward",), ())
+])
