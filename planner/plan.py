@@ -168,3 +168,6 @@ class Plan(PlanInput):
     explanation: dict[str, Any] = Field(default_factory=dict)
     breakdown: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
+    scenario: dict[str, Any] | None = Field(None, description="the scenario as written (with "
+                                            "CLI overrides): what `export` and `evaluate` "
+                                            "need besides the plan")

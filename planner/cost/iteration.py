@@ -424,6 +424,8 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                                "stage": m["stage"], "what": m["what"]}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
+        scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
+                  if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
         explanation={"bottleneck": bottleneck,
                      "binding_constraint": f"group {peak_group} in {binding['stage']}: "

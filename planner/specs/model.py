@@ -172,6 +172,8 @@ class ModelSpec(BaseModel):
     name: str
     model_type: str
     source: str = ""
+    hf_id: str | None = Field(None, description="Hugging Face repo id (`_rlplan_hf_id` or "
+                              "`_name_or_path`), what framework exports load")
     hidden_size: int = Field(gt=0)
     intermediate_size: int = Field(gt=0, description="dense FFN width")
     num_hidden_layers: int = Field(gt=0)
@@ -310,7 +312,9 @@ def spec_from_hf_config(data: Any, name: str, source: str) -> ModelSpec:
         traits = traits.model_copy(update={"final_norm": False})
     bias_all = traits.all_linear_bias
     return ModelSpec(
-        name=name, model_type=model_type, source=source, hidden_size=cfg.hidden_size,
+        name=name, model_type=model_type, source=source,
+        hf_id=data.get("_rlplan_hf_id") or data.get("_name_or_path") or None,
+        hidden_size=cfg.hidden_size,
         intermediate_size=d_ff, num_hidden_layers=cfg.num_hidden_layers,
         num_attention_heads=h, num_key_value_heads=kv,
         head_dim=cfg.head_dim or cfg.hidden_size // h, vocab_size=cfg.vocab_size,

@@ -114,6 +114,8 @@ class Scenario(BaseModel):
     cluster: ClusterSpec
     search: SearchInput
     notes: tuple[str, ...] = ()
+    source_input: ScenarioInput | None = Field(None, description="the scenario as written "
+                                               "(with overrides), carried into the plan JSON")
 
     @property
     def roles(self) -> dict[str, ModelSpec]:
@@ -262,7 +264,8 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
         msg = str(exc)
         raise InputError(msg if msg.startswith(source) else f"{source}: cluster: {msg}") from None
     return Scenario(algorithm=inp.algorithm, family=family, workload=w, cluster=cluster,
-                    search=inp.search, reward_kind=reward_kind, notes=tuple(notes), **roles)
+                    search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
+                    source_input=inp, **roles)
 
 
 def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -> ScenarioInput:
@@ -288,3 +291,13 @@ def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) ->
     """The scenario at `path` (or from overrides alone), validated and resolved."""
     inp = scenario_input(path, overrides)
     return resolve(inp, str(path) if path else "scenario")
+
+
+def scenario_from_plan(plan: dict[str, Any], source: str) -> Scenario:
+    """The scenario a plan JSON carries (its `scenario` key, written by `plan` and
+    `evaluate`), validated and resolved."""
+    raw = plan.get("scenario")
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}: field 'scenario' is missing; the plan was not written by "
+                         "rlplan plan/evaluate — pass the scenario file too")
+    return resolve(validate_as(ScenarioInput, raw, f"{source}: scenario"), f"{source}: scenario")
