@@ -106,11 +106,13 @@ def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
                                      o.option.shared, o.option.swap))
 
 
-def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> Plan:
+def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1,
+         explain: bool = True) -> Plan:
     """The best plan for `sc` under the cost model, with its explanation.
 
     Raises InfeasibleError (with the reason and what would make it feasible) when no option has
-    a plan that fits in memory.
+    a plan that fits in memory. `explain=False` skips the extra searches behind the what-ifs
+    and the fewest-GPUs diagnosis (a sweep runs its own sizes).
     """
     started = time.monotonic()
     limit = time_limit_s if time_limit_s is not None else sc.search.time_limit_s
@@ -119,7 +121,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> P
     outcomes = _search(sc, allowed, limit, workers, cache)
     ranked = _feasible(outcomes)
     if not ranked:
-        raise InfeasibleError(infeasible_reason(sc, outcomes))
+        raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain))
     best = ranked[0]
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
     ev = evaluate(sc, plan_in)
@@ -135,7 +137,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1) -> P
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["alternatives"] = _alternatives(best, ranked)
-    explanation["what_if"] = _what_if(sc, best, limit, workers, cache)
+    explanation["what_if"] = _what_if(sc, best, limit, workers, cache) if explain else []
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
@@ -183,8 +185,9 @@ def _objective_name(sc: Scenario) -> str:
     return "iteration time" if sc.search.objective == "time" else "cost per step"
 
 
-def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
-    """Why nothing fits, the fewest GPUs that would, and which option helps."""
+def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = True) -> str:
+    """Why nothing fits, the fewest GPUs that would (when `diagnose`), and which option
+    helps."""
     space = outcomes[0].space
     gpu = sc.cluster.gpu
     budget = space.budget_mib * MIB
@@ -196,8 +199,8 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome]) -> str:
     else:
         why = (f"every task fits alone, but no placement fits them together on "
                f"{sc.cluster.total_gpus} GPUs")
-    fewest = fewest_gpus(sc, sc.search.time_limit_s)
-    fix = (f"; the fewest GPUs that fit: {fewest}" if fewest else
+    fewest = fewest_gpus(sc, sc.search.time_limit_s) if diagnose else None
+    fix = ("" if not diagnose else f"; the fewest GPUs that fit: {fewest}" if fewest else
            f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
            "time limit)")
     hints = []
