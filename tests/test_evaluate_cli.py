@@ -64,3 +64,21 @@ def test_plan_naming_a_missing_group(cli, write):
 def test_malformed_plan(cli, write):
     assert_bad_input(cli("evaluate", SCENARIO, str(write("plan.json", "{oops"))),
                      "malformed JSON")
+
+
+def test_timeline_picture(cli, tmp_path):
+    svg, png = tmp_path / "it.svg", tmp_path / "it.png"
+    assert cli("evaluate", SCENARIO, PLAN, "--timeline", str(svg)).exit_code == 0
+    text = svg.read_text()
+    for label in ("g0 (32 GPUs)", "generation", "assessment", "training", "reference",
+                  "seconds into the iteration", "One iteration"):
+        assert label in text
+    assert cli("evaluate", SCENARIO, PLAN, "--timeline", str(png)).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_timeline_with_an_unknown_extension_is_refused_before_pricing(cli, tmp_path):
+    out, pic = tmp_path / "p.json", tmp_path / "it.gif"
+    result = cli("evaluate", SCENARIO, PLAN, "--timeline", str(pic), "--out", str(out))
+    assert_bad_input(result, "--timeline")
+    assert not out.exists() and not pic.exists()

@@ -27,6 +27,7 @@ def evaluate(
     plan: Annotated[Path, typer.Argument(help="Plan JSON: groups, layouts, inter_model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
+    timeline: o.Timeline = None,
     nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, gpu: o.Gpu = None,
     prompts: o.Prompts = None, samples: o.Samples = None, prompt_len: o.PromptLen = None,
     response_len: o.ResponseLen = None, max_response_len: o.MaxResponseLen = None,
@@ -34,14 +35,14 @@ def evaluate(
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""
     flags = o.overrides(locals())
-    _evaluate(scenario, plan, as_json, out, flags)
+    _evaluate(scenario, plan, as_json, out, timeline, flags)
 
 
 @reports_errors
 def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
-              flags: dict) -> None:
+              timeline: Path | None, flags: dict) -> None:
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
               lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.cluster.total_gpus}× "
-                        f"{sc.cluster.gpu.name} (evaluated)")
+                        f"{sc.cluster.gpu.name} (evaluated)", timeline)

@@ -6,6 +6,7 @@ given on the command line wins over the file (DESIGN.md: "every field also a CLI
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +38,9 @@ GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
 Objective = Annotated[str | None, _opt("Objective: time or cost.")]
 MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-policy).")]
 TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
+# Not scenario fields: outputs of a priced plan.
+Timeline = Annotated[Path | None, typer.Option(help="Also draw one iteration's timeline "
+                                               "(lanes per group) to this .svg or .png file.")]
 
 
 def overrides(params: dict[str, Any]) -> dict[str, Any]:

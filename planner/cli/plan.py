@@ -21,6 +21,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the plan JSON to this file.")]
     = None,
+    timeline: o.Timeline = None,
     workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers: 1 is deterministic; more "
                                          "solve faster to the same objective, possibly another "
                                          "plan of equal cost.")] = 1,
@@ -35,11 +36,12 @@ def plan(
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
     flags = o.overrides(locals())
-    _plan(scenario, flags, as_json, out, workers)
+    _plan(scenario, flags, as_json, out, timeline, workers)
 
 
 @reports_errors
-def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None, workers: int) -> None:
+def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
+          timeline: Path | None, workers: int) -> None:
     sc = load_scenario(path, flags)
 
     def title(result: Plan) -> str:
@@ -48,4 +50,4 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None, worke
                 f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
                 f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")
 
-    emit_plan(lambda: search(sc, workers=workers), as_json, out, title)
+    emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline)

@@ -11,14 +11,18 @@ from rich.table import Table
 from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError
+from planner.pictures.files import check_picture_path
+from planner.pictures.timeline import draw_timeline
 from planner.plan import SCHEMA_VERSION, Plan
 
 
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
-              title: Callable[[Plan], str]) -> None:
-    """Price or search (`make`), then print JSON or the rich view and write `out`. An
-    infeasible input prints `{"status": "infeasible", "reason"}` under --json, one line on
-    stderr, and exits 3; nothing is written."""
+              title: Callable[[Plan], str], timeline: Path | None = None) -> None:
+    """Price or search (`make`), then print JSON or the rich view and write `out` (and the
+    `timeline` picture). An infeasible input prints `{"status": "infeasible", "reason"}` under
+    --json, one line on stderr, and exits 3; nothing is written."""
+    if timeline is not None:
+        check_picture_path(timeline, "--timeline")
     try:
         result = make()
     except InfeasibleError as exc:
@@ -29,6 +33,8 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
     data = result.model_dump(mode="json")
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")
+    if timeline is not None:
+        draw_timeline(result, timeline)
     if as_json:
         print_json(data)
     else:

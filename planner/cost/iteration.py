@@ -2,7 +2,7 @@
 composed as Table IX composes the stages — sums where work shares devices, maxima where it
 runs on disjoint groups, overlap under stage fusion and bounded asynchrony.
 
-Composition (staleness 0): generation → resharding/weight sync → assessment → training, each
+Composition (staleness 0): generation → assessment → training → resharding/weight sync, each
 stage lasting the longest of its groups (tasks on one group run one after another). With
 inter-stage fusion and assessment on other groups than generation, assessment streams in as
 rollouts finish: earlier waves are assessed while later ones decode, and the last wave's
@@ -79,6 +79,7 @@ class Evaluation:
     total_gpus: int
     bounds: dict[str, float]
     generation_batch: float = 0.0
+    timeline: list[dict] = field(default_factory=list)  # segments per group (see _timeline)
 
     @property
     def tokens_per_s(self) -> float:
@@ -258,14 +259,18 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     gen_s, assess_s, train_s = (stage_times[s] for s in STAGES)
 
     gen_and_assess = gen_s + assess_s
+    fused = False
     if plan.inter_model.inter_stage_fusion and gen_task:
         assess_groups = {t.layout.group for t in tasks if t.stage == "assessment"}
         if gen_task.layout.group not in assess_groups:
             # Earlier waves are assessed while later ones decode; the last wave's sequences
             # finish with the steady phase and their assessment overlaps the straggler tail.
+            # Assessment cannot start before the first wave is out, nor run faster than A.
             waves = max(1.0, n / gen_task.layout.dp / max(gen_batch, 1.0))
             last_wave_done = gen_s - gen_task.parts["decode_tail"]
-            gen_and_assess = max(gen_s, last_wave_done + assess_s / waves)
+            gen_and_assess = max(gen_s, last_wave_done + assess_s / waves,
+                                 last_wave_done / waves + assess_s)
+            fused = True
     sequential = gen_and_assess + sync_s + train_s
     if staleness >= 1:
         busiest = max(sum(b.values()) for b in busy.values())
@@ -274,6 +279,13 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         iteration = sequential
     for g in sizes:
         busy[g]["idle"] = max(0.0, iteration - sum(busy[g].values()))
+    if staleness >= 1:  # steady state: each group runs its share of every stage in turn
+        phase_starts = None
+    else:
+        assess_start = gen_and_assess - assess_s if fused else gen_s
+        phase_starts = {"generation": 0.0, "assessment": assess_start,
+                        "training": gen_and_assess, "sync": gen_and_assess + train_s}
+    timeline = _timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
 
     swapped = {homes['actor']} if swap_out else set()
     memory = _group_memory(tasks, resident, sizes, capacity, swapped)
@@ -287,7 +299,43 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
         groups=busy, memory=memory, tokens_per_step=n * w.seq_len, total_gpus=used,
-        bounds=_bounds(sc, tasks, heads, n, used), generation_batch=gen_batch)
+        bounds=_bounds(sc, tasks, heads, n, used), generation_batch=gen_batch,
+        timeline=timeline)
+
+
+def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],
+              phase_starts: dict[str, float] | None, period: float) -> list[dict]:
+    """One iteration drawn per group: a segment per task (tasks sharing a group one after
+    another), the resharding/sync, and idle gaps, in the order generation, assessment,
+    training, sync. `phase_starts` gives where each stage begins on every group (staleness 0,
+    stages as barriers; under fusion assessment ends with the fused phase); None packs each
+    group's work from 0 and the sync at the end of the period (asynchrony: the groups overlap
+    across iterations)."""
+    out: list[dict] = []
+    for g in groups:
+        cursor, segs = 0.0, []
+        for stage in (*STAGES, "sync"):
+            if phase_starts is not None:
+                cursor = phase_starts[stage]
+            elif stage == "sync":  # one transfer every sync group joins: align it at the end
+                cursor = period - sync_s
+            if stage == "sync":
+                work = [("actor", sync_s)] if g in sync_groups and sync_s > 0 else []
+            else:
+                work = [(t.role, t.seconds) for t in tasks
+                        if t.layout.group == g and t.stage == stage]
+            for role, seconds in work:
+                segs.append({"group": g, "kind": stage, "role": role, "start_s": cursor,
+                             "end_s": cursor + seconds})
+                cursor += seconds
+        idle_from = 0.0
+        for seg in [*segs, {"start_s": period}]:
+            if seg["start_s"] > idle_from + 1e-9:
+                out.append({"group": g, "kind": "idle", "role": None, "start_s": idle_from,
+                            "end_s": seg["start_s"]})
+            idle_from = max(idle_from, seg.get("end_s", period))
+        out.extend(segs)
+    return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
 
 
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
@@ -440,4 +488,5 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                                              for k, v in t.memory.components().items()}
                               if t.memory else {}}
                              for t in ev.tasks],
-                   "generation_batch_per_replica": ev.generation_batch})
+                   "generation_batch_per_replica": ev.generation_batch,
+                   "timeline": ev.timeline})

@@ -158,8 +158,11 @@ class Model:
             for key, v in self.x.items():
                 if key[0] == gen.name:
                     c = self.cand(key)
-                    m.Add(FUSION_SCALE * ga >= FUSION_SCALE * (S["generation"] - c.tail_ms)
+                    steady = S["generation"] - c.tail_ms
+                    m.Add(FUSION_SCALE * ga >= FUSION_SCALE * steady
                           + c.overlap * S["assessment"]).OnlyEnforceIf(v)
+                    m.Add(FUSION_SCALE * ga >= c.overlap * steady
+                          + FUSION_SCALE * S["assessment"]).OnlyEnforceIf(v)
         sequential = ga + sync + S["training"]
         T = m.NewIntVar(0, horizon, "T")
         if sp.staleness >= 1:

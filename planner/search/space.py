@@ -438,8 +438,10 @@ def score(space: Space, ch: Choice) -> int:
     ga = S["generation"] + S["assessment"]
     if space.fusion and gen:
         c = ch.candidate[gen.name]
-        ga = max(S["generation"], -(-(FUSION_SCALE * (S["generation"] - c.tail_ms)
-                                      + c.overlap * S["assessment"]) // FUSION_SCALE))
+        steady = S["generation"] - c.tail_ms  # when the last wave's sequences are out
+        ga = max(S["generation"],
+                 -(-(FUSION_SCALE * steady + c.overlap * S["assessment"]) // FUSION_SCALE),
+                 -(-(c.overlap * steady + FUSION_SCALE * S["assessment"]) // FUSION_SCALE))
     sequential = ga + sync + S["training"]
     if space.staleness >= 1:
         busy = [sum(load.values()) + (sync if k == 0 or k == gen_slot else 0)

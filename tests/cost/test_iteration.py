@@ -3,6 +3,8 @@ and asynchrony compose as documented, memory feasibility is enforced with a clea
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from planner.cost.iteration import BREAKDOWN_KEYS, evaluate, to_plan
@@ -194,3 +196,39 @@ def test_compute_bound_counts_only_the_work_the_plan_runs():
     assert shared.bounds["compute_s"] < separate.bounds["compute_s"]
     for ev in (separate, shared):
         assert ev.bounds["compute_s"] < ev.iteration_time_s
+
+
+def test_fused_assessment_starts_after_the_first_wave_and_takes_its_time():
+    ev = evaluate(scenario(), disaggregated(fusion=True))
+    st = ev.stage_times
+    assert ev.iteration_time_s >= st["assessment"] + ev.sync_s + st["training"] - 1e-9
+    assert ev.iteration_time_s >= st["generation"] + ev.sync_s + st["training"] - 1e-9
+
+
+@pytest.mark.parametrize("plan", [colocated(), disaggregated(), disaggregated(fusion=True),
+                                  disaggregated(staleness=1)])
+def test_timeline_matches_the_breakdown(plan):
+    ev = evaluate(scenario(), plan)
+    for g, parts in ev.groups.items():
+        segs = sorted((s for s in ev.timeline if s["group"] == g), key=lambda s: s["start_s"])
+        for kind in BREAKDOWN_KEYS:  # each kind's bars add up to the group's breakdown
+            drawn = sum(s["end_s"] - s["start_s"] for s in segs if s["kind"] == kind)
+            assert drawn == pytest.approx(parts[kind], abs=1e-6)
+        for a, b in itertools.pairwise(segs):  # a group does one thing at a time
+            assert a["end_s"] <= b["start_s"] + 1e-9
+        assert segs[-1]["end_s"] == pytest.approx(ev.iteration_time_s)
+
+
+def test_timeline_shows_overlap_under_asynchrony_and_fusion():
+    def starts(ev, kind):
+        return [s["start_s"] for s in ev.timeline if s["kind"] == kind]
+
+    stale = evaluate(scenario(), disaggregated(staleness=1))
+    assert min(starts(stale, "training")) < max(s["end_s"] for s in stale.timeline
+                                                  if s["kind"] == "generation")
+    fused = evaluate(scenario(), disaggregated(fusion=True))
+    gen_end = max(s["end_s"] for s in fused.timeline if s["kind"] == "generation")
+    assert min(starts(fused, "assessment")) < gen_end
+    plain = evaluate(scenario(), disaggregated())
+    gen_end = max(s["end_s"] for s in plain.timeline if s["kind"] == "generation")
+    assert min(starts(plain, "assessment")) >= gen_end - 1e-9
