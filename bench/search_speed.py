@@ -3,6 +3,9 @@
 force where brute force can finish.
 
 Not a test: prints a table. Run: .venv/bin/python bench/search_speed.py [--quick]
+Columns: `search s` is the search proper (`plan(explain=False)`: every inter-model option
+priced, solved and proven); `+why s` (with --explained) is `rlplan plan` as run, whose
+explanation searches the what-ifs too; `price s` / `solve s` split one option (the base one).
 Brute force is run when its choice count (computed exactly, without enumerating) is below
 BRUTE_LIMIT; otherwise its time is estimated as count × the measured seconds per choice.
 """
@@ -10,6 +13,7 @@ BRUTE_LIMIT; otherwise its time is estimated as count × the measured seconds pe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
 import time
@@ -59,23 +63,32 @@ def main() -> None:
     parser.add_argument("--algos", default=",".join(ALGOS), help="e.g. ppo,grpo")
     parser.add_argument("--actors", default=",".join(ACTORS), help="e.g. 7B,70B")
     parser.add_argument("--gpus", default=None, help="e.g. 8,1024")
+    parser.add_argument("--explained", action="store_true",
+                        help="also time `rlplan plan` as run (with its what-if searches)")
     args = parser.parse_args()
     gpus_list = ([int(g) for g in args.gpus.split(",")] if args.gpus else
                  GPUS[:2] if args.quick else GPUS)
     actors = {k: v for k, v in ACTORS.items() if k in args.actors.split(",")}
     algos = args.algos.split(",")
-    print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'plan s':>8} {'price s':>8} "
+    print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'search s':>8} {'+why s':>8} "
+          f"{'price s':>8} "
           f"{'solve s':>8} {'cands':>7} {'kept':>6} {'iter s':>9} {'brute':>22} {'speed-up':>9}")
     for algo, (label, actor), gpus in itertools.product(algos, actors.items(), gpus_list):
         sc = scenario(algo, actor, gpus)
         t0 = time.perf_counter()
         try:
-            result = plan(sc)
+            result = plan(sc, explain=False)  # the search proper: every option, proven
             status, it = result.status, f"{result.iteration_time_s:9.1f}"
             cands, kept = result.search["candidates"], result.search["candidates_after_pruning"]
         except Exception as exc:  # infeasible: report it as such
             status, it, cands, kept = type(exc).__name__[:9], "—", 0, 0
         wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        explained = float("nan")
+        if args.explained:  # `rlplan plan` as run: + the what-if searches of its explanation
+            with contextlib.suppress(Exception):
+                plan(sc)
+            explained = time.perf_counter() - t0
         # one option, timed separately: pricing vs solving, and brute force on the same space
         t1 = time.perf_counter()
         space = build_space(sc)
@@ -98,7 +111,8 @@ def main() -> None:
             brute_s = count * per
             brute_txt = f"~{brute_s:.1e} s est ({count:.1e})"
         speedup = brute_s / max(r.wall_s, 1e-6)
-        print(f"{algo:5} {label:9} {gpus:5d} {status:9} {wall:8.2f} {price_s:8.2f} "
+        print(f"{algo:5} {label:9} {gpus:5d} {status:9} {wall:8.2f} {explained:8.2f} "
+              f"{price_s:8.2f} "
               f"{r.wall_s:8.2f} {cands:7d} {kept:6d} {it} {brute_txt:>22} {speedup:9.0f}×",
               flush=True)
 

@@ -200,13 +200,15 @@ def _generation(space: Space, g: int, heads: dict[str, Head]) -> list[Candidate]
                 lay = base.model_copy(update={"max_num_seqs": batch})
                 mem = task_memory(sc, "actor", "generation", lay, heads["actor"], batch,
                                   space.staleness, resharding=True)
-                seconds, parts = task_time(sc, "actor", "generation", lay, heads["actor"], batch)
                 space.priced += 1
+                persistent, transient = _mib(mem.persistent), {"generation": _mib(mem.transient)}
+                if not fits_alone(space, persistent, transient):
+                    continue
+                seconds, parts = task_time(sc, "actor", "generation", lay, heads["actor"], batch)
                 waves = max(1.0, share / batch)
                 out.append(Candidate(
                     layout=lay, time_ms={"generation": _ms(seconds)},
-                    persistent_mib=_mib(mem.persistent),
-                    transient_mib={"generation": _mib(mem.transient)},
+                    persistent_mib=persistent, transient_mib=transient,
                     reshard_ms=_ms(resharding_time(spec, heads["actor"], lay, gpu)),
                     tail_ms=int(parts["decode_tail"] / MS),
                     overlap=round(FUSION_SCALE / waves)))
@@ -234,23 +236,30 @@ def _training(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[C
                         [b for b in MICRO_BATCHES if per_rank % b == 0], offloads):
                     lay = Layout(group="g", dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=tp > 1,
                                  zero=zero, checkpointing=ckpt, micro_batch=mb, offload=off)
-                    out.append(_trainable(space, role, lay, heads[role]))
+                    if (c := _trainable(space, role, lay, heads[role])) is not None:
+                        out.append(c)
     return out
 
 
-def _trainable(space: Space, role: str, lay: Layout, head: Head) -> Candidate:
+def _trainable(space: Space, role: str, lay: Layout, head: Head) -> Candidate | None:
+    """A training candidate (with its assessment forward), or None when it cannot fit even
+    alone — then its time is not worth pricing."""
     sc = space.scenario
-    train = task_memory(sc, role, "training", lay, head, 0, space.staleness)
-    fwd_mem = task_memory(sc, role, "assessment", lay, head, 0, space.staleness)
-    t_train, _ = task_time(sc, role, "training", lay, head)
-    times = {"training": _ms(t_train)}
-    transient = {"training": _mib(train.transient)}
-    if sc.family is not Family.DPO:  # old log-probs / values in the assessment stage
-        times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
-        transient["assessment"] = _mib(fwd_mem.transient)
     space.priced += 1
-    return Candidate(layout=lay, time_ms=times, persistent_mib=_mib(train.persistent),
-                     transient_mib=transient, host_mib=_mib(train.host_offload))
+    train = task_memory(sc, role, "training", lay, head, 0, space.staleness)
+    transient = {"training": _mib(train.transient)}
+    forward = sc.family is not Family.DPO  # old log-probs / values in the assessment stage
+    if forward:
+        transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay, head, 0,
+                                                   space.staleness).transient)
+    persistent, host = _mib(train.persistent), _mib(train.host_offload)
+    if not fits_alone(space, persistent, transient, host):
+        return None
+    times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
+    if forward:
+        times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
+    return Candidate(layout=lay, time_ms=times, persistent_mib=persistent,
+                     transient_mib=transient, host_mib=host)
 
 
 def _forward(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[Candidate]:
@@ -269,20 +278,28 @@ def _forward(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[Ca
                     continue
                 lay = Layout(group="g", dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=mb)
                 mem = task_memory(sc, role, "assessment", lay, heads[role])
-                seconds, _ = task_time(sc, role, "assessment", lay, heads[role])
                 space.priced += 1
+                persistent, transient = _mib(mem.persistent), {"assessment": _mib(mem.transient)}
+                if not fits_alone(space, persistent, transient):
+                    continue
+                seconds, _ = task_time(sc, role, "assessment", lay, heads[role])
                 out.append(Candidate(layout=lay, time_ms={"assessment": _ms(seconds)},
-                                     persistent_mib=_mib(mem.persistent),
-                                     transient_mib={"assessment": _mib(mem.transient)}))
+                                     persistent_mib=persistent, transient_mib=transient))
     return out
 
 
-def pareto(cands: list[Candidate], budget_mib: int, host_budget_mib: int) -> list[Candidate]:
+def fits_alone(space: Space, persistent_mib: int, transient_mib: dict[str, int],
+               host_mib: int = 0) -> bool:
+    """Whether a candidate fits a GPU with nothing else resident (and its offload the host)."""
+    return (persistent_mib + max(transient_mib.values(), default=0) <= space.budget_mib
+            and host_mib <= space.host_budget_mib)
+
+
+def pareto(space: Space, cands: list[Candidate]) -> list[Candidate]:
     """Drop candidates that cannot fit alone, and those another candidate beats or ties in every
     number (ties keep the first); the result is sorted by total stage time."""
     fits = [c for c in cands
-            if c.persistent_mib + max(c.transient_mib.values(), default=0) <= budget_mib
-            and c.host_mib <= host_budget_mib]
+            if fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib)]
     if not fits:
         return []
     keys = np.array([c.key() for c in fits], dtype=np.int64)
@@ -339,7 +356,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                     cands = _training(space, task.role, g, heads)
                 else:
                     cands = _forward(space, task.role, g, heads)
-                cache[key] = (pareto(cands, space.budget_mib, space.host_budget_mib),
+                cache[key] = (pareto(space, cands),
                               space.priced - before)
             else:
                 space.priced += cache[key][1]
