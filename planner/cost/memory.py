@@ -213,6 +213,9 @@ def bytes_model_states(psi: Num, *, zero: Num, nd: Num, precision: Precision = M
 
     def sharded(bytes_per_param: float, from_stage: int) -> Num:
         # divide by N_d from this stage on; `n ** (zero >= k)` avoids branching on arrays
+        if isinstance(zero, int):  # the search's scalar case, without numpy's overhead
+            on = zero >= from_stage
+            return bytes_per_param * (psi / (nd if on else 1) + psi_expert / (nd_e if on else 1))
         on = np.asarray(zero) >= from_stage
         return bytes_per_param * (psi / nd ** on + psi_expert / nd_e ** on)
 
@@ -630,13 +633,16 @@ class MemoryBreakdown:
     host_offload: Num = 0.0
     pipeline_stage: int = 0
 
+    # Written out (the search reads these for every candidate); they match PERSISTENT and
+    # TRANSIENT, which `components` uses (a test checks the sums agree).
     @property
     def persistent(self) -> Num:
-        return sum(getattr(self, n) for n in self.PERSISTENT)
+        return self.weights + self.gradients + self.optimizer_states + self.shadow_weights
 
     @property
     def transient(self) -> Num:
-        return sum(getattr(self, n) for n in self.TRANSIENT)
+        return (self.activations + self.recompute_workspace + self.inference_workspace
+                + self.logits + self.kv_cache + self.gather_buffer + self.resharding_buffer)
 
     @property
     def total(self) -> Num:
@@ -653,7 +659,10 @@ class MemoryBreakdown:
 
 def _peak(breakdowns: list[MemoryBreakdown]) -> MemoryBreakdown:
     """The pipeline stage with the largest total (for array inputs: the largest candidate's)."""
-    return max(breakdowns, key=lambda m: float(np.max(m.total)))
+    if len(breakdowns) == 1:
+        return breakdowns[0]
+    return max(breakdowns, key=lambda m: m.total if isinstance(m.total, float)
+               else float(np.max(m.total)))
 
 
 def _offloaded(offload: str) -> tuple[bool, bool]:

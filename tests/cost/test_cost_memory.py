@@ -388,3 +388,10 @@ def test_forward_only_memory():
     # forward-only workspace is per token, far below stored training activations
     train = M.memory_training_per_gpu(QWENISH, lay, seq_len=1000)
     assert fwd.inference_workspace < train.activations / 4
+
+
+def test_persistent_and_transient_count_every_listed_component():
+    names = M.MemoryBreakdown.PERSISTENT + M.MemoryBreakdown.TRANSIENT
+    bd = M.MemoryBreakdown(**{n: 2.0**i for i, n in enumerate(names)})  # distinct bits
+    assert bd.persistent == sum(getattr(bd, n) for n in M.MemoryBreakdown.PERSISTENT)
+    assert bd.transient == sum(getattr(bd, n) for n in M.MemoryBreakdown.TRANSIENT)
