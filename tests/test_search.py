@@ -129,3 +129,9 @@ def test_ppo_with_swap_matches_brute_force():
     result = cpsat.solve(space, time_limit_s=30)
     assert count > 100_000 and best is not None
     assert result.status == "OPTIMAL" and result.objective == best
+
+
+def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
+    whole = build_space(small(**{"cluster.gpus_per_node": 8}))
+    part = build_space(small(**{"cluster.gpus_per_node": 2}))
+    assert part.host_budget_mib == whole.host_budget_mib > 0  # per GPU, not per node used

@@ -184,8 +184,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         mem = task_memory(sc, role, t.stage, t.layout, heads[role], 0, staleness)
         resident[home].append((role, float(mem.persistent)))
         host[home] += float(mem.host_offload)
-    if gpu.host_memory_gib is not None:
-        share = gpu.host_memory_gib * GIB / sc.cluster.gpus_per_node
+    if (share := gpu.host_bytes_per_gpu) is not None:
         for g, used_host in host.items():
             if used_host > share:
                 raise InfeasibleError(
@@ -212,7 +211,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             if gpu.host_link_gbps is None or gpu.host_memory_gib is None:
                 raise InputError("inter_model.offload_during_generation needs the profile's "
                                  "host_link_gbps and host_memory_gib; set them or turn it off")
-            share = gpu.host_memory_gib * GIB / sc.cluster.gpus_per_node
+            share = gpu.host_bytes_per_gpu
             if others + host[t.layout.group] > share:
                 raise InfeasibleError(
                     f"group {t.layout.group}, stage generation: offloading "

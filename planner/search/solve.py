@@ -195,10 +195,10 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
                if not any(space.candidates.get((t.name, s)) for s in space.sizes)]
     if missing:
         why = (f"no layout of {', '.join(missing)} fits in {budget / GIB:.1f} GiB per GPU "
-               f"({gpu.name} less its runtime reserve) on up to {sc.cluster.total_gpus} GPUs")
+               f"({gpu.name} less its runtime reserve) on up to {_gpus(sc.cluster.total_gpus)}")
     else:
         why = (f"every task fits alone, but no placement fits them together on "
-               f"{sc.cluster.total_gpus} GPUs")
+               f"{_gpus(sc.cluster.total_gpus)}")
     fewest = fewest_gpus(sc, sc.search.time_limit_s) if diagnose else None
     fix = ("" if not diagnose else f"; the fewest GPUs that fit: {fewest}" if fewest else
            f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
@@ -208,6 +208,10 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
         hints.append("a host_link_gbps in the profile would allow CPU offload")
     hints.append("fewer samples in flight (smaller prompts_per_step or max_response_len)")
     return f"infeasible: {why}{fix}; or try {'; '.join(hints)}"
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
 def fewest_gpus(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:

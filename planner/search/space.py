@@ -315,9 +315,9 @@ def host_budget_mib(sc: Scenario) -> int:
     """CPU memory per GPU for offloaded state: the node's host memory shared by its GPUs; 0
     (no offload) when the profile gives no host memory or no host link to price it with."""
     gpu = sc.cluster.gpu
-    if gpu.host_memory_gib is None or gpu.host_link_gbps is None:
+    if gpu.host_bytes_per_gpu is None or gpu.host_link_gbps is None:
         return 0
-    return math.floor(gpu.host_memory_gib * 2**30 / sc.cluster.gpus_per_node / MIB)
+    return math.floor(gpu.host_bytes_per_gpu / MIB)
 
 
 PriceCache = dict[tuple, tuple[list[Candidate], int]]

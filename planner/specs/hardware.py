@@ -117,6 +117,14 @@ class HardwareProfile(BaseModel):
         return (self.memory_gib - self.runtime_reserve_gib) * GIB
 
     @property
+    def host_bytes_per_gpu(self) -> float | None:
+        """Each GPU's share of its node's CPU memory. The share is per GPU of the profile's node
+        (a cluster using 2 GPUs of a node gets 2 shares, not the whole node's memory)."""
+        if self.host_memory_gib is None:
+            return None
+        return self.host_memory_gib * GIB / self.gpus_per_node
+
+    @property
     def peak_bf16_flops(self) -> float:
         return self.bf16_tflops * 1e12
 
