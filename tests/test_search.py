@@ -132,6 +132,6 @@ def test_ppo_with_swap_matches_brute_force():
 
 
 def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
-    whole = build_space(small(**{"cluster.gpus_per_node": 8}))
-    part = build_space(small(**{"cluster.gpus_per_node": 2}))
+    whole = build_space(small(**{"algorithm": "grpo", "cluster.gpus_per_node": 8}))
+    part = build_space(small(**{"algorithm": "grpo", "cluster.gpus_per_node": 2}))
     assert part.host_budget_mib == whole.host_budget_mib > 0  # per GPU, not per node used
