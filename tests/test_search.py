@@ -132,6 +132,8 @@ def test_ppo_with_swap_matches_brute_force():
 
 
 def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
-    whole = build_space(small(**{"algorithm": "grpo", "cluster.gpus_per_node": 8}))
-    part = build_space(small(**{"algorithm": "grpo", "cluster.gpus_per_node": 2}))
-    assert part.host_budget_mib == whole.host_budget_mib > 0  # per GPU, not per node used
+    def space(per_node):
+        return build_space(small(**{"algorithm": "grpo", "workload.samples_per_prompt": 2,
+                                    "cluster.gpus_per_node": per_node}))
+
+    assert space(2).host_budget_mib == space(8).host_budget_mib > 0  # per GPU, not per node
