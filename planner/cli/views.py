@@ -11,8 +11,8 @@ from rich.table import Table
 from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError
-from planner.pictures.files import check_picture_path
-from planner.pictures.timeline import draw_timeline
+from planner.pictures import picture_format
+from planner.pictures.timeline import render as render_timeline
 from planner.plan import SCHEMA_VERSION, Plan
 
 
@@ -21,8 +21,7 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
     """Price or search (`make`), then print JSON or the rich view and write `out` (and the
     `timeline` picture). An infeasible input prints `{"status": "infeasible", "reason"}` under
     --json, one line on stderr, and exits 3; nothing is written."""
-    if timeline is not None:
-        check_picture_path(timeline, "--timeline")
+    fmt = picture_format(timeline, "--timeline") if timeline is not None else None
     try:
         result = make()
     except InfeasibleError as exc:
@@ -31,10 +30,11 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
                         "reason": str(exc)})
         raise fail(str(exc), exc.exit_code) from None
     data = result.model_dump(mode="json")
+    picture = render_timeline(result, fmt) if timeline is not None else b""
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")
     if timeline is not None:
-        draw_timeline(result, timeline)
+        timeline.write_bytes(picture)
     if as_json:
         print_json(data)
     else:

@@ -7,12 +7,10 @@ pipeline across iterations); under stage fusion assessment overlaps the generati
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from planner.pictures.files import save_figure
+from planner import pictures
 from planner.plan import Plan
 
 COLOURS = {"generation": "#4c78a8", "assessment": "#f58518", "training": "#54a24b",
@@ -21,8 +19,12 @@ KIND_LABELS = {"generation": "generation", "assessment": "assessment", "training
                "sync": "resharding / sync", "idle": "idle"}
 
 
-def draw_timeline(plan: Plan, path: Path) -> None:
-    """Write the timeline of `plan` to `path` (.svg or .png)."""
+def render(plan: Plan, fmt: str) -> bytes:
+    """The timeline of `plan` as `fmt` ('svg' or 'png') bytes."""
+    return pictures.render(lambda: draw(plan), fmt)
+
+
+def draw(plan: Plan) -> Figure:
     segments = plan.breakdown.get("timeline") or []
     groups = [g.name for g in plan.groups]
     sizes = {g.name: g.gpus for g in plan.groups}
@@ -55,4 +57,4 @@ def draw_timeline(plan: Plan, path: Path) -> None:
     kinds = [k for k in COLOURS if any(s["kind"] == k for s in segments)]
     fig.legend(handles=[Patch(color=COLOURS[k], label=KIND_LABELS[k]) for k in kinds],
                loc="outside lower center", ncol=len(kinds), frameon=False)
-    save_figure(fig, path, "--timeline")
+    return fig
