@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cost.iteration import evaluate
-from planner.search import brute, cpsat
+from planner.errors import InfeasibleError
+from planner.search import brute, cpsat, solve
 from planner.search.solve import plan, to_plan_input
 from planner.search.space import build_space, fits, score, slot_sizes, valid
 from planner.specs.scenario import load_scenario
@@ -137,3 +138,12 @@ def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
                                     "cluster.gpus_per_node": per_node}))
 
     assert space(2).host_budget_mib == space(8).host_budget_mib > 0  # per GPU, not per node
+
+
+def test_a_search_cut_short_without_a_plan_says_so(monkeypatch):
+    def timed_out(space, time_limit_s, workers=1, seed=0):
+        return cpsat.Result("UNKNOWN", None, None, None, time_limit_s, 0)
+
+    monkeypatch.setattr(solve.cpsat, "solve", timed_out)
+    with pytest.raises(InfeasibleError, match="within the time limit.*raise --time-limit"):
+        solve.plan(small(algorithm="grpo", **{"workload.samples_per_prompt": 2}))

@@ -121,6 +121,12 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1,
     outcomes = _search(sc, allowed, limit, workers, cache)
     ranked = _feasible(outcomes)
     if not ranked:
+        unknown = [o for o in outcomes if o.result.status == "UNKNOWN"]
+        if unknown:  # cut short, not proven infeasible: say so rather than guess a size
+            raise InfeasibleError(
+                f"no plan found within the time limit ({limit:g} s) for "
+                f"{len(unknown)} of {len(outcomes)} inter-model options, and none of the "
+                "others has one; raise --time-limit (search.time_limit_s)")
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain))
     best = ranked[0]
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
