@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+from planner.export.keys import KEY_FILES, key_set
 from tests.conftest import REPO
 
 PROBE = """
@@ -16,9 +17,11 @@ import json, planner
 from planner.specs.files import data_dir
 from planner.specs.hardware import list_presets, list_profiles
 from planner.specs.model import list_models
+from planner.export.keys import KEY_FILES, key_set
 print(json.dumps({"package": planner.__file__, "models_dir": str(data_dir("model_specs")),
                   "models": len(list_models()), "gpus": len(list_profiles()),
-                  "presets": len(list_presets())}))
+                  "presets": len(list_presets()),
+                  "key_lists": {f"{s} {v}": len(key_set(s, v)) for s, v in KEY_FILES}}))
 """
 
 
@@ -53,3 +56,4 @@ def test_installed_package_reads_its_own_data(wheel, tmp_path):
     assert found["models"] == len(list((REPO / "model_specs").glob("*.json")))
     assert found["gpus"] == len(list((REPO / "hardware_profiles").glob("*.yaml")))
     assert found["presets"] == len(list((REPO / "hardware_profiles/clusters").glob("*.yaml")))
+    assert found["key_lists"] == {f"{s} {v}": len(key_set(s, v)) for s, v in KEY_FILES}

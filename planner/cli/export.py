@@ -1,0 +1,65 @@
+"""`rlplan export PLAN.json --format verl|openrlhf|deepspeed|megatron`: a framework config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from planner.cli.output import reports_errors
+from planner.errors import InputError
+from planner.export import FORMATS
+from planner.export import export as make_export
+from planner.export.base import Export, refuse_infeasible
+from planner.specs.files import read_mapping
+from planner.specs.scenario import Scenario, load_scenario, scenario_from_plan
+
+
+def write_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None,
+                 out: Path | None) -> Export:
+    """Export, then print the notes on stderr and the config on stdout or into `out`. Nothing
+    is written when the export fails."""
+    result = make_export(plan, sc, fmt, version)
+    if out is None:
+        typer.echo(result.text, nl=False)
+    else:
+        try:
+            out.write_text(result.text)
+        except OSError as exc:
+            raise InputError(f"--out {out}: cannot write it ({exc.strerror}); check the "
+                             "folder exists and is writable") from None
+        if result.kind == "sh" and result.text.startswith("#!"):
+            out.chmod(out.stat().st_mode | 0o111)  # a script: make it runnable
+    for note in result.notes:
+        typer.echo(f"rlplan: note: {note}", err=True)
+    return result
+
+
+def export(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN.json",
+                                              help="A plan written by `rlplan plan/evaluate "
+                                                   "--out`.")],
+    format: Annotated[str, typer.Option("--format", "-f", help=f"Target: {', '.join(FORMATS)}.",
+                                        show_default=False)],
+    out: Annotated[Path | None, typer.Option(help="Write the config to this file instead of "
+                                                  "standard output.")] = None,
+    framework_version: Annotated[str | None, typer.Option(
+        "--framework-version", help="OpenRLHF: v0.9.5 (default, flat flags) or "
+                                    "head-3c3be623-2026-08 (dotted flags).")] = None,
+    scenario: Annotated[Path | None, typer.Option(
+        help="Scenario YAML, for a plan file without a `scenario` key.")] = None,
+) -> None:
+    """Turn a plan into a framework config: a bash script for verl and OpenRLHF, JSON for
+    DeepSpeed, argument arrays for Megatron-LM. What the framework cannot express is printed
+    as notes on stderr."""
+    _export(plan_file, format, out, framework_version, scenario)
+
+
+@reports_errors
+def _export(plan_file: Path, fmt: str, out: Path | None, version: str | None,
+            scenario: Path | None) -> None:
+    plan = read_mapping(plan_file)
+    refuse_infeasible(plan)  # before asking for a scenario it would not need
+    sc = load_scenario(scenario) if scenario else scenario_from_plan(plan, str(plan_file))
+    write_export(plan, sc, fmt, version, out)

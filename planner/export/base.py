@@ -1,0 +1,199 @@
+"""What every exporter shares: the result type, the error, and the plan facts they translate.
+
+An exporter is a pure function (plan dict, resolved scenario) → `Export`: the config text, its
+kind, and `notes` — what the framework cannot express or what was approximated. A plan the
+framework would refuse at start-up raises `ExportError` naming the key and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.errors import InputError
+from planner.plan import Layout, PlanInput
+from planner.specs.files import validate_as
+from planner.specs.model import ModelSpec
+from planner.specs.scenario import Scenario
+from planner.specs.workload import Family
+
+# Memory components (breakdown.tasks[*].memory_gib) vLLM's gpu_memory_utilization must cover:
+# its weights, the planned KV cache and its workspace. Not the runtime reserve (CUDA context,
+# allocator slack) nor the resharding buffer, which the trainer holds, not vLLM.
+VLLM_MEMORY = ("memory/persistent/weights", "memory/transient/kv_cache",
+               "memory/transient/inference_workspace", "memory/transient/logits")
+
+
+class ExportError(InputError):
+    """The plan breaks a constraint the target framework checks at start-up. Exit code 2."""
+
+
+@dataclass(frozen=True)
+class Export:
+    text: str
+    kind: str  # "sh" (a bash script or argument block) or "json"
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainBatch:
+    """One optimizer step of a trainable role, in the unit its trainer counts."""
+
+    micro: int  # per data-parallel rank
+    per_step: int  # over all data-parallel ranks
+    dp: int
+    accumulation: int  # micro-batches per rank per optimizer step
+    unit: str  # "sequences", or "pairs" for DPO trainers (chosen + rejected together)
+
+
+def refuse_infeasible(plan: dict[str, Any]) -> None:
+    if plan.get("status") == "infeasible":
+        reason = str(plan.get("reason") or "no reason given").removeprefix("infeasible: ")
+        raise ExportError(f"the plan is infeasible ({reason}); there is no layout to export")
+
+
+class PlanView:
+    """The typed plan plus the priced facts (breakdown) the exporters read."""
+
+    def __init__(self, plan: dict[str, Any], sc: Scenario):
+        refuse_infeasible(plan)
+        self.sc = sc
+        self.input = validate_as(PlanInput, plan, "plan")
+        self.breakdown = plan.get("breakdown") or {}
+        if not self.breakdown.get("tasks"):  # a hand-written plan: price it for the memory
+            from planner.cost.iteration import evaluate, to_plan
+
+            priced = to_plan(sc, self.input, evaluate(sc, self.input))
+            self.breakdown = priced.model_dump(mode="json")["breakdown"]
+        self.inter = self.input.inter_model
+
+    def layout(self, role: str, stage: str) -> Layout | None:
+        """The layout of (role, stage); assessment falls back to training (the cost model's
+        rule: a forward with the training layout)."""
+        stages = self.input.layouts.get(role, {})
+        if stage == "assessment" and stage not in stages:
+            return stages.get("training")
+        return stages.get(stage)
+
+    def need(self, role: str, stage: str) -> Layout:
+        layout = self.layout(role, stage)
+        if layout is None:
+            raise ExportError(f"plan: layouts.{role}.{stage} is missing; the scenario runs "
+                              f"{role} {stage} — add its layout")
+        return layout
+
+    def group_gpus(self, name: str) -> int:
+        return next(g.gpus for g in self.input.groups if g.name == name)
+
+    @property
+    def trainable(self) -> list[str]:
+        """Roles with their own optimizer: the actor, and a critic unless it is a head on it."""
+        critic = self.sc.critic is not None and not self.inter.shared_actor_critic
+        return ["actor", "critic"] if critic else ["actor"]
+
+    def task_memory_gib(self, role: str, stage: str) -> dict[str, float]:
+        task = next((t for t in self.breakdown.get("tasks", [])
+                     if t["role"] == role and t["stage"] == stage), None)
+        return task["memory_gib"] if task else {}
+
+    def vllm_memory_fraction(self) -> tuple[float, str]:
+        """gpu_memory_utilization giving vLLM the plan's KV-cache budget, and why."""
+        mem = self.task_memory_gib("actor", "generation")
+        used = sum(mem.get(k, 0.0) for k in VLLM_MEMORY)
+        capacity = self.sc.cluster.gpu.memory_gib
+        # rounded up so vLLM gets at least the planned KV cache; the plan's runtime reserve
+        # (GiB per GPU) absorbs the < 1% extra
+        fraction = math.ceil(round(used / capacity * 100, 6)) / 100
+        why = (f"gpu_memory_utilization {fraction}: vLLM weights + KV cache + workspace = "
+               f"{used:.1f} GiB of the {capacity:g} GiB per GPU (the plan's KV budget "
+               f"{mem.get('memory/transient/kv_cache', 0.0):.1f} GiB)")
+        return fraction, why
+
+    def max_num_seqs(self, gen: Layout) -> int:
+        """Concurrent sequences per replica: the layout's, else what the plan's memory holds."""
+        return gen.max_num_seqs or max(1, int(self.breakdown.get("generation_batch_per_replica",
+                                                                 0)))
+
+
+def nodes_for(gpus: int, gpus_per_node: int, what: str) -> tuple[int, int]:
+    """(nodes, GPUs per node) for a pool of `gpus`: frameworks size pools in whole nodes."""
+    if gpus <= gpus_per_node:
+        return 1, gpus
+    if gpus % gpus_per_node:
+        raise ExportError(f"{what}: {gpus} GPUs span part of a node (nodes have "
+                          f"{gpus_per_node}); the framework sizes pools as nodes × GPUs per "
+                          f"node — make the group a multiple of {gpus_per_node}")
+    return gpus // gpus_per_node, gpus_per_node
+
+
+def model_path(spec: ModelSpec, role: str) -> str:
+    """What the framework loads: the Hugging Face repo id, else the model's local folder."""
+    if spec.hf_id:
+        return spec.hf_id
+    if spec.source:
+        source = Path(spec.source)
+        return str(source.parent if source.suffix == ".json" else source)
+    raise ExportError(f"{role} model {spec.name}: no Hugging Face id or path to load it from; "
+                      "add `_rlplan_hf_id` to its config.json")
+
+
+def train_batch(sc: Scenario, layout: Layout, per_step_key: str, micro_key: str,
+                notes: list[str]) -> TrainBatch:
+    """The optimizer step of a trainable layout. Frameworks require the step to split into whole
+    micro-batches on every data-parallel rank (DeepSpeed: train_batch_size = micro ×
+    gradient_accumulation_steps × GPUs; Megatron: global batch a multiple of micro × DP)."""
+    w = sc.workload
+    if sc.family is Family.DPO:  # DPO trainers batch whole pairs; the plan counts sequences
+        per_step, unit, per_item = w.prompts_per_step // w.mini_batches, "pairs", 2
+        micro = max(1, layout.micro_batch // 2)
+        if layout.micro_batch % 2:
+            notes.append(f"{micro_key} {micro} pair(s) = {2 * micro} sequences; the plan's "
+                         f"micro_batch is {layout.micro_batch} sequence(s) and DPO batches whole "
+                         "pairs")
+    else:
+        per_step, unit, per_item = sc.sequences_per_step // w.mini_batches, "sequences", 1
+        micro = layout.micro_batch
+    per_round = micro * layout.dp
+    if per_step % per_round:
+        if per_step % layout.dp == 0:
+            per_rank = per_step // layout.dp
+            fits = [d * per_item for d in range(1, per_rank + 1) if per_rank % d == 0][-3:]
+            fix = f"set the plan's micro_batch to a divisor such as {', '.join(map(str, fits))}"
+        else:
+            fix = (f"change workload.prompts_per_step or mini_batches so a step splits evenly "
+                   f"over the {layout.dp} data-parallel ranks")
+        raise ExportError(f"{per_step_key} {per_step} {unit} per optimizer step is not a "
+                          f"multiple of {micro_key} {micro} × {layout.dp} data-parallel ranks = "
+                          f"{per_round}; {fix}")
+    return TrainBatch(micro, per_step, layout.dp, per_step // per_round, unit)
+
+
+def uneven_last_stage(layers: int, pp: int) -> int | None:
+    """Layers of the last pipeline stage when `pp` does not divide `layers` (the others take
+    ceil(layers / pp) each); None when the split is even."""
+    if layers % pp == 0:
+        return None
+    first = math.ceil(layers / pp)
+    last = layers - first * (pp - 1)
+    if last <= 0:
+        raise ExportError(f"pipeline parallel {pp} over {layers} layers leaves a stage empty; "
+                          "use fewer pipeline stages")
+    return last
+
+
+def shell_value(value: Any) -> str:
+    """A value as one shell word (booleans the way Hydra and Python spell them)."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return shlex.quote(str(value))
+
+
+def shell_script(header: list[str], notes: list[str], command: str, args: list[str]) -> str:
+    """A bash script: comment header, `# NOTE:` lines, then the command, one argument a line."""
+    lines = ["#!/usr/bin/env bash", "set -euo pipefail", *(f"# {h}" for h in header),
+             *(f"# NOTE: {n}" for n in notes), f"{command} \\"]
+    lines += [f"  {a} \\" for a in args[:-1]] + [f"  {args[-1]}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,333 @@
+"""OpenRLHF: a bash script running `train_ppo_ray` (PPO, GRPO, DAPO, RLOO) or `train_dpo` (DPO).
+
+Flags and constraints: exports.md §2 and OpenRLHF's argument parsers (planner/export/keys/).
+Two naming eras are supported: v0.9.5 (flat, `--vllm_tensor_parallel_size`) and the August 2026
+head 3c3be623 (dotted, `--vllm.tensor_parallel_size`). exports.md recommends neither; the
+default is v0.9.5, the newest release with a shipped flag list (the head is an untagged commit).
+OpenRLHF trains with DeepSpeed (ZeRO, AutoTP, ring attention: no pipeline parallelism) and gives
+each role its own GPUs unless it co-locates all models, actor + reference, or critic + reward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.errors import InputError
+from planner.export.base import (
+    Export,
+    ExportError,
+    PlanView,
+    model_path,
+    nodes_for,
+    shell_script,
+    shell_value,
+    train_batch,
+)
+from planner.export.keys import OPENRLHF_VERSIONS, check_keys
+from planner.plan import Layout
+from planner.specs.scenario import Scenario
+from planner.specs.workload import Family
+
+DEFAULT_VERSION = "v0.9.5"
+
+# One concept → its flag in (v0.9.5, head), exports.md §2.2 (train_ppo_ray) and §2.3 (train_dpo).
+# None: the version has no such flag.
+PPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
+    "actor_nodes": ("--actor_num_nodes", "--actor.num_nodes"),
+    "actor_gpus": ("--actor_num_gpus_per_node", "--actor.num_gpus_per_node"),
+    "critic_nodes": ("--critic_num_nodes", "--critic.num_nodes"),
+    "critic_gpus": ("--critic_num_gpus_per_node", "--critic.num_gpus_per_node"),
+    "reference_nodes": ("--ref_num_nodes", "--ref.num_nodes"),
+    "reference_gpus": ("--ref_num_gpus_per_node", "--ref.num_gpus_per_node"),
+    "reward_nodes": ("--reward_num_nodes", "--reward.num_nodes"),
+    "reward_gpus": ("--reward_num_gpus_per_node", "--reward.num_gpus_per_node"),
+    "vllm_engines": ("--vllm_num_engines", "--vllm.num_engines"),
+    "vllm_tp": ("--vllm_tensor_parallel_size", "--vllm.tensor_parallel_size"),
+    "vllm_memory": ("--vllm_gpu_memory_utilization", "--vllm.gpu_memory_utilization"),
+    "vllm_sleep": ("--vllm_enable_sleep", "--vllm.enable_sleep"),
+    "ds_sleep": ("--deepspeed_enable_sleep", "--ds.enable_sleep"),
+    "colocate_all": ("--colocate_all_models", "--train.colocate_all"),
+    "colocate_actor_ref": ("--colocate_actor_ref", "--train.colocate_actor_ref"),
+    "colocate_critic_reward": ("--colocate_critic_reward", "--train.colocate_critic_reward"),
+    "zero": ("--zero_stage", "--ds.zero_stage"),
+    "adam_offload": ("--adam_offload", "--ds.adam_offload"),
+    "reference_offload": ("--ref_reward_offload", "--ref.offload"),
+    "reward_offload": ("--ref_reward_offload", "--reward.offload"),
+    "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
+    "ring": ("--ring_attn_size", "--ds.ring_attn_size"),
+    "gradient_checkpointing": ("--gradient_checkpointing", "--actor.gradient_checkpointing_enable"),
+    "async": ("--async_train", "--train.async_enable"),
+    "async_queue": ("--async_queue_size", "--train.async_queue_size"),
+    "estimator": ("--advantage_estimator", "--algo.advantage.estimator"),
+    "samples": ("--n_samples_per_prompt", "--rollout.n_samples_per_prompt"),
+    "rollout_batch": ("--rollout_batch_size", "--rollout.batch_size"),
+    "micro_rollout": ("--micro_rollout_batch_size", "--rollout.micro_batch_size"),
+    "train_batch": ("--train_batch_size", "--train.batch_size"),
+    "micro_train": ("--micro_train_batch_size", "--train.micro_batch_size"),
+    "prompt_max_len": ("--prompt_max_len", None),
+    "max_new_tokens": ("--generate_max_len", "--rollout.max_new_tokens"),
+    "max_len": (None, "--data.max_len"),  # head: prompt + response
+    "init_kl": ("--init_kl_coef", "--algo.kl.init_coef"),
+    "kl_loss": ("--use_kl_loss", "--algo.kl.use_loss"),
+    "actor_model": ("--pretrain", "--actor.model_name_or_path"),
+    "critic_model": ("--critic_pretrain", "--critic.model_name_or_path"),
+    "reward_model": ("--reward_pretrain", "--reward.model_name_or_path"),
+    "param_dtype": ("--param_dtype", "--ds.param_dtype"),
+}
+DPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
+    "actor_model": ("--pretrain", "--model.model_name_or_path"),
+    "reference_model": ("--ref_pretrain", "--ref.model_name_or_path"),
+    "zero": ("--zero_stage", "--ds.zero_stage"),
+    "adam_offload": ("--adam_offload", "--ds.adam_offload"),
+    "reference_offload": ("--ref_offload", "--ref.offload"),
+    "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
+    "ring": ("--ring_attn_size", "--ds.ring_attn_size"),
+    "train_batch": ("--train_batch_size", "--train.batch_size"),
+    "micro_train": ("--micro_train_batch_size", "--train.micro_batch_size"),
+    "max_len": ("--max_len", "--data.max_len"),
+    "gradient_checkpointing": ("--gradient_checkpointing", "--model.gradient_checkpointing_enable"),
+    "param_dtype": ("--param_dtype", "--ds.param_dtype"),
+}
+
+# --advantage_estimator per algorithm (exports.md §2.2: GRPO = group_norm). OpenRLHF has no
+# ReMax (greedy-rollout baseline).
+ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "rloo"}
+
+
+def check_version(version: str | None) -> str:
+    version = version or DEFAULT_VERSION
+    if version not in OPENRLHF_VERSIONS:
+        raise InputError(f"--framework-version: OpenRLHF has no version '{version}' here; "
+                         f"choose {' or '.join(OPENRLHF_VERSIONS)} (default {DEFAULT_VERSION})")
+    return version
+
+
+class Args:
+    """Flags by concept, rendered for one OpenRLHF version."""
+
+    def __init__(self, table: dict[str, tuple[str | None, str | None]], version: str):
+        self.table, self.era = table, OPENRLHF_VERSIONS.index(version)
+        self.values: dict[str, Any] = {}  # flag → value (True: a switch)
+
+    def set(self, concept: str, value: Any) -> None:
+        flag = self.table[concept][self.era]
+        if flag is not None and value is not False and value is not None:
+            self.values[flag] = value
+
+    def words(self) -> list[str]:
+        return [flag if value is True else f"{flag} {shell_value(value)}"
+                for flag, value in self.values.items()]
+
+
+def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str | None = None) -> Export:
+    version = check_version(version)
+    v = PlanView(plan, sc)
+    return (_dpo if sc.family is Family.DPO else _ppo)(v, version)
+
+
+def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
+    if layout.pp > 1:
+        raise ExportError(f"layouts.{role}.training.pp {layout.pp}: OpenRLHF's DeepSpeed trainer "
+                          "has no pipeline parallelism; re-plan with pp 1 or export with "
+                          "--format verl or megatron")
+    if layout.ep > 1:
+        notes.append(f"{role} training ep {layout.ep}: OpenRLHF has no expert-parallel flag; "
+                     "ZeRO shards the experts instead")
+    if layout.offload in ("params", "both"):
+        notes.append(f"{role} parameter offload: OpenRLHF has no flag for it (only optimizer "
+                     "offload, --adam_offload)")
+    if layout.checkpointing == "selective":
+        notes.append(f"{role} selective recomputation → full gradient checkpointing")
+
+
+def _ppo(v: PlanView, version: str) -> Export:
+    sc, w, notes, header = v.sc, v.sc.workload, [], []
+    if sc.algorithm not in ESTIMATOR:
+        raise ExportError(f"OpenRLHF has no {sc.algorithm} advantage estimator (it has "
+                          "gae, rloo, reinforce(_baseline), group_norm, dr_grpo); export with "
+                          "--format verl")
+    if v.inter.shared_actor_critic:
+        raise ExportError("inter_model.shared_actor_critic: OpenRLHF has no critic head on the "
+                          "actor; re-plan with search.allow_shared_actor_critic false")
+    if ESTIMATOR[sc.algorithm] != "gae" and w.samples_per_prompt < 2:
+        raise ExportError(f"{ESTIMATOR[sc.algorithm]} needs n_samples_per_prompt > 1; set "
+                          "workload.samples_per_prompt to 2 or more")
+    a = Args(PPO_FLAGS, version)
+    train, gen = v.need("actor", "training"), v.need("actor", "generation")
+    trains = {role: v.need(role, "training") for role in v.trainable}
+    for role, layout in trains.items():
+        _training_checks(role, layout, notes)
+    if gen.pp > 1:
+        raise ExportError(f"layouts.actor.generation.pp {gen.pp}: OpenRLHF's vLLM engines have "
+                          "no pipeline-parallel flag; re-plan generation with pp 1")
+    if gen.cp > 1 or gen.ep > 1:
+        notes.append(f"generation cp {gen.cp}/ep {gen.ep}: OpenRLHF's vLLM engines take tensor "
+                     "parallelism only")
+
+    # Placement: which GPUs each role gets.
+    groups = {"actor": train.group, "rollout": gen.group}
+    if sc.critic is not None:
+        groups["critic"] = trains["critic"].group
+    if sc.reference is not None:
+        groups["reference"] = v.need("reference", "assessment").group
+    if sc.reward_kind == "model":
+        groups["reward"] = v.need("reward", "assessment").group
+    colocate_all = len(set(groups.values())) == 1
+    a.set("colocate_all", colocate_all)
+    if not colocate_all:
+        a.set("colocate_actor_ref", groups.get("reference") == groups["actor"])
+        a.set("colocate_critic_reward", "critic" in groups and
+              groups.get("reward") == groups["critic"])
+        notes += _placement_notes(groups)
+    for role, group in groups.items():
+        if role != "rollout":
+            nodes, per_node = nodes_for(v.group_gpus(group), sc.cluster.gpus_per_node,
+                                        f"{role} (group {group})")
+            a.set(f"{role}_nodes", nodes)
+            a.set(f"{role}_gpus", per_node)
+    actor_gpus = v.group_gpus(train.group)
+    if colocate_all and not v.inter.staleness and actor_gpus != gen.dp * gen.tp:
+        raise ExportError(f"colocated: actor GPUs {actor_gpus} must equal vllm_num_engines "
+                          f"{gen.dp} × vllm_tensor_parallel_size {gen.tp} (OpenRLHF checks it); "
+                          "re-plan generation to use the whole group")
+
+    # vLLM engines: one per generation replica.
+    fraction, why = v.vllm_memory_fraction()
+    header.append(why)
+    a.set("vllm_engines", gen.dp)
+    a.set("vllm_tp", gen.tp)
+    a.set("vllm_memory", fraction)
+    notes.append(f"OpenRLHF has no vLLM max_num_seqs flag: the plan's {v.max_num_seqs(gen)} "
+                 "concurrent sequences per engine are left to vLLM")
+    if v.inter.staleness:
+        a.set("async", True)
+        a.set("async_queue", v.inter.staleness)  # batches generation may run ahead
+        if colocate_all:
+            notes.append("async training on co-located GPUs: vLLM cannot sleep (OpenRLHF "
+                         "forbids --vllm_enable_sleep with async), so its memory stays held")
+    else:
+        a.set("vllm_sleep", colocate_all)  # free the KV cache while training shares the GPUs
+    a.set("ds_sleep", colocate_all and v.inter.offload_during_generation)
+
+    # DeepSpeed training: one setting for every trained model.
+    a.set("zero", train.zero)
+    a.set("adam_offload", train.offload in ("optimizer", "both"))
+    a.set("ds_tp", train.tp)
+    a.set("ring", train.cp)
+    a.set("gradient_checkpointing", train.checkpointing != "none")
+    batch_flags = a.table["train_batch"][a.era], a.table["micro_train"][a.era]
+    batch = train_batch(sc, train, *batch_flags, notes)
+    a.set("train_batch", batch.per_step)
+    a.set("micro_train", batch.micro)
+    if "critic" in trains:
+        critic = trains["critic"]  # trains with the actor's micro-batch on its own ranks
+        train_batch(sc, critic.model_copy(update={"micro_batch": train.micro_batch}),
+                    *batch_flags, notes)
+        differs = [f for f in ("zero", "tp", "cp", "micro_batch", "offload", "checkpointing")
+                   if getattr(critic, f) != getattr(train, f)]
+        if differs:
+            notes.append(f"critic training differs from the actor's in {', '.join(differs)}; "
+                         "OpenRLHF applies the actor's DeepSpeed settings to both")
+
+    # Experience making (assessment): one micro-batch size for every forward.
+    assess = [x for r in ("actor", "reference", "critic", "reward")
+              if r in groups and (x := v.layout(r, "assessment"))]
+    micro_rollout = min(x.micro_batch for x in assess)
+    if len({x.micro_batch for x in assess}) > 1:
+        notes.append(f"micro_rollout_batch_size {micro_rollout}: the smallest of the plan's "
+                     "assessment micro-batches (OpenRLHF has one for all forwards)")
+    if w.samples_per_prompt * w.prompts_per_step / micro_rollout < train.dp:
+        raise ExportError(f"n_samples_per_prompt × rollout_batch_size / micro_rollout_batch_size "
+                          f"must be ≥ actor GPUs / ring / tp = {train.dp}; use a smaller "
+                          "assessment micro_batch")
+    a.set("micro_rollout", micro_rollout)
+    a.set("rollout_batch", w.prompts_per_step)
+    a.set("samples", w.samples_per_prompt)
+    a.set("estimator", ESTIMATOR[sc.algorithm])
+    a.set("prompt_max_len", w.prompt_len)
+    a.set("max_new_tokens", w.max_response)
+    a.set("max_len", w.prompt_len + w.max_response)
+    notes.append(f"prompt length {w.prompt_len} is the scenario's mean; raise the limit to your "
+                 "longest prompt")
+    # exports.md §2.2 ties the reference to a positive KL coefficient.
+    if sc.reference is None:
+        a.set("init_kl", 0)
+    elif sc.family is Family.GRPO:
+        a.set("kl_loss", True)  # GRPO-style KL in the loss
+    if w.ppo_epochs > 1:
+        notes.append(f"ppo_epochs {w.ppo_epochs}: exports.md names no OpenRLHF flag for PPO "
+                     "epochs; set it yourself")
+
+    a.set("actor_model", model_path(sc.actor, "actor"))
+    if sc.critic is not None:
+        a.set("critic_model", model_path(sc.critic, "critic"))
+    if sc.reward_kind == "model":
+        a.set("reward_model", model_path(sc.reward, "reward"))
+        a.set("reward_offload", v.need("reward", "assessment").offload != "none")
+    elif sc.reward_kind == "verifier":
+        header.append("reward: a rule-based verifier; pass a reward server (--remote_rm_url / "
+                      "--reward.remote_url) as an extra argument")
+    if sc.reference is not None:
+        a.set("reference_offload", v.need("reference", "assessment").offload != "none")
+    a.set("param_dtype", "bf16")
+    if v.inter.inter_stage_fusion or v.inter.intra_stage_fusion:
+        notes.append("stage fusion: OpenRLHF has no setting to overlap stages as planned")
+
+    check_keys("openrlhf-train_ppo_ray", version, list(a.values))
+    header = [f"OpenRLHF {version} train_ppo_ray (flags from openrlhf/cli/train_ppo_ray.py at "
+              f"{version}); `ray job submit` reads the cluster address from RAY_ADDRESS",
+              "add the dataset and save path as extra arguments", *header]
+    command = "ray job submit -- python3 -m openrlhf.cli.train_ppo_ray"
+    return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes))
+
+
+def _placement_notes(groups: dict[str, str]) -> list[str]:
+    """Roles the plan co-locates that OpenRLHF places on separate GPUs."""
+    pairs = ({"actor", "reference"}, {"critic", "reward"})
+    notes = []
+    for group in sorted(set(groups.values())):
+        roles = {r for r, g in groups.items() if g == group}
+        if len(roles) > 1 and roles not in pairs:
+            notes.append(f"group {group} holds {', '.join(sorted(roles))}: OpenRLHF co-locates "
+                         "only all models, actor + reference, or critic + reward — these get "
+                         "separate GPUs, more than the plan uses")
+    return notes
+
+
+def _dpo(v: PlanView, version: str) -> Export:
+    sc, w, notes = v.sc, v.sc.workload, []
+    if sc.algorithm != "dpo":
+        raise ExportError(f"OpenRLHF's train_dpo has no {sc.algorithm} loss (it has DPO and "
+                          "IPO); export with --format deepspeed or megatron")
+    a = Args(DPO_FLAGS, version)
+    train = v.need("actor", "training")
+    _training_checks("actor", train, notes)
+    a.set("actor_model", model_path(sc.actor, "actor"))
+    if sc.reference is not None:
+        ref = v.need("reference", "assessment")
+        a.set("reference_model", model_path(sc.reference, "reference"))
+        a.set("reference_offload", ref.offload != "none")
+        if ref.group != train.group:
+            notes.append(f"reference on group {ref.group}: OpenRLHF's DPO runs it on the "
+                         "policy's GPUs")
+    else:
+        notes.append("OpenRLHF's train_dpo always loads a reference model (default: the policy)")
+    a.set("zero", train.zero)
+    a.set("adam_offload", train.offload in ("optimizer", "both"))
+    a.set("ds_tp", train.tp)
+    a.set("ring", train.cp)
+    batch = train_batch(sc, train, a.table["train_batch"][a.era],
+                        a.table["micro_train"][a.era], notes)
+    a.set("train_batch", batch.per_step)
+    a.set("micro_train", batch.micro)
+    a.set("max_len", w.prompt_len + w.max_response)
+    a.set("gradient_checkpointing", train.checkpointing != "none")
+    a.set("param_dtype", "bf16")
+    check_keys("openrlhf-train_dpo", version, list(a.values))
+    gpus = v.group_gpus(train.group)
+    header = [f"OpenRLHF {version} train_dpo (flags from openrlhf/cli/train_dpo.py at "
+              f"{version}); batch sizes count preference pairs",
+              f"the plan trains on {gpus} GPUs: the deepspeed launcher uses this host's GPUs, or "
+              "a hostfile for several nodes", "add the dataset and save path as extra arguments"]
+    command = "deepspeed --module openrlhf.cli.train_dpo"
+    return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes))

@@ -1,0 +1,321 @@
+"""verl: a bash script running `verl.trainer.main_ppo` with one Hydra override per line.
+
+Keys and constraints: exports.md §1 and verl's generated trainer configs at commit b178a3cd
+(planner/export/keys/). verl's hybrid engine puts actor, rollout, reference and critic on one
+"global pool" of GPUs; only a reward model can get its own pool (§1.2). The pool here is the
+actor's training group, so the training layouts are exported as planned; whatever the plan puts
+elsewhere becomes a note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.export.base import (
+    Export,
+    ExportError,
+    PlanView,
+    model_path,
+    nodes_for,
+    shell_script,
+    shell_value,
+    train_batch,
+    uneven_last_stage,
+)
+from planner.export.keys import VERL_COMMIT, check_keys
+from planner.plan import Layout
+from planner.specs.scenario import Scenario
+from planner.specs.workload import Family
+
+# algorithm.adv_estimator per scenario algorithm (exports.md §1.3: verl's AdvantageEstimator).
+# DAPO is GRPO's estimator with recipe settings (clip-higher, dynamic sampling) left to the user.
+ADV_ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo", "rloo": "rloo", "remax": "remax"}
+
+# Where each trainable role's training keys live (exports.md §1.4, §1.7).
+FSDP_CONFIG = {"actor": "actor_rollout_ref.actor.fsdp_config", "critic": "critic.model.fsdp_config"}
+ULYSSES = {"actor": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+           "critic": "critic.ulysses_sequence_parallel_size"}
+GRADIENT_CHECKPOINTING = {"actor": "actor_rollout_ref.model.enable_gradient_checkpointing",
+                          "critic": "critic.model.enable_gradient_checkpointing"}
+MEGATRON = {"actor": "actor_rollout_ref.actor.megatron", "critic": "critic.megatron",
+            "reference": "actor_rollout_ref.ref.megatron"}
+MICRO_BATCH = {"actor": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+               "critic": "critic.ppo_micro_batch_size_per_gpu"}
+MINI_BATCH = "actor_rollout_ref.actor.ppo_mini_batch_size"  # the critic inherits it
+ROLLOUT = "actor_rollout_ref.rollout"
+
+
+def needs_megatron(layouts: list[Layout]) -> bool:
+    """FSDP has no tensor, pipeline or expert parallelism (exports.md §1.12)."""
+    return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
+
+
+def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
+    if sc.family is Family.DPO:
+        raise ExportError(f"verl's main_ppo has no {sc.algorithm} trainer (it runs PPO-style "
+                          "algorithms); export this plan with --format openrlhf, deepspeed or "
+                          "megatron")
+    v = PlanView(plan, sc)
+    if v.inter.shared_actor_critic:
+        raise ExportError("inter_model.shared_actor_critic: verl has no critic head on the "
+                          "actor; re-plan with search.allow_shared_actor_critic false")
+    w, notes, comments = sc.workload, [], []
+    trains = {role: v.need(role, "training") for role in v.trainable}
+    gen = v.need("actor", "generation")
+    megatron = needs_megatron(list(trains.values()))
+    schema = "verl-megatron" if megatron else "verl-fsdp"
+    pool = trains["actor"].group
+    pool_gpus = v.group_gpus(pool)
+    nnodes, per_node = nodes_for(pool_gpus, sc.cluster.gpus_per_node,
+                                 f"trainer.n_gpus_per_node (group {pool})")
+
+    o: dict[str, Any] = {"algorithm.adv_estimator": ADV_ESTIMATOR[sc.algorithm]}
+    # The reference runs iff a KL term uses it (exports.md §1.3, role activation).
+    if sc.family is Family.PPO:
+        o["algorithm.use_kl_in_reward"] = sc.reference is not None
+    else:
+        o["actor_rollout_ref.actor.use_kl_loss"] = sc.reference is not None
+    if w.prompts_per_step % w.mini_batches:
+        raise ExportError(f"{MINI_BATCH} counts prompts: {w.prompts_per_step} prompts per step "
+                          f"do not split into {w.mini_batches} mini-batches; make "
+                          "workload.prompts_per_step a multiple of mini_batches")
+    o |= {"data.train_batch_size": w.prompts_per_step, "data.max_prompt_length": w.prompt_len,
+          "data.max_response_length": w.max_response,
+          "actor_rollout_ref.model.path": model_path(sc.actor, "actor"),
+          "actor_rollout_ref.model.use_remove_padding": True,  # Ulysses SP needs it (§1.9)
+          MINI_BATCH: w.prompts_per_step // w.mini_batches,
+          "actor_rollout_ref.actor.ppo_epochs": w.ppo_epochs}
+    notes.append(f"data.max_prompt_length {w.prompt_len} is the scenario's mean prompt length; "
+                 "raise it to your longest prompt")
+
+    for role, layout in trains.items():
+        if role == "critic":
+            o["critic.model.path"] = model_path(sc.critic, "critic")
+        o[MICRO_BATCH[role]] = layout.micro_batch
+        o |= (_megatron_training if megatron else _fsdp_training)(role, layout, v, notes)
+        _check_batches(sc, role, layout, pool_gpus, megatron, notes)
+        if layout.group != pool:
+            notes.append(f"{role} training runs on verl's global pool (group {pool}, "
+                         f"{pool_gpus} GPUs), not on group {layout.group} as planned")
+
+    o |= _assessment(v, megatron, pool, pool_gpus, notes)
+    o |= _rollout(v, gen, pool, pool_gpus, notes, comments)
+    o |= _reward(v, pool, notes, comments)
+    o |= {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node}
+    notes += _inter_model_notes(v)
+
+    args = [f"{k}={shell_value(x)}" for k, x in o.items()]
+    check_keys(schema, VERL_COMMIT, list(o))
+    command = "python3 -m verl.trainer.main_ppo"
+    if megatron:  # exports.md §1.1: the Megatron backend's config file
+        command += " --config-path=config --config-name=ppo_megatron_trainer.yaml"
+    config = "_generated_ppo_megatron_trainer.yaml" if megatron else "_generated_ppo_trainer.yaml"
+    header = [f"verl {'Megatron' if megatron else 'FSDP'} backend; keys from verl commit "
+              f"{VERL_COMMIT} (2026-01-29), {config}",
+              f"{sc.algorithm} plan on {pool_gpus} GPUs ({nnodes}×{per_node}); set "
+              "data.train_files and data.val_files: extra overrides pass through as arguments",
+              *comments]
+    return Export(shell_script(header, notes, command, [*args, '"$@"']), "sh", tuple(notes))
+
+
+def _offloads(layout: Layout, v: PlanView) -> tuple[bool, bool]:
+    """(params, optimizer state) offload. verl offloads a model's state whenever it is not
+    computing, which is also what offload_during_generation asks of the co-located models."""
+    swap = v.inter.offload_during_generation
+    params = swap or layout.offload in ("params", "both")
+    optimizer = swap or layout.offload in ("optimizer", "both")
+    return params, optimizer
+
+
+def _fsdp_training(role: str, layout: Layout, v: PlanView, notes: list[str]) -> dict[str, Any]:
+    cfg = FSDP_CONFIG[role]
+    params, optimizer = _offloads(layout, v)
+    if layout.zero < 2:
+        notes.append(f"{role} training zero {layout.zero}: FSDP always shards gradients and "
+                     "optimizer state; reshard_after_forward=False (ZeRO-2-like) is the closest")
+    if layout.cp > 1:
+        notes.append(f"{role} training cp {layout.cp} → Ulysses sequence parallel (verl's FSDP "
+                     "backend has no ring attention)")
+    if layout.checkpointing == "selective":
+        notes.append(f"{role} selective recomputation → full gradient checkpointing (FSDP has "
+                     "no selective mode)")
+    # reshard_after_forward: true ≈ ZeRO-3, false ≈ ZeRO-2 (exports.md §1.12)
+    return {f"{cfg}.param_offload": params, f"{cfg}.optimizer_offload": optimizer,
+            f"{cfg}.reshard_after_forward": layout.zero == 3, ULYSSES[role]: layout.cp,
+            GRADIENT_CHECKPOINTING[role]: layout.checkpointing != "none"}
+
+
+def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
+                       notes: list[str]) -> dict[str, Any]:
+    """Parallel degrees of one Megatron-backed role (training, or the reference's forward)."""
+    root = MEGATRON[role]
+    o: dict[str, Any] = {f"{root}.tensor_model_parallel_size": layout.tp,
+                         f"{root}.pipeline_model_parallel_size": layout.pp,
+                         f"{root}.context_parallel_size": layout.cp,
+                         f"{root}.expert_model_parallel_size": layout.ep}
+    spec = sc.critic if role == "critic" else sc.actor
+    last = uneven_last_stage(spec.num_hidden_layers, layout.pp)
+    if last is not None:  # exports.md §1.4: uneven PP splits are `+` overrides
+        o[f"+{root}.override_transformer_config.num_layers_in_last_pipeline_stage"] = last
+        notes.append(f"{role}: pp {layout.pp} does not divide {spec.num_hidden_layers} layers; "
+                     f"the last pipeline stage gets {last}")
+    return o
+
+
+def _megatron_training(role: str, layout: Layout, v: PlanView,
+                       notes: list[str]) -> dict[str, Any]:
+    root = MEGATRON[role]
+    params, optimizer = _offloads(layout, v)
+    o = _megatron_parallel(role, layout, v.sc, notes)
+    o |= {f"{root}.sequence_parallel": layout.sp,
+          f"{root}.use_distributed_optimizer": layout.zero >= 1,
+          f"{root}.param_offload": params, f"{root}.optimizer_offload": optimizer,
+          f"{root}.grad_offload": optimizer}  # the plan's optimizer offload moves gradients too
+    if layout.zero >= 2:
+        notes.append(f"{role} training zero {layout.zero}: Megatron's distributed optimizer "
+                     "shards only optimizer state (ZeRO-1); gradients"
+                     f"{' and parameters' if layout.zero == 3 else ''} stay replicated across "
+                     "data-parallel ranks — more memory per GPU than planned")
+    recompute = f"{root}.override_transformer_config"
+    if layout.checkpointing == "full":  # every layer recomputed
+        o |= {f"{recompute}.recompute_granularity": "full",
+              f"{recompute}.recompute_method": "uniform", f"{recompute}.recompute_num_layers": 1}
+    elif layout.checkpointing == "selective":
+        o[f"{recompute}.recompute_granularity"] = "selective"
+    return o
+
+
+def _check_batches(sc: Scenario, role: str, layout: Layout, pool_gpus: int, megatron: bool,
+                   notes: list[str]) -> None:
+    """verl's start-up checks (exports.md §1.9, verl/utils/config.py validate_config)."""
+    if megatron and pool_gpus % (layout.tp * layout.pp * layout.cp):
+        raise ExportError(f"{MEGATRON[role]}: trainer GPUs {pool_gpus} are not a multiple of "
+                          f"TP×PP×CP = {layout.tp * layout.pp * layout.cp}; re-plan {role} "
+                          "training on the actor's group")
+    sequences = sc.sequences_per_step
+    if megatron:
+        minimal = layout.dp * layout.micro_batch
+        what = f"megatron DP {layout.dp} × {MICRO_BATCH[role]} {layout.micro_batch}"
+    else:
+        minimal, what = pool_gpus, "the trainer GPU count"
+    if sequences % minimal:
+        raise ExportError(f"data.train_batch_size × rollout.n = {sequences} is not a multiple "
+                          f"of {what} = {minimal}; change workload.prompts_per_step or the "
+                          "plan's micro_batch")
+    # The mini-batch is normalised per GPU and must hold whole micro-batches.
+    train_batch(sc, layout, f"{MINI_BATCH} × rollout.n", MICRO_BATCH[role], notes)
+
+
+def _assessment(v: PlanView, megatron: bool, pool: str, pool_gpus: int,
+                notes: list[str]) -> dict[str, Any]:
+    """Old log-probs (actor), reference log-probs and critic values: micro-batches, and the
+    reference's own layout."""
+    o: dict[str, Any] = {}
+    actor = v.need("actor", "assessment")
+    o[f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu"] = actor.micro_batch
+    if v.sc.reference is not None:
+        ref = v.need("reference", "assessment")
+        o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = ref.micro_batch
+        offload = ref.offload != "none" or v.inter.offload_during_generation
+        if megatron:
+            if pool_gpus % (ref.tp * ref.pp * ref.cp):
+                raise ExportError(f"{MEGATRON['reference']}: trainer GPUs {pool_gpus} are not a "
+                                  f"multiple of the reference's TP×PP×CP; re-plan it on group "
+                                  f"{pool}")
+            o |= _megatron_parallel("reference", ref, v.sc, notes)
+            o[f"{MEGATRON['reference']}.param_offload"] = offload
+        else:
+            if needs_megatron([ref]):
+                notes.append(f"reference tp {ref.tp}/pp {ref.pp}/ep {ref.ep}: verl's FSDP "
+                             "backend shards the reference over all trainer GPUs instead")
+            o |= {"actor_rollout_ref.ref.fsdp_config.param_offload": offload,
+                  "actor_rollout_ref.ref.ulysses_sequence_parallel_size": ref.cp}
+        if ref.group != pool:
+            notes.append(f"reference runs on verl's global pool (group {pool}), not on group "
+                         f"{ref.group}: verl always co-locates it with the actor")
+    if v.sc.critic is not None:
+        values = v.need("critic", "assessment")
+        if megatron:
+            notes.append(f"critic values forward: the Megatron schema has no forward micro-batch "
+                         f"key; the plan's micro_batch {values.micro_batch} is not set")
+        else:
+            o["critic.forward_micro_batch_size_per_gpu"] = values.micro_batch
+    return o
+
+
+def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[str],
+             comments: list[str]) -> dict[str, Any]:
+    """vLLM rollout: TP/DP/EP per replica, memory fraction, concurrency, samples per prompt."""
+    if gen.pp > 1:
+        raise ExportError(f"{ROLLOUT}.pipeline_model_parallel_size {gen.pp}: verl raises "
+                          "NotImplementedError for pipeline parallel rollout with vllm; re-plan "
+                          "generation with pp 1")
+    fraction, why = v.vllm_memory_fraction()
+    comments.append(why)
+    o: dict[str, Any] = {f"{ROLLOUT}.name": "vllm", f"{ROLLOUT}.tensor_model_parallel_size": gen.tp,
+                         f"{ROLLOUT}.gpu_memory_utilization": fraction,
+                         f"{ROLLOUT}.max_num_seqs": v.max_num_seqs(gen),
+                         f"{ROLLOUT}.n": v.sc.workload.samples_per_prompt}
+    replica = gen.tp
+    if gen.ep > 1:  # verl asserts expert_parallel_size == TP × DP (exports.md §1.5)
+        if gen.ep % gen.tp:
+            raise ExportError(f"{ROLLOUT}.expert_parallel_size {gen.ep} must equal "
+                              f"tensor_model_parallel_size {gen.tp} × data_parallel_size; "
+                              "re-plan generation with ep a multiple of tp")
+        replica = gen.ep
+        o |= {f"{ROLLOUT}.data_parallel_size": gen.ep // gen.tp,
+              f"{ROLLOUT}.expert_parallel_size": gen.ep}
+        comments.append("rollout data_parallel_size = EP / TP; exports.md marks verl's rollout "
+                        "DP semantics a guess (replicas = rollout GPUs / (TP × DP))")
+    if gen.cp > 1:
+        notes.append(f"generation cp {gen.cp}: verl's vLLM rollout has no context parallelism; "
+                     "replicas use TP only")
+    if gen.group != pool:
+        notes.append(f"generation runs on verl's global pool (group {pool}, {pool_gpus // replica}"
+                     f" replicas), not on its own group {gen.group} ({gen.dp} replicas): a "
+                     "separate rollout pool needs verl's async recipes (exports.md §1.10), whose "
+                     "config keys are not in the shipped key lists")
+    return o
+
+
+def _reward(v: PlanView, pool: str, notes: list[str], comments: list[str]) -> dict[str, Any]:
+    sc = v.sc
+    if sc.reward_kind == "verifier":
+        comments.append("reward: a rule-based verifier; verl's reward manager runs your "
+                        "reward function on CPU (nothing to place)")
+        return {}
+    if sc.reward_kind == "none" or sc.reward is None:
+        return {}
+    rm = v.need("reward", "assessment")
+    # exports.md §1.8/§1.11: the reward loop serves the RM with an inference engine
+    o: dict[str, Any] = {"reward_model.enable": True,
+                         "reward_model.model.path": model_path(sc.reward, "reward"),
+                         "reward_model.use_reward_loop": True, "reward_model.rollout.name": "vllm",
+                         "reward_model.rollout.tensor_model_parallel_size": rm.tp}
+    if rm.pp > 1 or rm.cp > 1:
+        notes.append(f"reward pp {rm.pp}/cp {rm.cp}: verl serves the reward model with vLLM "
+                     "tensor parallelism only")
+    if rm.group != pool:
+        nnodes, per_node = nodes_for(v.group_gpus(rm.group), sc.cluster.gpus_per_node,
+                                     f"reward_model.n_gpus_per_node (group {rm.group})")
+        o |= {"reward_model.enable_resource_pool": True, "reward_model.n_gpus_per_node": per_node,
+              "reward_model.nnodes": nnodes}
+    return o
+
+
+def _inter_model_notes(v: PlanView) -> list[str]:
+    inter, notes = v.inter, []
+    if inter.offload_during_generation:
+        notes.append("offload_during_generation → param_offload/optimizer_offload: verl moves "
+                     "a model's state to CPU whenever it is idle, not only during generation")
+    if inter.staleness:
+        notes.append(f"staleness {inter.staleness}: main_ppo is synchronous; bounded asynchrony "
+                     "needs verl's one-step-off-policy or fully-async recipes (exports.md "
+                     "§1.10), not emitted (their keys are not in the shipped lists)")
+    if inter.inter_stage_fusion:
+        notes.append("inter_stage_fusion: verl has no setting to overlap generation with "
+                     "assessment")
+    if inter.intra_stage_fusion:
+        notes.append("intra_stage_fusion: verl has no setting to run the assessment models "
+                     "concurrently")
+    return notes

@@ -1,0 +1,50 @@
+"""The shipped key lists load, and the key check refuses what a version lacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.export import ExportError
+from planner.export.keys import KEY_FILES, VERL_COMMIT, check_keys, has_key, key_set, verl_key_ok
+
+HEAD = "head-3c3be623-2026-08"
+
+
+def test_every_key_list_loads():
+    assert len(KEY_FILES) == 6
+    for schema, version in KEY_FILES:
+        keys = key_set(schema, version)
+        assert len(keys) > 50 and not any(k.startswith("#") or not k for k in keys)
+
+
+def test_flat_and_dotted_eras():
+    assert has_key("openrlhf-train_ppo_ray", "v0.9.5", "--vllm_tensor_parallel_size")
+    assert not has_key("openrlhf-train_ppo_ray", HEAD, "--vllm_tensor_parallel_size")
+    assert has_key("openrlhf-train_ppo_ray", HEAD, "--vllm.tensor_parallel_size")
+    assert has_key("openrlhf-train_dpo", "v0.9.5", "--ref_offload")
+    assert has_key("verl-megatron", VERL_COMMIT, "critic.megatron.tensor_model_parallel_size")
+    assert not has_key("verl-fsdp", VERL_COMMIT, "critic.megatron.tensor_model_parallel_size")
+
+
+def test_check_refuses_a_flag_the_version_lacks():
+    check_keys("openrlhf-train_ppo_ray", HEAD, ["--vllm.tensor_parallel_size"])
+    with pytest.raises(ExportError, match="--vllm_tensor_parallel_size"):
+        check_keys("openrlhf-train_ppo_ray", HEAD, ["--vllm.tensor_parallel_size",
+                                                    "--vllm_tensor_parallel_size"])
+    with pytest.raises(ExportError, match="critic.megatron"):
+        check_keys("verl-fsdp", VERL_COMMIT, ["critic.megatron.tensor_model_parallel_size"])
+
+
+def test_verl_plus_prefix_only_for_new_keys_under_documented_dicts():
+    new = "actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_last_" \
+          "pipeline_stage"
+    assert verl_key_ok("verl-megatron", "+" + new)
+    assert not verl_key_ok("verl-megatron", new)  # not in the schema: needs the `+`
+    assert not verl_key_ok("verl-megatron", "+actor_rollout_ref.actor.megatron."
+                                            "tensor_model_parallel_size")  # exists: no `+`
+    assert not verl_key_ok("verl-megatron", "+trainer.something_new")  # undocumented dict
+
+
+def test_unknown_list_is_bad_input():
+    with pytest.raises(Exception, match="no key list"):
+        key_set("openrlhf-train_ppo_ray", "v0.8.9")
