@@ -11,8 +11,10 @@ from planner import __version__
 from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.evaluate import evaluate
+from planner.cli.export import export
 from planner.cli.output import print_json
 from planner.cli.plan import plan
+from planner.cli.sweep import sweep
 from planner.cli.validate import validate
 from planner.specs.hardware import ClusterPreset, HardwareProfile
 from planner.specs.scenario import ScenarioInput
@@ -31,6 +33,8 @@ app.command()(validate)
 app.add_typer(analyze.app, name="analyze")
 app.command()(evaluate)
 app.command()(plan)
+app.command()(export)
+app.command()(sweep)
 
 
 class SchemaKind(StrEnum):

@@ -1,0 +1,393 @@
+"""Capacity planning (`rlplan sweep`): the best plan for each cluster size, and what they say.
+
+Sizes (`--gpus`): a comma list of sizes and ranges. A range `A..B` doubles from A while it stays
+below B and always ends at B (`8..64` → 8, 16, 32, 64; `8..48` → 8, 16, 32, 48). A size up to
+one node is one node of that many GPUs and must divide the node (8-GPU nodes: 1, 2, 4, 8); a
+larger size is whole nodes. The node is the scenario's `cluster.gpus_per_node` (at most the
+profile's); the scenario's `cluster.nodes` is what the sweep varies, so it is ignored.
+
+Each size is searched on its own (`planner.search.solve.plan`, one CP-SAT worker, no what-ifs)
+in worker processes. Per row: throughput per GPU of the swept size; scaling efficiency, that
+per-GPU throughput over the smallest feasible size's; cost per step and per million tokens for
+every GPU of the swept size (the ones a plan leaves idle are rented too; the plan dict keeps its
+own figure over the GPUs it uses).
+
+The knee: the first feasible size after which the step to the next feasible size gains less
+than half of the ideal throughput increase (marginal scaling (T_b/T_a − 1)/(b/a − 1) < 50%);
+None when every step gains at least half.
+
+Consistency: the search may leave GPUs idle (its groups need only fit the cluster), so batch
+divisibility alone cannot make a larger size slower — a smaller size's plan is also a plan on
+more GPUs, provided its group sizes are on the larger size's menu. They are not always: groups
+are powers of two within a node, power-of-two node multiples and their complements to the
+cluster (`planner.search.space.slot_sizes`), so 24 + 8 on 32 GPUs has no 24-GPU group on 64.
+The other causes are a search stopped at its time limit, and the host memory per GPU for
+CPU offload (a node's host memory over the GPUs in the node, so a sub-node size gets more).
+A row slower than a smaller size carries a note naming the causes that apply.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, replace
+from itertools import pairwise
+
+from planner.errors import InfeasibleError, InputError
+from planner.plan import SCHEMA_VERSION, Plan
+from planner.search.solve import plan as search
+from planner.search.space import slot_sizes
+from planner.specs.hardware import ClusterSpec
+from planner.specs.scenario import Scenario
+
+FLAG = "--gpus"
+KNEE_MARGINAL = 0.5  # a step gaining less than this share of the ideal increase is past the knee
+# The solver scores whole milliseconds per task; the re-priced times of two plans it ties can
+# differ by that rounding, so a larger size counts as slower only beyond this relative margin.
+TIE = 1e-3
+
+
+@dataclass(frozen=True)
+class NoPlan:
+    """Why a size has no plan; `searched` False when the size was refused without a search."""
+
+    reason: str
+    searched: bool = True
+
+
+Solved = Plan | NoPlan
+OnDone = Callable[[int, int, int], None]  # (gpus, sizes done, sizes in all)
+
+
+def gpu_count(n: int) -> str:
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
+# --- sizes ----------------------------------------------------------------------------------
+
+
+def parse_gpus(spec: str, gpus_per_node: int) -> list[int]:
+    """The cluster sizes a `--gpus` spec names, ascending and without repeats."""
+    sizes: set[int] = set()
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        if m := re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", item):
+            sizes.update(doubling(int(m[1]), int(m[2])))
+        elif item.isdigit():
+            sizes.add(int(item))
+        else:
+            raise InputError(f"{FLAG}: '{item}' is not a size or a range; give sizes and ranges "
+                             "such as 8,16,32 or 8..256")
+    if not sizes:
+        raise InputError(f"{FLAG}: no sizes given; give sizes and ranges such as 8,16,32 or "
+                         "8..256")
+    for gpus in sorted(sizes):
+        check_size(gpus, gpus_per_node)
+    return sorted(sizes)
+
+
+def doubling(first: int, last: int) -> list[int]:
+    """A range `first..last`: doubling from `first` while below `last`, then `last`."""
+    if first < 1 or last < first:
+        raise InputError(f"{FLAG}: range {first}..{last} must go from a size of at least 1 up "
+                         f"to a larger one, e.g. {max(first, 1)}..{max(first, 1) * 8}")
+    out, size = [], first
+    while size < last:
+        out.append(size)
+        size *= 2
+    return [*out, last]
+
+
+def check_size(gpus: int, gpus_per_node: int) -> None:
+    """A size is whole nodes, or one node's worth that divides the node."""
+    node = gpus_per_node
+    if gpus < 1:
+        raise InputError(f"{FLAG}: {gpu_count(gpus)}; sizes start at 1")
+    if gpus < node and node % gpus:
+        fits = ", ".join(str(d) for d in range(1, node + 1) if node % d == 0)
+        raise InputError(f"{FLAG}: {gpu_count(gpus)} do not divide a node of {node}; below one "
+                         f"node use {fits} (or set --gpus-per-node)")
+    if gpus > node and gpus % node:
+        low, high = gpus // node * node, (gpus // node + 1) * node
+        raise InputError(f"{FLAG}: {gpu_count(gpus)} are not whole nodes of {node}; use a multiple "
+                         f"of {node} such as {low} or {high} (or set --gpus-per-node)")
+
+
+def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
+    """`gpus` GPUs in the scenario's node shape: one node of `gpus` up to a node, else whole
+    nodes. Raises InputError for a multi-node size on a profile with no network figure."""
+    c = sc.cluster
+    node = c.gpus_per_node
+    nodes, per_node = (1, gpus) if gpus <= node else (gpus // node, node)
+    if nodes > 1 and c.gpu.inter_node_gbps is None:
+        raise InputError(f"{gpu_count(gpus)} span {nodes} nodes, but profile {c.gpu.name} has no "
+                         f"inter_node_gbps to price traffic between nodes; set it in the profile "
+                         f"or sweep up to {node} GPUs")
+    return ClusterSpec(name=c.name, gpu=c.gpu, nodes=nodes, gpus_per_node=per_node)
+
+
+# --- solving ----------------------------------------------------------------------------------
+
+
+def solve_size(sc: Scenario, gpus: int, time_limit_s: float | None) -> Solved:
+    """The best plan on `gpus` GPUs, or why there is none (runs in a worker process)."""
+    try:
+        cluster = cluster_for(sc, gpus)
+    except InputError as exc:  # a size this profile cannot form: a row saying why
+        return NoPlan(str(exc), searched=False)
+    try:
+        return search(sc.model_copy(update={"cluster": cluster}), time_limit_s=time_limit_s,
+                      workers=1, explain=False)
+    except InfeasibleError as exc:
+        return NoPlan(str(exc))
+
+
+def solve_sizes(sc: Scenario, sizes: list[int], time_limit_s: float | None = None,
+                jobs: int | None = None, on_done: OnDone | None = None) -> list[Solved]:
+    """Each size's answer, in the order of `sizes` whatever order they finish in. `jobs`
+    worker processes (default one per CPU, at most one per size); one job solves in this
+    process. Workers are spawned, not forked: a fork copies the parent's threads' locks (the
+    progress bar's refresh thread, the solver's pools) into a child that cannot release them."""
+    jobs = jobs or min(os.cpu_count() or 1, len(sizes))
+    done: dict[int, Solved] = {}
+
+    def record(gpus: int, answer: Solved) -> None:
+        done[gpus] = answer
+        if on_done:
+            on_done(gpus, len(done), len(sizes))
+
+    if jobs == 1:
+        for gpus in sizes:
+            record(gpus, solve_size(sc, gpus, time_limit_s))
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(solve_size, sc, gpus, time_limit_s): gpus for gpus in sizes}
+            try:
+                for future in as_completed(futures):
+                    record(futures[future], future.result())
+            except BaseException:  # Ctrl-C or a crash: do not wait for the queued sizes
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    return [done[gpus] for gpus in sizes]
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One swept size. Numbers are None when the size has no plan (or no price)."""
+
+    gpus: int
+    status: str  # optimal | feasible | infeasible
+    iteration_time_s: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    scaling_efficiency: float | None = None
+    marginal_scaling: float | None = None  # against the previous feasible size
+    cost_per_step_usd: float | None = None
+    cost_per_million_tokens_usd: float | None = None
+    gpus_used: int | None = None
+    placement: str | None = None
+    note: str | None = None  # why a larger size is slower than a smaller one
+    reason: str | None = None  # why infeasible
+    plan: dict | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.status != "infeasible"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    gpus_per_node: int
+    rows: list[Row]
+    smallest_feasible: int | None
+    knee: int | None
+    target_tokens_per_s: float | None = None
+    target_gpus: int | None = None
+    target_message: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "gpus_per_node": self.gpus_per_node,
+            "rows": [asdict(r) for r in self.rows],
+            "smallest_feasible_gpus": self.smallest_feasible,
+            "knee_gpus": self.knee,
+            "target": None if self.target_tokens_per_s is None else {
+                "tokens_per_s": self.target_tokens_per_s, "gpus": self.target_gpus,
+                "message": self.target_message},
+            "definitions": {
+                "cost": "every GPU of the swept size, idle ones included",
+                "scaling_efficiency": "tokens/s per GPU over the smallest feasible size's",
+                "marginal_scaling": "(T_b/T_a - 1)/(b/a - 1) from the previous feasible size",
+                "knee": f"first size whose next step has marginal_scaling < {KNEE_MARGINAL}"},
+        }
+
+
+CSV_COLUMNS = ("gpus", "status", "iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
+               "scaling_efficiency", "marginal_scaling", "cost_per_step_usd",
+               "cost_per_million_tokens_usd", "gpus_used", "placement", "note", "reason")
+
+
+def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
+                  ) -> float | None:
+    if price_per_gpu_hour is None:
+        return None
+    return iteration_time_s * gpus * price_per_gpu_hour / 3600
+
+
+def per_million_tokens(cost_per_step_usd: float | None, tokens_per_s: float,
+                       iteration_time_s: float) -> float | None:
+    """Cost of a million tokens: a step's cost over the tokens a step processes."""
+    if cost_per_step_usd is None:
+        return None
+    return cost_per_step_usd / (tokens_per_s * iteration_time_s) * 1e6
+
+
+def marginal_scaling(a: int, tokens_a: float, b: int, tokens_b: float) -> float:
+    """The share of the ideal throughput increase going from a to b GPUs realises."""
+    return (tokens_b / tokens_a - 1) / (b / a - 1)
+
+
+def placement_summary(p: Plan) -> str:
+    """Where each model runs, e.g. 'colocated: g0×32' or
+    'disaggregated: g0×16 (actor training, reference), g1×16 (actor generation)'."""
+    im = p.inter_model
+    parts = []
+    for g in p.groups:
+        on = []
+        for role, stages in p.layouts.items():
+            here = [stage for stage, lay in stages.items() if lay.group == g.name]
+            if here:
+                on.append(role if len(here) == len(stages) else f"{role} {'+'.join(here)}")
+        parts.append(f"{g.name}×{g.gpus}" + (f" ({', '.join(on)})" if len(p.groups) > 1 else ""))
+    extras = ([f"staleness {im.staleness}"] if im.staleness else []) \
+        + (["fused stages"] if im.inter_stage_fusion else []) \
+        + (["shared actor–critic"] if im.shared_actor_critic else []) \
+        + (["state offloaded during generation"] if im.offload_during_generation else [])
+    return f"{im.placement}: {', '.join(parts)}" + (f"; {', '.join(extras)}" if extras else "")
+
+
+def plan_row(gpus: int, p: Plan, price: float | None) -> Row:
+    cost = cost_per_step(p.iteration_time_s, gpus, price)
+    used = sum(g.gpus for g in p.groups)
+    idle = f"; {gpu_count(gpus - used)} idle" if used < gpus else ""
+    return Row(gpus=gpus, status=p.status, iteration_time_s=p.iteration_time_s,
+               tokens_per_s=p.tokens_per_s, tokens_per_s_per_gpu=p.tokens_per_s / gpus,
+               cost_per_step_usd=cost,
+               cost_per_million_tokens_usd=per_million_tokens(cost, p.tokens_per_s,
+                                                              p.iteration_time_s),
+               gpus_used=used, placement=placement_summary(p) + idle,
+               plan=p.model_dump(mode="json"))
+
+
+def slower_note(row: Row, faster: Row, gpus_per_node: int) -> str:
+    """Why `row` is slower than the smaller size `faster`: the causes that apply."""
+    causes = []
+    if row.status == "feasible":
+        gap = row.plan["search"].get("gap", 0.0) if row.plan else 0.0
+        causes.append(f"the search stopped at its time limit {gap:.0%} from its bound; raise "
+                      "--time-limit")
+    menu = slot_sizes(row.gpus, min(row.gpus, gpus_per_node))
+    groups = [g["gpus"] for g in faster.plan["groups"]] if faster.plan else []
+    if off := sorted({g for g in groups if g not in menu}):
+        causes.append(f"the {faster.gpus}-GPU plan's {'/'.join(map(str, off))}-GPU group is not "
+                      f"a group size the search offers on {gpu_count(row.gpus)} "
+                      f"({', '.join(map(str, menu))}), and those did no better (batch "
+                      "divisibility or memory)")
+    if faster.gpus < gpus_per_node and _offloads(faster.plan):
+        causes.append(f"{gpu_count(faster.gpus)} alone in a node share its host memory among fewer "
+                      "GPUs, so they can offload more to CPU memory")
+    if not causes:
+        causes.append("both searches proved their optimum and the smaller plan fits here; "
+                      "please report this")
+    return (f"slower than {gpu_count(faster.gpus)} ({faster.iteration_time_s:.2f} s): "
+            + "; ".join(causes))
+
+
+def _offloads(plan: dict | None) -> bool:
+    if not plan:
+        return False
+    offloaded = any(lay.get("offload", "none") != "none"
+                    for stages in plan["layouts"].values() for lay in stages.values())
+    return offloaded or plan["inter_model"].get("offload_during_generation", False)
+
+
+def infeasible_note(faster: Row) -> str:
+    return (f"no plan found, yet {gpu_count(faster.gpus)} have one: the search ran out of time "
+            "(raise --time-limit) or its group sizes here do not include that plan's")
+
+
+def knee(rows: list[Row]) -> int | None:
+    """The first feasible size whose step to the next feasible size has marginal scaling
+    below KNEE_MARGINAL."""
+    ok = [r for r in rows if r.feasible]
+    for a, b in pairwise(ok):
+        if b.marginal_scaling is not None and b.marginal_scaling < KNEE_MARGINAL:
+            return a.gpus
+    return None
+
+
+def fewest_for(rows: list[Row], target_tokens_per_s: float) -> tuple[int | None, str]:
+    """The smallest swept size reaching the target throughput, and a sentence saying so."""
+    ok = [r for r in rows if r.feasible]
+    hit = next((r for r in ok if r.tokens_per_s >= target_tokens_per_s), None)
+    if hit:
+        return hit.gpus, (f"{gpu_count(hit.gpus)} are the fewest swept that reach "
+                          f"{target_tokens_per_s:,.0f} tokens/s ({hit.tokens_per_s:,.0f})")
+    if not ok:
+        return None, (f"no swept size has a plan, so none reaches {target_tokens_per_s:,.0f} "
+                      "tokens/s")
+    best = max(ok, key=lambda r: r.tokens_per_s)
+    return None, (f"no swept size reaches {target_tokens_per_s:,.0f} tokens/s; the most is "
+                  f"{best.tokens_per_s:,.0f} on {gpu_count(best.gpus)} — sweep larger sizes")
+
+
+def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: float | None,
+              target_tokens_per_s: float | None = None) -> Sweep:
+    """The sweep's table from each size's answer (sizes ascending)."""
+    out: list[Row] = []
+    first: Row | None = None  # the smallest feasible size: efficiency's reference
+    previous: Row | None = None  # the last feasible size
+    fastest: Row | None = None  # the fastest smaller feasible size
+    for gpus, answer in answers:
+        if isinstance(answer, NoPlan):
+            note = infeasible_note(fastest) if fastest and answer.searched else None
+            out.append(Row(gpus, "infeasible", reason=answer.reason, note=note))
+            continue
+        row = plan_row(gpus, answer, price)
+        first = first or row
+        changes: dict = {"scaling_efficiency": row.tokens_per_s_per_gpu
+                         / first.tokens_per_s_per_gpu}
+        if previous:
+            changes["marginal_scaling"] = marginal_scaling(previous.gpus, previous.tokens_per_s,
+                                                           row.gpus, row.tokens_per_s)
+        if fastest and row.iteration_time_s > fastest.iteration_time_s * (1 + TIE):
+            changes["note"] = slower_note(row, fastest, gpus_per_node)
+        row = replace(row, **changes)
+        out.append(row)
+        previous = row
+        if fastest is None or row.iteration_time_s < fastest.iteration_time_s:
+            fastest = row
+    target_gpus, message = (fewest_for(out, target_tokens_per_s)
+                            if target_tokens_per_s is not None else (None, None))
+    return Sweep(gpus_per_node=gpus_per_node, rows=out,
+                 smallest_feasible=first.gpus if first else None, knee=knee(out),
+                 target_tokens_per_s=target_tokens_per_s, target_gpus=target_gpus,
+                 target_message=message)
+
+
+def run_sweep(sc: Scenario, sizes: list[int], time_limit_s: float | None = None,
+              jobs: int | None = None, target_tokens_per_s: float | None = None,
+              on_done: OnDone | None = None) -> Sweep:
+    """Search every size and tabulate the answers."""
+    answers = solve_sizes(sc, sizes, time_limit_s, jobs, on_done)
+    return summarize(list(zip(sizes, answers, strict=True)), sc.cluster.gpus_per_node,
+                     sc.cluster.gpu.price_usd_per_gpu_hour, target_tokens_per_s)
