@@ -21,9 +21,8 @@ divisibility alone cannot make a larger size slower — a smaller size's plan is
 more GPUs, provided its group sizes are on the larger size's menu. They are not always: groups
 are powers of two within a node, power-of-two node multiples and their complements to the
 cluster (`planner.search.space.slot_sizes`), so 24 + 8 on 32 GPUs has no 24-GPU group on 64.
-The other causes are a search stopped at its time limit, and the host memory per GPU for
-CPU offload (a node's host memory over the GPUs in the node, so a sub-node size gets more).
-A row slower than a smaller size carries a note naming the causes that apply.
+The other cause is a search stopped at its time limit. A row slower than a smaller size
+carries a note naming the causes that apply.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.solve import plan as search
 from planner.search.space import slot_sizes
-from planner.specs.hardware import ClusterSpec
+from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario
 
 FLAG = "--gpus"
@@ -60,10 +59,6 @@ class NoPlan:
 
 Solved = Plan | NoPlan
 OnDone = Callable[[int, int, int], None]  # (gpus, sizes done, sizes in all)
-
-
-def gpu_count(n: int) -> str:
-    return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
 # --- sizes ----------------------------------------------------------------------------------
@@ -302,22 +297,11 @@ def slower_note(row: Row, faster: Row, gpus_per_node: int) -> str:
                       f"a group size the search offers on {gpu_count(row.gpus)} "
                       f"({', '.join(map(str, menu))}), and those did no better (batch "
                       "divisibility or memory)")
-    if faster.gpus < gpus_per_node and _offloads(faster.plan):
-        causes.append(f"{gpu_count(faster.gpus)} alone in a node share its host memory among fewer "
-                      "GPUs, so they can offload more to CPU memory")
     if not causes:
         causes.append("both searches proved their optimum and the smaller plan fits here; "
                       "please report this")
     return (f"slower than {gpu_count(faster.gpus)} ({faster.iteration_time_s:.2f} s): "
             + "; ".join(causes))
-
-
-def _offloads(plan: dict | None) -> bool:
-    if not plan:
-        return False
-    offloaded = any(lay.get("offload", "none") != "none"
-                    for stages in plan["layouts"].values() for lay in stages.values())
-    return offloaded or plan["inter_model"].get("offload_during_generation", False)
 
 
 def infeasible_note(faster: Row) -> str:

@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from planner import pictures
-from planner.sweep import Sweep, gpu_count
+from planner.specs.hardware import gpu_count
+from planner.sweep import Sweep
 
 THROUGHPUT, COST, IDEAL, MARK, INFEASIBLE, TARGET = (
     "tab:blue", "tab:orange", "tab:gray", "black", "tab:red", "tab:green")

@@ -26,7 +26,7 @@ from planner.search.space import (
     build_space,
     host_budget_mib,
 )
-from planner.specs.hardware import ClusterSpec
+from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -201,11 +201,11 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
                if not any(space.candidates.get((t.name, s)) for s in space.sizes)]
     if missing:
         why = (f"no layout of {', '.join(missing)} fits in {budget / GIB:.1f} GiB per GPU "
-               f"({gpu.name} less its runtime reserve) on up to {_gpus(sc.cluster.total_gpus)}")
+               f"({gpu.name} less its runtime reserve) on up to {gpu_count(sc.cluster.total_gpus)}")
     else:
         why = (f"every task fits alone, but no placement fits them together on "
-               f"{_gpus(sc.cluster.total_gpus)}")
-    fewest = fewest_gpus(sc, sc.search.time_limit_s) if diagnose else None
+               f"{gpu_count(sc.cluster.total_gpus)}")
+    fewest = fewestgpu_count(sc, sc.search.time_limit_s) if diagnose else None
     fix = ("" if not diagnose else f"; the fewest GPUs that fit: {fewest}" if fewest else
            f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
            "time limit)")
@@ -216,11 +216,7 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     return f"infeasible: {why}{fix}; or try {'; '.join(hints)}"
 
 
-def _gpus(n: int) -> str:
-    return f"{n} GPU" if n == 1 else f"{n} GPUs"
-
-
-def fewest_gpus(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:
+def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:
     """The smallest cluster, growing by doubling (a node up to the profile's size, then the
     node count), on which the search finds a plan; None if none up to `factor_limit`× does
     within `time_limit_s`."""

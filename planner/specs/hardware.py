@@ -133,6 +133,11 @@ class HardwareProfile(BaseModel):
         return self.hbm_tbps * 1e12
 
 
+def gpu_count(n: int) -> str:
+    """'1 GPU', '8 GPUs': a count of GPUs in a sentence."""
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
 class ClusterSpec(BaseModel):
     """A cluster: `nodes` nodes of `gpus_per_node` GPUs of one profile."""
 
