@@ -21,6 +21,12 @@ def write_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | No
     """Export, then print the notes on stderr and the config on stdout or into `out`. Nothing
     is written when the export fails."""
     result = make_export(plan, sc, fmt, version)
+    save_export(result, out)
+    return result
+
+
+def save_export(result: Export, out: Path | None) -> None:
+    """The config on stdout or into `out` (a script made runnable), the notes on stderr."""
     if out is None:
         typer.echo(result.text, nl=False)
     else:
@@ -33,7 +39,6 @@ def write_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | No
             out.chmod(out.stat().st_mode | 0o111)  # a script: make it runnable
     for note in result.notes:
         typer.echo(f"rlplan: note: {note}", err=True)
-    return result
 
 
 def export(

@@ -10,6 +10,9 @@ import typer
 from planner.cli import options as o
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
+from planner.errors import InputError
+from planner.export import FORMATS, Export
+from planner.export import export as make_export
 from planner.plan import Plan
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
@@ -22,6 +25,14 @@ def plan(
     out: Annotated[Path | None, typer.Option(help="Also write the plan JSON to this file.")]
     = None,
     timeline: o.Timeline = None,
+    export: Annotated[str | None, typer.Option(help=f"Also export the plan: "
+                                               f"{', '.join(FORMATS)} (see rlplan export).",
+                                               show_default=False)] = None,
+    export_out: Annotated[Path | None, typer.Option(help="Where --export writes the config.")]
+    = None,
+    framework_version: Annotated[str | None, typer.Option(
+        "--framework-version", help="--export openrlhf: v0.9.5 (default) or "
+                                    "head-3c3be623-2026-08.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers: 1 is deterministic; more "
                                          "solve faster to the same objective, possibly another "
                                          "plan of equal cost.")] = 1,
@@ -36,13 +47,24 @@ def plan(
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
     flags = o.overrides(locals())
-    _plan(scenario, flags, as_json, out, timeline, workers)
+    _plan(scenario, flags, as_json, out, timeline, workers,
+          (export, framework_version, export_out) if export else None)
 
 
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
-          timeline: Path | None, workers: int) -> None:
+          timeline: Path | None, workers: int,
+          export: tuple[str, str | None, Path | None] | None) -> None:
     sc = load_scenario(path, flags)
+    exporter = None
+    if export:
+        fmt, version, _ = export
+        if fmt not in FORMATS:  # before searching, not after
+            raise InputError(f"--export: unknown format '{fmt}'; choose one of "
+                             f"{', '.join(FORMATS)}")
+
+        def exporter(data: dict) -> Export:
+            return make_export(data, sc, fmt, version)
 
     def title(result: Plan) -> str:
         s = result.search
@@ -50,4 +72,5 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
                 f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
                 f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")
 
-    emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline)
+    emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline, exporter,
+              export[2] if export else None)

@@ -8,20 +8,29 @@ from pathlib import Path
 
 from rich.table import Table
 
+from planner.cli.export import save_export
 from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, InputError
+from planner.export import Export
 from planner.pictures import picture_format
 from planner.pictures.timeline import render as render_timeline
 from planner.plan import SCHEMA_VERSION, Plan
 
 
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
-              title: Callable[[Plan], str], timeline: Path | None = None) -> None:
+              title: Callable[[Plan], str], timeline: Path | None = None,
+              exporter: Callable[[dict], Export] | None = None,
+              export_out: Path | None = None) -> None:
     """Price or search (`make`), then print JSON or the rich view and write `out` (and the
-    `timeline` picture). An infeasible input prints `{"status": "infeasible", "reason"}` under
-    --json, one line on stderr, and exits 3; nothing is written."""
+    `timeline` picture, and what `exporter` makes of the plan JSON into `export_out`). Every
+    file is rendered before any is written. An infeasible input prints `{"status":
+    "infeasible", "reason"}` under --json, one line on stderr, and exits 3; nothing is
+    written."""
     fmt = picture_format(timeline, "--timeline") if timeline is not None else None
+    if exporter is not None and export_out is None:
+        raise InputError("--export needs --export-out FILE (the plan itself goes to standard "
+                         "output)")
     try:
         result = make()
     except InfeasibleError as exc:
@@ -31,10 +40,13 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
         raise fail(str(exc), exc.exit_code) from None
     data = result.model_dump(mode="json")
     picture = render_timeline(result, fmt) if timeline is not None else b""
+    config = exporter(data) if exporter is not None else None
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")
     if timeline is not None:
         timeline.write_bytes(picture)
+    if config is not None:
+        save_export(config, export_out)
     if as_json:
         print_json(data)
     else:

@@ -77,3 +77,27 @@ def test_constraint_violation_writes_nothing(cli, write, tmp_path):
 def test_infeasible_plan(cli, write):
     path = write("bad.json", {"schema_version": 1, "status": "infeasible", "reason": "too big"})
     assert_bad_input(cli("export", str(path), "--format", "verl"), "infeasible (too big)")
+
+
+SMALL_PLAN = ("plan", "--algo", "grpo", "--actor", "qwen2.5-0.5b", "--prompts", "8", "--samples",
+              "2", "--prompt-len", "128", "--response-len", "256", "--max-response-len", "512",
+              "--gpu", "h100-sxm", "--nodes", "1", "--gpus-per-node", "2")
+
+
+def test_plan_exports_what_it_found(cli, tmp_path):
+    out, config = tmp_path / "plan.json", tmp_path / "ds.json"
+    result = cli(*SMALL_PLAN, "--json", "--out", str(out), "--export", "deepspeed",
+                 "--export-out", str(config))
+    assert result.exit_code == 0, result.output
+    plan = json.loads(out.read_text())
+    ds = json.loads(config.read_text())
+    assert ds["actor"]["zero_optimization"]["stage"] == plan["layouts"]["actor"]["training"][
+        "zero"]
+
+
+def test_plan_export_needs_a_file_and_a_known_format(cli, tmp_path):
+    out = tmp_path / "plan.json"
+    assert_bad_input(cli(*SMALL_PLAN, "--out", str(out), "--export", "verl"), "--export-out")
+    assert_bad_input(cli(*SMALL_PLAN, "--out", str(out), "--export", "nemo", "--export-out",
+                         str(tmp_path / "x")), "--export")
+    assert not out.exists()
