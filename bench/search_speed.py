@@ -19,7 +19,7 @@ import math
 import time
 
 from planner.search import brute, cpsat
-from planner.search.solve import plan
+from planner.search.solve import default_workers, plan
 from planner.search.space import Choice, Space, build_space, fits, score, valid
 from planner.specs.scenario import load_scenario
 
@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--algos", default=",".join(ALGOS), help="e.g. ppo,grpo")
     parser.add_argument("--actors", default=",".join(ACTORS), help="e.g. 7B,70B")
     parser.add_argument("--gpus", default=None, help="e.g. 8,1024")
+    parser.add_argument("--workers", type=int, default=default_workers(),
+                        help="CP-SAT workers (default: the cores, as rlplan plan)")
     parser.add_argument("--explained", action="store_true",
                         help="also time `rlplan plan` as run (with its what-if searches)")
     args = parser.parse_args()
@@ -70,6 +72,7 @@ def main() -> None:
                  GPUS[:2] if args.quick else GPUS)
     actors = {k: v for k, v in ACTORS.items() if k in args.actors.split(",")}
     algos = args.algos.split(",")
+    print(f"CP-SAT workers: {args.workers}")
     print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'search s':>8} {'+why s':>8} "
           f"{'price s':>8} "
           f"{'solve s':>8} {'cands':>7} {'kept':>6} {'iter s':>9} {'brute':>22} {'speed-up':>9}")
@@ -77,7 +80,7 @@ def main() -> None:
         sc = scenario(algo, actor, gpus)
         t0 = time.perf_counter()
         try:
-            result = plan(sc, explain=False)  # the search proper: every option, proven
+            result = plan(sc, workers=args.workers, explain=False)  # every option, proven
             status, it = result.status, f"{result.iteration_time_s:9.1f}"
             cands, kept = result.search["candidates"], result.search["candidates_after_pruning"]
         except Exception as exc:  # infeasible: report it as such
@@ -87,13 +90,13 @@ def main() -> None:
         explained = float("nan")
         if args.explained:  # `rlplan plan` as run: + the what-if searches of its explanation
             with contextlib.suppress(Exception):
-                plan(sc)
+                plan(sc, workers=args.workers)
             explained = time.perf_counter() - t0
         # one option, timed separately: pricing vs solving, and brute force on the same space
         t1 = time.perf_counter()
         space = build_space(sc)
         price_s = time.perf_counter() - t1
-        r = cpsat.solve(space, 600)
+        r = cpsat.solve(space, 600, args.workers)
         count = brute_count(space)
         if count <= BRUTE_LIMIT:
             t2 = time.perf_counter()

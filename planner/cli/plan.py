@@ -33,9 +33,9 @@ def plan(
     framework_version: Annotated[str | None, typer.Option(
         "--framework-version", help="--export openrlhf: v0.9.5 (default) or "
                                     "head-3c3be623-2026-08.")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="CP-SAT workers: 1 is deterministic; more "
-                                         "solve faster to the same objective, possibly another "
-                                         "plan of equal cost.")] = 1,
+    workers: Annotated[int | None, typer.Option(
+        min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
+        "8). A proven optimum gives the same plan whatever the count.")] = None,
     algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
     reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
@@ -53,7 +53,7 @@ def plan(
 
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
-          timeline: Path | None, workers: int,
+          timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None) -> None:
     sc = load_scenario(path, flags)
     exporter = None

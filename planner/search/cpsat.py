@@ -7,6 +7,7 @@ The rules and the objective are exactly `space.valid`, `space.fits` and `space.s
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -164,7 +165,7 @@ class Model:
                     m.Add(FUSION_SCALE * ga >= c.overlap * steady
                           + FUSION_SCALE * S["assessment"]).OnlyEnforceIf(v)
         sequential = ga + sync + S["training"]
-        T = self.T = m.NewIntVar(0, horizon, "T")
+        T = m.NewIntVar(0, horizon, "T")
         if sp.staleness >= 1:
             for k in range(sp.slots):
                 busy = sum(load[k, st] for st in STAGES)
@@ -181,9 +182,10 @@ class Model:
             m.Add(gpus == sum(self.size.values()))
             cost = m.NewIntVar(0, horizon * sp.total_gpus, "cost")
             m.AddMultiplicationEquality(cost, [T, gpus])
-            m.Minimize(cost)
+            self.objective = cost
         else:
-            m.Minimize(T)
+            self.objective = T
+        m.Minimize(self.objective)
 
     def build(self) -> Model:
         self.add_slots()
@@ -195,18 +197,27 @@ class Model:
         return self
 
     def solve(self, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = time_limit_s
-        solver.parameters.num_workers = workers
-        solver.parameters.random_seed = seed
-        # Presolve costs more than it saves on these models (measured by bench/search_speed.py:
-        # PPO 4×70B on 8 GPUs 1.0 s → 0.06 s per solve, on 64 GPUs 3.8 s → 1.4 s).
-        solver.parameters.cp_model_presolve = False
+        """Minimise; once the optimum is proven, pin the objective to it and take one worker's
+        first solution: the plan returned is then the same whatever the worker count (with
+        several workers, which of equal-cost plans is found first depends on thread timing)."""
+        started = time.monotonic()
+        solver = _solver(time_limit_s, workers, seed)
         code = solver.Solve(self.m)
         status = STATUS.get(code, "UNKNOWN")
         nvars = len(self.m.Proto().variables)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Result(status, None, None, None, solver.WallTime(), nvars)
+            return Result(status, None, None, None, time.monotonic() - started, nvars)
+        objective, bound = round(solver.ObjectiveValue()), round(solver.BestObjectiveBound())
+        if code == cp_model.OPTIMAL:
+            self.m.Add(self.objective <= objective)
+            self.m.ClearObjective()
+            canonical = _solver(max(1.0, time_limit_s - (time.monotonic() - started)), 1, seed)
+            if canonical.Solve(self.m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                solver = canonical
+        return Result(status, self._choice(solver), objective, bound,
+                      time.monotonic() - started, nvars)
+
+    def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
         sizes = tuple(sum(s * solver.Value(self.y[k, s]) for s in sp.sizes)
                       for k in range(sp.slots))
@@ -215,8 +226,18 @@ class Model:
             if solver.Value(v):
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
-        return Result(status, Choice(sizes, slot, candidate), round(solver.ObjectiveValue()),
-                      round(solver.BestObjectiveBound()), solver.WallTime(), nvars)
+        return Choice(sizes, slot, candidate)
+
+
+def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    # Presolve costs more than it saves on these models (measured by bench/search_speed.py:
+    # PPO 4×70B on 8 GPUs 1.0 s → 0.06 s per solve, on 64 GPUs 3.8 s → 1.4 s).
+    solver.parameters.cp_model_presolve = False
+    return solver
 
 
 def solve(space: Space, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:

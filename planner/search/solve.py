@@ -10,6 +10,7 @@ placement and layouts (`cpsat.py`); the best is re-priced by `planner.cost.itera
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -106,7 +107,12 @@ def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
                                      o.option.shared, o.option.swap))
 
 
-def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1,
+def default_workers() -> int:
+    """CP-SAT workers when none are asked for: this machine's cores, up to 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = None,
          explain: bool = True) -> Plan:
     """The best plan for `sc` under the cost model, with its explanation.
 
@@ -115,6 +121,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int = 1,
     and the fewest-GPUs diagnosis (a sweep runs its own sizes).
     """
     started = time.monotonic()
+    workers = workers or default_workers()
     limit = time_limit_s if time_limit_s is not None else sc.search.time_limit_s
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
     cache: PriceCache = {}
