@@ -14,7 +14,6 @@ from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
 from planner.export import Export
 from planner.pictures import picture_format
-from planner.pictures.timeline import render as render_timeline
 from planner.plan import SCHEMA_VERSION, Plan
 
 
@@ -39,7 +38,11 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
                         "reason": str(exc)})
         raise fail(str(exc), exc.exit_code) from None
     data = result.model_dump(mode="json")
-    picture = render_timeline(result, fmt) if timeline is not None else b""
+    picture = b""
+    if timeline is not None:
+        from planner.pictures.timeline import render  # matplotlib only when drawing
+
+        picture = render(result, fmt)
     config = exporter(data) if exporter is not None else None
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")

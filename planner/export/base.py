@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.cost.iteration import evaluate, to_plan
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as
@@ -64,8 +65,6 @@ class PlanView:
         self.input = validate_as(PlanInput, plan, "plan")
         self.breakdown = plan.get("breakdown") or {}
         if not self.breakdown.get("tasks"):  # a hand-written plan: price it for the memory
-            from planner.cost.iteration import evaluate, to_plan
-
             priced = to_plan(sc, self.input, evaluate(sc, self.input))
             self.breakdown = priced.model_dump(mode="json")["breakdown"]
         self.inter = self.input.inter_model

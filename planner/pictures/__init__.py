@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
-
-import matplotlib
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from planner.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FORMATS = (".svg", ".png")
 # SVG text stays text (searchable, scalable); a fixed salt and no date make the file repeatable.
@@ -28,6 +29,8 @@ def picture_format(path: Path, flag: str = "--picture") -> str:
 
 def render(draw: Callable[[], Figure], fmt: str) -> bytes:
     """The figure `draw` builds, as `fmt` ('svg' or 'png') bytes."""
+    import matplotlib  # here, not at the top: 0.3 s that only drawing commands should pay
+
     with matplotlib.rc_context(_RC):
         fig = draw()
         buf = BytesIO()
