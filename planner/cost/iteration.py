@@ -28,10 +28,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from planner.cost import comm
 from planner.cost.constants import BYTES_BF16, GIB, WEIGHT_SYNC_BYTES_PER_S
 from planner.cost.flops import (
     Head,
+    Num,
     bytes_weights_read_fwd,
     flops_fwd_seq,
     flops_generation,
@@ -45,6 +48,7 @@ from planner.cost.memory import (
     memory_per_gpu,
 )
 from planner.cost.time import hbm_rate, time_forward, time_generation, time_train
+from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
 from planner.specs.hardware import HardwareProfile
@@ -337,24 +341,26 @@ def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: 
     return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
 
 
-def task_memory(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
-                kv_seqs: float = 0, staleness: int = 0, resharding: bool = False,
+def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
+                head: Head, kv_seqs: Num = 0, staleness: int = 0, resharding: bool = False,
                 kv_context: float | None = None) -> MemoryBreakdown:
     """Peak bytes per GPU of one (role, stage) task: sequences at the longest length; 1F1B
     micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica
-    holding `kv_context` tokens each (default the longest sequence)."""
+    holding `kv_context` tokens each (default the longest sequence). Layout variants or an
+    array of `kv_seqs` give an array per component (the search's candidates)."""
     w = sc.workload
     n = sequences(sc)
-    micro = max(1, math.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
+    micro = np.maximum(1, np.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
     load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro, kv_seqs=kv_seqs,
                           context_len=round(kv_context or w.max_seq_len),
                           shadow_weights=staleness >= 1, resharding=resharding)
     return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
 
 
-def task_time(sc: Scenario, role: str, stage: str, layout: Layout, head: Head,
-              gen_batch: float = 1.0) -> tuple[float, dict[str, float]]:
-    """Seconds of one (role, stage) task over the step's sequences, and its breakdown."""
+def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants, head: Head,
+              gen_batch: Num = 1.0) -> tuple[Num, dict[str, Num]]:
+    """Seconds of one (role, stage) task over the step's sequences, and its breakdown (arrays
+    for layout variants or an array of `gen_batch`)."""
     w, gpu, spec = sc.workload, sc.cluster.gpu, sc.roles[role]
     n = sequences(sc)
     if stage == "generation":

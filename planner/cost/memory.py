@@ -96,6 +96,7 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import Num, moe_layer_count
 from planner.cost.memo import memo
+from planner.cost.variants import LayoutVariants, isin, pick, where
 from planner.plan import ROLE_STAGES, Checkpointing, Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
@@ -383,9 +384,10 @@ def _ffn_stored_tensors(spec: ModelSpec) -> int:
     return GATED_FFN_STORED_TENSORS if spec.gated_ffn else PLAIN_FFN_STORED_TENSORS
 
 
+@memo  # the same for every pipeline stage, expert-parallel degree and model head
 def bytes_activation_per_layer(
     spec: ModelSpec, s: Num, b: Num, *, tp: Num = 1, cp: Num = 1, sp: bool = False,
-    checkpointing: Checkpointing = "none", moe: bool = False,
+    checkpointing: Checkpointing | np.ndarray = "none", moe: bool = False,
     options: ActivationOptions = MODERN_ACTIVATIONS, activation_bytes: float = BYTES_BF16,
 ) -> ActivationBreakdown:
     """Stored activations of one layer, one micro-batch of b sequences of s tokens, one GPU.
@@ -393,17 +395,17 @@ def bytes_activation_per_layer(
     [Korthikanti] Table 2 generalised by component (module docstring); on a GPT layer with
     `KORTHIKANTI_GPT_ACTIVATIONS` it is exactly `sbh(34 + 5as/h)`, `sbh(10 + 24/t + 5as/(ht))`
     (TP), `sbh(34/t + 5as/(ht))` (TP + SP), `sbh(10 + 24/t)` / `sbh·34/t` (selective), `2sbh`
-    (full). `moe=True` prices the layer's FFN as its MoE block. Units: bytes.
+    (full). `moe=True` prices the layer's FFN as its MoE block. `checkpointing` may be an
+    array (one mode per candidate). Units: bytes.
     """
+    if not np.all(isin(checkpointing, ("none", "selective", "full"))):
+        raise ValueError(f"checkpointing must be none, selective or full, got {checkpointing!r}")
     p, H, a = activation_bytes, spec.hidden_size, spec.num_attention_heads
     mask = DROPOUT_MASK_BYTES * options.dropout
     t_rep = tp if sp else 1  # replicated tensors are split only under sequence parallelism
     s_loc = s / cp
     sbH = s_loc * b * H
-    if checkpointing == "full":
-        return ActivationBreakdown(checkpoint=p * sbH / t_rep)
-    if checkpointing not in ("none", "selective"):
-        raise ValueError(f"checkpointing must be none, selective or full, got {checkpointing!r}")
+    full = ActivationBreakdown(checkpoint=p * sbH / t_rep)
     q_w, k_w, v_w, o_w = _attn_widths(spec, tp)
     if options.flash_attention:
         scores = FLASH_LSE_BYTES * a * s_loc * b / tp
@@ -423,12 +425,12 @@ def bytes_activation_per_layer(
     else:
         inner = n_st * p * s_loc * b * spec.intermediate_size / tp
         router = expert_io = 0.0
-    return ActivationBreakdown(
+    stored = ActivationBreakdown(
         norms=spec.traits.norms_per_layer * p * sbH / t_rep,
         attn_input=p * sbH / t_rep,
         mla_latents=p * s_loc * b * latents / t_rep,
         qkv=p * s_loc * b * (q_w + k_w + v_w),
-        scores=0.0 if checkpointing == "selective" else scores,
+        scores=where(checkpointing == "selective", 0.0, scores),
         attn_out=p * s_loc * b * o_w,
         attn_dropout_mask=mask * sbH / t_rep,
         ffn_input=p * sbH / t_rep,
@@ -437,6 +439,7 @@ def bytes_activation_per_layer(
         expert_io=expert_io,
         ffn_dropout_mask=mask * sbH / t_rep,
     )
+    return pick(checkpointing == "full", full, stored)
 
 
 @dataclass(frozen=True)
@@ -472,10 +475,10 @@ def _interleave_factor(pp: int, interleave: int) -> float:
     return 1 + (interleave > 1) * (pp - 1) / (pp * interleave)
 
 
-@memo  # the search asks it for every ZeRO/offload variant of a layout
+@memo  # re-asked for every ZeRO/offload variant, expert-parallel degree and model
 def bytes_activation_training_stage(
     spec: ModelSpec, s: Num, b: Num, *, tp: int = 1, pp: int = 1, cp: int = 1, sp: bool = False,
-    checkpointing: Checkpointing = "none", stage: int = 0, micro_batches: Num = 1,
+    checkpointing: Checkpointing | np.ndarray = "none", stage: int = 0, micro_batches: Num = 1,
     interleave: int = 1, options: ActivationOptions = MODERN_ACTIVATIONS,
     activation_bytes: float = BYTES_BF16,
 ) -> StageActivations:
@@ -491,15 +494,14 @@ def bytes_activation_training_stage(
     n_moe = sum(1 for i in layers if i in moe_set)
     n_dense = len(layers) - n_moe
     kinds = [(n, moe) for n, moe in ((n_dense, False), (n_moe, True)) if n]
-    per_layer = sum(n * bytes_activation_per_layer(spec, s, b, checkpointing=checkpointing,
-                                                   moe=moe, **kw).total for n, moe in kinds)
+    stored = {moe: bytes_activation_per_layer(spec, s, b, checkpointing=checkpointing, moe=moe,
+                                              **kw).total for _, moe in kinds}
+    per_layer = sum(n * stored[moe] for n, moe in kinds)
     workspace: Num = 0.0
-    if checkpointing != "none":
+    if np.any(checkpointing != "none"):  # (an array's elements without: exactly 0)
         for _, moe in kinds:
-            workspace = np.maximum(workspace, (
-                bytes_activation_per_layer(spec, s, b, moe=moe, **kw).total
-                - bytes_activation_per_layer(spec, s, b, checkpointing=checkpointing, moe=moe,
-                                             **kw).total))
+            workspace = np.maximum(workspace, bytes_activation_per_layer(
+                spec, s, b, moe=moe, **kw).total - stored[moe])
     in_flight = _in_flight(pp, stage, micro_batches)
     t_rep = tp if sp else 1
     sbH = s / cp * b * spec.hidden_size
@@ -609,7 +611,8 @@ class MemoryBreakdown:
     the stage ends (activations, workspaces, logits, KV cache, gather and resharding buffers).
     A co-located group needs `reserve + Σ persistent(resident models) + max transient(stage)`.
     `host_offload` is what offloading moved to CPU memory (not part of the GPU total);
-    `pipeline_stage` is the pipeline stage these numbers are for (the peak one).
+    `pipeline_stage` is the pipeline stage these numbers are for (the peak one). Priced for
+    `LayoutVariants`, every field is an array with one element per variant.
     """
 
     PERSISTENT: ClassVar[tuple[str, ...]] = ("weights", "gradients", "optimizer_states",
@@ -631,7 +634,7 @@ class MemoryBreakdown:
     resharding_buffer: Num = 0.0
     runtime_reserve: Num = 0.0
     host_offload: Num = 0.0
-    pipeline_stage: int = 0
+    pipeline_stage: int | np.ndarray = 0
 
     # Written out (the search reads these for every candidate); they match PERSISTENT and
     # TRANSIENT, which `components` uses (a test checks the sums agree).
@@ -658,20 +661,24 @@ class MemoryBreakdown:
 
 
 def _peak(breakdowns: list[MemoryBreakdown]) -> MemoryBreakdown:
-    """The pipeline stage with the largest total (for array inputs: the largest candidate's)."""
+    """The pipeline stage with the largest total (the first on ties); for arrays of candidates,
+    each candidate's own peak stage."""
     if len(breakdowns) == 1:
         return breakdowns[0]
-    return max(breakdowns, key=lambda m: m.total if isinstance(m.total, float)
-               else float(np.max(m.total)))
+    if not any(isinstance(m.total, np.ndarray) for m in breakdowns):
+        return max(breakdowns, key=lambda m: m.total)
+    stage = np.argmax(np.broadcast_arrays(*(m.total for m in breakdowns)), axis=0)
+    return MemoryBreakdown(**{f.name: np.choose(stage, [getattr(m, f.name) for m in breakdowns])
+                              for f in fields(MemoryBreakdown)})
 
 
-def _offloaded(offload: str) -> tuple[bool, bool]:
+def _offloaded(offload: str | np.ndarray) -> tuple[bool | np.ndarray, bool | np.ndarray]:
     """(parameters on host, optimizer state + gradients on host) for a Layout.offload value."""
-    return offload in ("params", "both"), offload in ("optimizer", "both")
+    return isin(offload, ("params", "both")), isin(offload, ("optimizer", "both"))
 
 
 def memory_training_per_gpu(
-    spec: ModelSpec, layout: Layout, *, seq_len: Num, micro_batches: Num = 1,
+    spec: ModelSpec, layout: Layout | LayoutVariants, *, seq_len: Num, micro_batches: Num = 1,
     head: Head = Head.POLICY, precision: Precision = MIXED_PRECISION_ADAM,
     options: ActivationOptions = MODERN_ACTIVATIONS, interleave: int = 1,
     reserve_bytes: float = 0.0,
@@ -682,12 +689,13 @@ def memory_training_per_gpu(
     Model states by ZeRO stage over dp·cp ([ZeRO] §3.1; experts over dp·cp·tp/ep), after
     TP/PP/EP sharding; 1F1B activations of `layout.micro_batch` sequences of `seq_len` tokens
     ([Korthikanti]); fp32 logits on the last stage; the recompute workspace; a gather buffer
-    under ZeRO-3 or parameter offload; offloaded state moved to `host_offload`. Units: bytes.
+    under ZeRO-3 or parameter offload; offloaded state moved to `host_offload`. With
+    `LayoutVariants` every component is an array over the variants. Units: bytes.
     """
     nd = layout.dp * layout.cp
     nd_e = layout.dp * layout.cp * layout.tp / layout.ep
     params_host, optim_host = _offloaded(layout.offload)
-    gathers = layout.zero >= 3 or params_host
+    gathers = (layout.zero >= 3) | params_host
     b = layout.micro_batch
     out = []
     for k in range(layout.pp):
@@ -700,24 +708,24 @@ def memory_training_per_gpu(
             checkpointing=layout.checkpointing, stage=k, micro_batches=micro_batches,
             interleave=interleave, options=options, activation_bytes=precision.activation_bytes)
         last = k == layout.pp - 1
-        host = (states.weights if params_host else 0.0) + (
-            states.gradients + states.optimizer_states if optim_host else 0.0)
+        host = where(params_host, states.weights, 0.0) + where(
+            optim_host, states.gradients + states.optimizer_states, 0.0)
         out.append(MemoryBreakdown(
-            weights=0.0 if params_host else states.weights,
-            gradients=0.0 if optim_host else states.gradients,
-            optimizer_states=0.0 if optim_host else states.optimizer_states,
+            weights=where(params_host, 0.0, states.weights),
+            gradients=where(optim_host, 0.0, states.gradients),
+            optimizer_states=where(optim_host, 0.0, states.optimizer_states),
             activations=act.stored,
             recompute_workspace=act.recompute_workspace,
             logits=(bytes_logits(spec, seq_len / layout.cp * b, tp=layout.tp, head=head,
                                  sequences=b) if last else 0.0),
-            gather_buffer=(ZERO3_LAYERS_IN_FLIGHT * precision.weight_bytes * sp_.largest_unit
-                           if gathers else 0.0),
+            gather_buffer=where(gathers, ZERO3_LAYERS_IN_FLIGHT * precision.weight_bytes
+                                * sp_.largest_unit, 0.0),
             runtime_reserve=reserve_bytes, host_offload=host, pipeline_stage=k))
     return _peak(out)
 
 
 def memory_forward_per_gpu(
-    spec: ModelSpec, layout: Layout, *, seq_len: Num, head: Head = Head.POLICY,
+    spec: ModelSpec, layout: Layout | LayoutVariants, *, seq_len: Num, head: Head = Head.POLICY,
     precision: Precision = MIXED_PRECISION_ADAM, options: ActivationOptions = MODERN_ACTIVATIONS,
     reserve_bytes: float = 0.0,
 ) -> MemoryBreakdown:
@@ -726,7 +734,7 @@ def memory_forward_per_gpu(
 
     Weights after TP/PP/EP sharding (and over dp·cp under zero = 3, with a gather buffer);
     the forward-only workspace (`bytes_inference_workspace`); fp32 logits on the last stage.
-    Units: bytes.
+    With `LayoutVariants` every component is an array over the variants. Units: bytes.
     """
     nd = layout.dp * layout.cp
     nd_e = layout.dp * layout.cp * layout.tp / layout.ep
@@ -738,24 +746,24 @@ def memory_forward_per_gpu(
     for k in range(layout.pp):
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, stage=k,
                                    head=head)
-        weights = precision.weight_bytes * (sp_.dense / (nd if sharded else 1)
-                                            + sp_.routed_experts / (nd_e if sharded else 1))
+        weights = precision.weight_bytes * (sp_.dense / where(sharded, nd, 1)
+                                            + sp_.routed_experts / where(sharded, nd_e, 1))
         out.append(MemoryBreakdown(
-            weights=0.0 if params_host else weights,
+            weights=where(params_host, 0.0, weights),
             inference_workspace=bytes_inference_workspace(
                 spec, tokens, tp=layout.tp, context=seq_len, options=options,
                 activation_bytes=precision.activation_bytes),
             logits=(bytes_logits(spec, tokens, tp=layout.tp, head=head, sequences=b)
                     if k == layout.pp - 1 else 0.0),
-            gather_buffer=(ZERO3_LAYERS_IN_FLIGHT * precision.weight_bytes * sp_.largest_unit
-                           if sharded or params_host else 0.0),
-            runtime_reserve=reserve_bytes, host_offload=weights if params_host else 0.0,
+            gather_buffer=where(sharded | params_host, ZERO3_LAYERS_IN_FLIGHT
+                                * precision.weight_bytes * sp_.largest_unit, 0.0),
+            runtime_reserve=reserve_bytes, host_offload=where(params_host, weights, 0.0),
             pipeline_stage=k))
     return _peak(out)
 
 
 def memory_generation_per_gpu(
-    spec: ModelSpec, layout: Layout, *, kv_seqs: Num, context_len: Num,
+    spec: ModelSpec, layout: Layout | LayoutVariants, *, kv_seqs: Num, context_len: Num,
     prefill_tokens: Num = DEFAULT_PREFILL_CHUNK_TOKENS, shadow_weights: bool = False,
     resharding: bool = False, precision: Precision = MIXED_PRECISION_ADAM,
     options: ActivationOptions = MODERN_ACTIVATIONS, reserve_bytes: float = 0.0,
@@ -811,8 +819,8 @@ class MemoryWorkload:
     """
 
     seq_len: int
-    micro_batches: int = 1
-    kv_seqs: int = 0
+    micro_batches: Num = 1
+    kv_seqs: Num = 0
     context_len: int | None = None
     prefill_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
     shadow_weights: bool = False
@@ -821,7 +829,8 @@ class MemoryWorkload:
 
 
 def memory_per_gpu(
-    spec: ModelSpec, role: str, stage: str, layout: Layout, hardware: HardwareProfile,
+    spec: ModelSpec, role: str, stage: str, layout: Layout | LayoutVariants,
+    hardware: HardwareProfile,
     workload: MemoryWorkload, *, precision: Precision = MIXED_PRECISION_ADAM,
     options: ActivationOptions = MODERN_ACTIVATIONS, head: Head | None = None,
 ) -> MemoryBreakdown:

@@ -34,7 +34,8 @@ Decode is a roofline max of its FLOPs and its HBM traffic (weights shard + live 
 `efficiency.hbm`, plus TP all-reduces. Rank order is the frameworks' (Megatron-Core): TP
 innermost, then CP, DP, PP outermost; expert parallelism reuses DP×CP×TP ranks (stride tp).
 
-Each function returns a breakdown whose fields sum to `total` (seconds). How the framework
+Each function returns a breakdown whose fields sum to `total` (seconds); given layout variants
+(`variants.py`: per-candidate options as arrays) every field is an array. How the framework
 runs its kernels (FlashAttention, dropout, DP overlap, host floor) is a `Runtime`; the default
 is a current RL framework (FlashAttention, no dropout) with the constants of `constants.py`.
 
@@ -47,6 +48,9 @@ Isaev et al., "Calculon", SC'23.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import reduce
+
+import numpy as np
 
 from planner.cost import comm
 from planner.cost.constants import (
@@ -73,6 +77,7 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import (
     Head,
+    Num,
     bytes_decode_step,
     bytes_kv_cache_per_token,
     bytes_optimizer_step,
@@ -90,6 +95,7 @@ from planner.cost.flops import (
 )
 from planner.cost.memo import memo
 from planner.cost.memory import MODERN_ACTIVATIONS, ActivationOptions, pipeline_stage_layers
+from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
@@ -137,48 +143,48 @@ class Seconds:
     """A named time breakdown; `total` is the sum of its fields. Units: seconds."""
 
     @property
-    def total(self) -> float:
+    def total(self) -> Num:
         return sum(getattr(self, f.name) for f in fields(self))
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Num]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
 class TrainTime(Seconds):
-    compute: float = 0.0  # matmuls at achievable peak (the balanced share of every GPU)
-    memory: float = 0.0  # element-wise kernels at achievable HBM bandwidth
-    host: float = 0.0  # where issuing the kernels outlasts their GPU work
-    pp_bubble: float = 0.0  # 1F1B fill and drain: (pp − 1)/M of the balanced stage time
-    pp_imbalance: float = 0.0  # the slowest stage pacing the others
-    pp_comm: float = 0.0  # activations and gradients sent between stages
-    tp_comm: float = 0.0
-    cp_comm: float = 0.0
-    ep_comm: float = 0.0
-    dp_comm: float = 0.0  # the exposed (not overlapped) part
-    optimizer: float = 0.0
-    offload: float = 0.0
+    compute: Num = 0.0  # matmuls at achievable peak (the balanced share of every GPU)
+    memory: Num = 0.0  # element-wise kernels at achievable HBM bandwidth
+    host: Num = 0.0  # where issuing the kernels outlasts their GPU work
+    pp_bubble: Num = 0.0  # 1F1B fill and drain: (pp − 1)/M of the balanced stage time
+    pp_imbalance: Num = 0.0  # the slowest stage pacing the others
+    pp_comm: Num = 0.0  # activations and gradients sent between stages
+    tp_comm: Num = 0.0
+    cp_comm: Num = 0.0
+    ep_comm: Num = 0.0
+    dp_comm: Num = 0.0  # the exposed (not overlapped) part
+    optimizer: Num = 0.0
+    offload: Num = 0.0
 
 
 @dataclass(frozen=True)
 class ForwardTime(Seconds):
-    compute: float = 0.0
-    memory: float = 0.0
-    host: float = 0.0
-    pp_bubble: float = 0.0
-    pp_imbalance: float = 0.0
-    pp_comm: float = 0.0
-    tp_comm: float = 0.0
-    cp_comm: float = 0.0
-    ep_comm: float = 0.0
-    dp_comm: float = 0.0  # ZeRO-3 / FSDP parameter gathers, exposed part
+    compute: Num = 0.0
+    memory: Num = 0.0
+    host: Num = 0.0
+    pp_bubble: Num = 0.0
+    pp_imbalance: Num = 0.0
+    pp_comm: Num = 0.0
+    tp_comm: Num = 0.0
+    cp_comm: Num = 0.0
+    ep_comm: Num = 0.0
+    dp_comm: Num = 0.0  # ZeRO-3 / FSDP parameter gathers, exposed part
 
 
 @dataclass(frozen=True)
 class GenerationTime(Seconds):
-    prefill: float = 0.0
-    decode: float = 0.0  # steady state: full batches up to the mean response length
-    decode_tail: float = 0.0  # the last stragglers running to the maximum response length
+    prefill: Num = 0.0
+    decode: Num = 0.0  # steady state: full batches up to the mean response length
+    decode_tail: Num = 0.0  # the last stragglers running to the maximum response length
 
 
 def compute_rate(gpu: HardwareProfile) -> float:
@@ -274,29 +280,32 @@ def _layer_cost(spec: ModelSpec, seq_len: float, layout: Layout, options: Activa
 class _Stage:
     """Seconds of one micro-batch on one pipeline stage, by component."""
 
-    compute: float = 0.0
-    memory: float = 0.0
-    host: float = 0.0
-    tp_comm: float = 0.0
-    cp_comm: float = 0.0
-    ep_comm: float = 0.0
-    pp_comm: float = 0.0
+    compute: Num = 0.0
+    memory: Num = 0.0
+    host: Num = 0.0
+    tp_comm: Num = 0.0
+    cp_comm: Num = 0.0
+    ep_comm: Num = 0.0
+    pp_comm: Num = 0.0
 
     @property
-    def total(self) -> float:
+    def total(self) -> Num:
         return (self.compute + self.memory + self.host + self.tp_comm + self.cp_comm
                 + self.ep_comm + self.pp_comm)
 
 
-def _stage_shape(layout: Layout) -> Layout:
-    """The fields `_stages` reads (not ZeRO, offload or group): the memoisation key."""
+def _stage_shape(layout: Layout | LayoutVariants) -> Layout | LayoutVariants:
+    """The fields `_stages` reads (not ZeRO, offload or group): the memoisation key. Layout
+    variants pass through (unhashable: priced, not cached)."""
+    if isinstance(layout, LayoutVariants):
+        return layout
     return layout.model_copy(update={"group": "", "zero": 0, "offload": "none",
                                      "max_num_seqs": None})
 
 
 @memo
-def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, seq_len: float,
-            runtime: Runtime, train: bool) -> tuple[_Stage, ...]:
+def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+            seq_len: float, runtime: Runtime, train: bool) -> tuple[_Stage, ...]:
     """Per-micro-batch seconds of every pipeline stage (training: forward, backward and
     recompute; else the forward alone). Called with `_stage_shape(layout)` so candidates that
     differ only in ZeRO stage or offload share the result."""
@@ -307,10 +316,10 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, s
     bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
     bwd_m = ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD if train else 0
     ckpt = L.checkpointing if train else "none"
+    full, selective = ckpt == "full", ckpt == "selective"
     # collective passes per layer: forward, backward (mirrors it), full recompute
-    comm_passes = 1 + (1 if train else 0) + (1 if ckpt == "full" else 0)
-    host_passes = 1 + (HOST_BACKWARD_PASSES_PER_FORWARD if train else 0) + (
-        1 if ckpt == "full" else 0)
+    comm_passes = 1 + (1 if train else 0) + where(full, 1, 0)
+    host_passes = 1 + (HOST_BACKWARD_PASSES_PER_FORWARD if train else 0) + where(full, 1, 0)
 
     tp_layer = 0.0
     if L.tp > 1:
@@ -327,19 +336,19 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile, s
         kv = tokens * bytes_kv_cache_per_token(spec) / spec.num_hidden_layers
         chunk = kv / max(1, min(L.tp, spec.num_key_value_heads))
         ring = (L.cp - 1) * comm.time_p2p(chunk, comm.link_p2p(gpu, L.cp, stride=L.tp))
-        cp_layer = ring * (1 + (2 if train else 0) + (1 if ckpt == "full" else 0))
+        cp_layer = ring * (1 + (2 if train else 0) + where(full, 1, 0))
 
     def layer(moe: bool) -> _Stage:
         c = _layer_cost(spec, seq_len, L, options, moe)
-        flops = c.flops * (1 + bwd_f)
-        ew = c.ew_bytes * (1 + bwd_m)
-        if ckpt == "full":
-            flops, ew = flops + c.flops, ew + c.ew_bytes
-        elif ckpt == "selective":
-            flops, ew = flops + c.attn_flops, ew + c.attn_ew_bytes
+        # recomputation: full re-runs the layer's forward, selective its core attention
+        flops = c.flops * (1 + bwd_f) + where(full, c.flops,
+                                              where(selective, c.attn_flops, 0.0))
+        ew = c.ew_bytes * (1 + bwd_m) + where(full, c.ew_bytes,
+                                              where(selective, c.attn_ew_bytes, 0.0))
         compute, memory = tokens * flops / rate, tokens * ew / hbm
         comm_s = tp_layer + (ep_layer if moe else 0.0) + cp_layer
-        host = max(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory - comm_s)
+        host = np.maximum(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory
+                          - comm_s)
         return _Stage(compute=compute, memory=memory, host=host, tp_comm=tp_layer,
                       ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
 
@@ -383,22 +392,22 @@ class _Pipeline:
     """A 1F1B schedule of `micro` micro-batches over stages: the balanced work by component,
     the fill/drain bubble and the imbalance (module docstring). Units: seconds."""
 
-    parts: dict[str, float]
-    bubble: float
-    imbalance: float
+    parts: dict[str, Num]
+    bubble: Num
+    imbalance: Num
 
 
-def _pipeline(stages: tuple[_Stage, ...], micro: float) -> _Pipeline:
+def _pipeline(stages: tuple[_Stage, ...], micro: Num) -> _Pipeline:
     pp = len(stages)
     mean = sum(s.total for s in stages) / pp
-    slowest = max(s.total for s in stages)
+    slowest = reduce(np.maximum, (s.total for s in stages))  # each variant's own
     parts = {f.name: micro * sum(getattr(s, f.name) for s in stages) / pp
              for f in fields(_Stage)}
     return _Pipeline(parts=parts, bubble=(pp - 1) * mean,
                      imbalance=(micro - 1) * (slowest - mean))
 
 
-def _dp_link(gpu: HardwareProfile, layout: Layout) -> tuple[int, comm.Link]:
+def _dp_link(gpu: HardwareProfile, layout: Layout | LayoutVariants) -> tuple[int, comm.Link]:
     replicas = layout.dp * layout.cp
     return replicas, comm.link_for(gpu, replicas, stride=layout.tp)
 
@@ -406,7 +415,7 @@ def _dp_link(gpu: HardwareProfile, layout: Layout) -> tuple[int, comm.Link]:
 # --- stages of an RL iteration ---------------------------------------------------------------
 
 
-def time_train(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile,
+def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                n_seqs: int, seq_len: float, mini_batches: int = 1, epochs: int = 1,
                grad_bytes: float = BYTES_BF16, *,
                runtime: Runtime | None = None) -> TrainTime:
@@ -418,73 +427,74 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile
     gradient collective (ZeRO-3 adds the parameter all-gathers of every micro-batch, forward
     and backward) of which `runtime.dp_comm_overlap` hides behind the backward, the optimizer
     step at HBM speed on the local shard, and offloaded optimizer state moving over the host
-    link each step.
+    link each step. With `LayoutVariants` every component is an array over the variants.
     """
     rt = runtime or DEFAULT_RUNTIME
     L = layout
     steps = epochs * mini_batches
     seqs_per_step = n_seqs / mini_batches
-    micro = max(1.0, seqs_per_step / (L.dp * L.micro_batch))
+    micro = np.maximum(1.0, seqs_per_step / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro)
 
     params = params_with_head(spec, head)
     shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
     replicas, dp_link = _dp_link(gpu, L)
-    if L.zero <= 1:  # ZeRO-1 shards the optimizer only: gradients are still all-reduced
-        grads = comm.time_allreduce(shard * grad_bytes, replicas, dp_link)
-    else:
-        grads = comm.time_reducescatter(shard * grad_bytes, replicas, dp_link)
-    if L.zero == 2:  # updated parameter shards gathered back after the step
-        grads += comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
-    if L.zero == 3:  # parameters gathered for every micro-batch's forward and backward
-        grads += micro * 2 * comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
+    # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3 reduce-scatter
+    grads = where(L.zero <= 1, comm.time_allreduce(shard * grad_bytes, replicas, dp_link),
+                  comm.time_reducescatter(shard * grad_bytes, replicas, dp_link))
+    gather = comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
+    grads += where(L.zero == 2, gather, 0.0)  # updated parameter shards gathered back
+    grads += where(L.zero == 3, micro * 2 * gather, 0.0)  # every micro-batch's fwd and bwd
     dp = steps * grads * (1 - rt.dp_comm_overlap)
 
-    local = shard / (replicas if L.zero >= 1 else 1)
+    local = shard / where(L.zero >= 1, replicas, 1)
     optimizer = steps * bytes_optimizer_step(local, grad_bytes=grad_bytes) / hbm_rate(gpu)
-    offload = 0.0
-    if L.offload in ("optimizer", "both"):  # gradients down, updated weights back up
-        offload += steps * local * (grad_bytes + BYTES_BF16) / comm.link_host(gpu).bandwidth
+    offload = 0.0  # the host link is read only when some variant offloads (profiles may lack it)
+    optim_host = isin(L.offload, ("optimizer", "both"))
+    params_host = isin(L.offload, ("params", "both"))
+    if np.any(optim_host):  # gradients down, updated weights back up
+        offload = where(optim_host, steps * local * (grad_bytes + BYTES_BF16)
+                        / comm.link_host(gpu).bandwidth, 0.0)
         # the step runs on the CPU, overlapped with the transfers (ZeRO-Offload); CPU Adam's own
         # speed is not in the shipped data, so it is not priced — optimistic for large shards
-        optimizer = 0.0
-    if L.offload in ("params", "both"):  # weights streamed in for forward and backward
+        optimizer = where(optim_host, 0.0, optimizer)
+    if np.any(params_host):  # weights streamed in for forward and backward
         # each GPU streams the parameters it holds: its ZeRO-3 shard (gathered from the other
         # ranks as above), else the whole TP/PP shard, once per micro-batch and pass
-        held = shard / replicas if L.zero == 3 else shard
-        offload += steps * micro * 2 * held * BYTES_BF16 / comm.link_host(gpu).bandwidth
+        held = shard / where(L.zero == 3, replicas, 1)
+        offload = offload + where(params_host, steps * micro * 2 * held * BYTES_BF16
+                                  / comm.link_host(gpu).bandwidth, 0.0)
     return TrainTime(**{k: steps * v for k, v in pipe.parts.items()},
                      pp_bubble=steps * pipe.bubble, pp_imbalance=steps * pipe.imbalance,
                      dp_comm=dp, optimizer=optimizer, offload=offload)
 
 
-def time_forward(spec: ModelSpec, head: Head, layout: Layout, gpu: HardwareProfile,
-                 n_seqs: int, seq_len: float, *, runtime: Runtime | None = None) -> ForwardTime:
+def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
+                 gpu: HardwareProfile, n_seqs: int, seq_len: float, *,
+                 runtime: Runtime | None = None) -> ForwardTime:
     """A teacher-forced forward over n_seqs sequences (reference, reward, critic, old log-probs).
 
     The training pipeline's forward alone: micro-batches of `micro_batch` sequences through
     the stages (bubble, imbalance), per-layer matmuls, element-wise traffic (the log-softmax
     over the vocabulary on the last stage), host floor, TP/EP/CP collectives; a ZeRO-3 (FSDP)
     layout gathers its parameters for every micro-batch, `runtime.dp_comm_overlap` of it
-    hidden by prefetch.
+    hidden by prefetch. With `LayoutVariants` every component is an array over the variants.
     """
     rt = runtime or DEFAULT_RUNTIME
     L = layout
-    micro = max(1.0, n_seqs / (L.dp * L.micro_batch))
+    micro = np.maximum(1.0, n_seqs / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
                      micro)
-    dp = 0.0
-    if L.zero == 3:
-        replicas, link = _dp_link(gpu, L)
-        shard = params_with_head(spec, head) / (L.tp * L.pp)
-        dp = micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
-            1 - rt.dp_comm_overlap)
+    replicas, link = _dp_link(gpu, L)
+    shard = params_with_head(spec, head) / (L.tp * L.pp)
+    dp = where(L.zero == 3, micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
+        1 - rt.dp_comm_overlap), 0.0)
     return ForwardTime(**pipe.parts, pp_bubble=pipe.bubble, pp_imbalance=pipe.imbalance,
                        dp_comm=dp)
 
 
-def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batch: float,
-                     context: float, runtime: Runtime | None = None) -> float:
+def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batch: Num,
+                     context: float, runtime: Runtime | None = None) -> Num:
     """One decode step of `batch` sequences at `context` on one replica (tp × pp GPUs).
 
     Roofline: max(FLOPs at achievable peak, HBM traffic at achievable bandwidth) on each GPU's
@@ -499,7 +509,7 @@ def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batc
     kv_split = max(1, min(layout.tp, spec.num_key_value_heads))  # KV heads replicate past a_kv
     nbytes = traffic.weights / shard + (traffic.kv_read + traffic.kv_write) / (kv_split
                                                                               * layout.pp)
-    roofline = max(flops / compute_rate(gpu), nbytes / hbm_rate(gpu))
+    roofline = np.maximum(flops / compute_rate(gpu), nbytes / hbm_rate(gpu))
     tp = 0.0
     if layout.tp > 1:
         act = batch * spec.hidden_size * BYTES_BF16
@@ -511,17 +521,18 @@ def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batc
 
 def time_generation(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, n_seqs: int,
                     prompt_len: float, response_len: float, max_response_len: float,
-                    max_batch: float) -> GenerationTime:
+                    max_batch: Num) -> GenerationTime:
     """Rollouts of n_seqs sequences on `layout.dp` replicas with continuous batching.
 
     Each replica decodes its n = n_seqs/dp sequences at a concurrency b = min(n, max_batch),
     `max_batch` being what its free KV-cache memory holds. The steady phase is n·T̄/b steps at
     batch b and average context S + T̄/2 (when n > b these are the waves of rollouts, new
     sequences filling freed slots); the tail is the longest response running on alone,
-    (T_max − T̄) steps at batch 1. Prefill of the prompts is compute-bound.
+    (T_max − T̄) steps at batch 1. Prefill of the prompts is compute-bound. An array of
+    `max_batch` gives the steady phase per element.
     """
     n = n_seqs / layout.dp
-    batch = max(1.0, min(n, max_batch))
+    batch = np.maximum(1.0, np.minimum(n, max_batch))
     prefill = n * flops_prefill(spec, prompt_len).total / (layout.tp * layout.pp
                                                             * compute_rate(gpu))
     steady_steps = n * response_len / batch

@@ -9,9 +9,12 @@ generation elsewhere a separate rollout group (weight sync).
 
 Every candidate is priced once by the cost model (`planner.cost.iteration.task_time` and
 `task_memory`, the functions `rlplan evaluate` uses) in integer milliseconds and MiB, and
-candidates no better in any number than another are dropped. The CP-SAT model (`cpsat.py`) and
-the brute-force enumerator (`brute.py`) read this space and score a choice with the same
-integer arithmetic (`score`), so their optima coincide.
+candidates no better in any number than another are dropped. Candidates are priced a parallel
+shape (the degrees) at a time: its variants — ZeRO × checkpointing × micro-batch × offload,
+generation's concurrency levels — go through the same functions as numpy arrays in one pass
+(`planner.cost.variants`), tens of thousands of candidates costing a few hundred passes.
+The CP-SAT model (`cpsat.py`) and the brute-force enumerator (`brute.py`) read this space and
+score a choice with the same integer arithmetic (`score`), so their optima coincide.
 
 Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp·tp):
 - tp a power of two dividing g, within one scale-up domain, dividing the attention heads and
@@ -32,11 +35,14 @@ replica's share of the step) as `max_num_seqs`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import reduce
 from itertools import product
 
 import numpy as np
 
+from planner.cost.flops import Num
 from planner.cost.iteration import (
     resharding_time,
     sequences,
@@ -46,6 +52,7 @@ from planner.cost.iteration import (
     weight_sync_time,
 )
 from planner.cost.memory import ROLE_HEADS
+from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
@@ -61,6 +68,7 @@ MIB = 2**20  # bytes per memory unit of the solver
 FUSION_SCALE = 1000  # fixed-point scale of the fusion overlap coefficient
 SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
 STAGES = ("generation", "assessment", "training")
+CHECKPOINTING = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,8 @@ class Task:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One priced layout of a task on a group of a given size."""
+    """One priced layout of a task on a group of a given size. (`_price` also returns one for
+    layout variants, the numbers then arrays over the variants.)"""
 
     layout: Layout
     time_ms: dict[str, int]  # load per stage on its group
@@ -175,52 +184,45 @@ def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
     return [ep for ep in _pow2_divisors(ranks, ranks) if spec.moe.num_experts % ep == 0]
 
 
-def _ms(seconds: float) -> int:
-    return math.ceil(seconds / MS)
+def _ms(seconds: Num) -> Num:
+    """Whole milliseconds, rounded up (element-wise on arrays)."""
+    return np.ceil(np.divide(seconds, MS)).astype(np.int64)
 
 
-def _mib(nbytes: float) -> int:
-    return math.ceil(nbytes / MIB)
+def _mib(nbytes: Num) -> Num:
+    """Whole MiB, rounded up (element-wise on arrays)."""
+    return np.ceil(np.divide(nbytes, MIB)).astype(np.int64)
 
 
-def _generation(space: Space, g: int, heads: dict[str, Head]) -> list[Candidate]:
-    sc = space.scenario
-    spec, gpu, n = sc.actor, sc.cluster.gpu, sequences(sc)
-    out = []
+def _product(**options: list) -> dict[str, np.ndarray]:
+    """Every combination of the options, one array per option, in `itertools.product` order."""
+    rows = list(product(*options.values()))
+    return {name: np.array([row[k] for row in rows]) for k, name in enumerate(options)}
+
+
+# --- the legal layouts, one shape (the degrees) at a time ------------------------------------
+
+
+def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+    """Generation: tp and ep, pp = cp = 1; the variants are the concurrency levels."""
+    spec, gpu, n = space.scenario.roles[role], space.scenario.cluster.gpu, sequences(
+        space.scenario)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         dp = g // tp
         share = n / dp
         if share < 1:
             continue
+        levels = sorted({min(1 << k, math.ceil(share))
+                         for k in range(math.ceil(share).bit_length() + 1)})
         for ep in _ep_options(spec, g):
-            base = Layout(group="g", dp=dp, tp=tp, ep=ep)
-            levels = sorted({min(1 << k, math.ceil(share)) for k in range(
-                math.ceil(share).bit_length() + 1)})
-            for batch in levels:
-                lay = base.model_copy(update={"max_num_seqs": batch})
-                mem = task_memory(sc, "actor", "generation", lay, heads["actor"], batch,
-                                  space.staleness, resharding=True)
-                space.priced += 1
-                persistent, transient = _mib(mem.persistent), {"generation": _mib(mem.transient)}
-                if not fits_alone(space, persistent, transient):
-                    continue
-                seconds, parts = task_time(sc, "actor", "generation", lay, heads["actor"], batch)
-                waves = max(1.0, share / batch)
-                out.append(Candidate(
-                    layout=lay, time_ms={"generation": _ms(seconds)},
-                    persistent_mib=persistent, transient_mib=transient,
-                    reshard_ms=_ms(resharding_time(spec, heads["actor"], lay, gpu)),
-                    tail_ms=int(parts["decode_tail"] / MS),
-                    overlap=round(FUSION_SCALE / waves)))
-    return out
+            yield LayoutVariants(dp=dp, tp=tp, ep=ep, max_num_seqs=np.array(levels))
 
 
-def _training(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[Candidate]:
+def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+    """Training: tp, pp, cp, ep; the variants are ZeRO × checkpointing × micro-batch × offload."""
     sc = space.scenario
-    spec, gpu, w = sc.roles[role], sc.cluster.gpu, sc.workload
-    n = sequences(sc)
+    spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if space.host_budget_mib else [])
-    out = []
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
                    if spec.num_hidden_layers % p == 0):
@@ -228,71 +230,119 @@ def _training(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[C
                        or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
                 dp = g // (tp * pp * cp)
                 per_rank = n / (w.mini_batches * dp)
-                if per_rank < 1:
+                micro_batches = [b for b in MICRO_BATCHES if per_rank % b == 0]
+                if per_rank < 1 or not micro_batches:
                     continue
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
-                for ep, zero, ckpt, mb, off in product(
-                        _ep_options(spec, dp * cp * tp), zeros, ("none", "selective", "full"),
-                        [b for b in MICRO_BATCHES if per_rank % b == 0], offloads):
-                    lay = Layout(group="g", dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=tp > 1,
-                                 zero=zero, checkpointing=ckpt, micro_batch=mb, offload=off)
-                    if (c := _trainable(space, role, lay, heads[role])) is not None:
-                        out.append(c)
-    return out
+                options = _product(zero=zeros, checkpointing=CHECKPOINTING,
+                                   micro_batch=micro_batches, offload=offloads)
+                for ep in _ep_options(spec, dp * cp * tp):
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=tp > 1, **options)
 
 
-def _trainable(space: Space, role: str, lay: Layout, head: Head) -> Candidate | None:
-    """A training candidate (with its assessment forward), or None when it cannot fit even
-    alone — then its time is not worth pricing."""
-    sc = space.scenario
-    space.priced += 1
-    train = task_memory(sc, role, "training", lay, head, 0, space.staleness)
-    transient = {"training": _mib(train.transient)}
-    forward = sc.family is not Family.DPO  # old log-probs / values in the assessment stage
-    if forward:
-        transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay, head, 0,
-                                                   space.staleness).transient)
-    persistent, host = _mib(train.persistent), _mib(train.host_offload)
-    if not fits_alone(space, persistent, transient, host):
-        return None
-    times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
-    if forward:
-        times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
-    return Candidate(layout=lay, time_ms=times, persistent_mib=persistent,
-                     transient_mib=transient, host_mib=host)
-
-
-def _forward(space: Space, role: str, g: int, heads: dict[str, Head]) -> list[Candidate]:
+def _forward_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+    """A frozen model's forward: tp, pp, ep; the variants are ZeRO (0 or 3) × micro-batch."""
     sc = space.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
-    out = []
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
                    if spec.num_hidden_layers % p == 0):
             dp = g // (tp * pp)
-            if n / dp < 1:
+            micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
+            if n / dp < 1 or not micro_batches:
                 continue
-            for ep, zero, mb in product(_ep_options(spec, dp * tp), [0, 3] if dp > 1 else [0],
-                                        MICRO_BATCHES):
-                if (n / dp) % mb:
-                    continue
-                lay = Layout(group="g", dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=mb)
-                mem = task_memory(sc, role, "assessment", lay, heads[role])
-                space.priced += 1
-                persistent, transient = _mib(mem.persistent), {"assessment": _mib(mem.transient)}
-                if not fits_alone(space, persistent, transient):
-                    continue
-                seconds, _ = task_time(sc, role, "assessment", lay, heads[role])
-                out.append(Candidate(layout=lay, time_ms={"assessment": _ms(seconds)},
-                                     persistent_mib=persistent, transient_mib=transient))
-    return out
+            options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
+            for ep in _ep_options(spec, dp * tp):
+                yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, **options)
 
 
-def fits_alone(space: Space, persistent_mib: int, transient_mib: dict[str, int],
-               host_mib: int = 0) -> bool:
-    """Whether a candidate fits a GPU with nothing else resident (and its offload the host)."""
-    return (persistent_mib + max(transient_mib.values(), default=0) <= space.budget_mib
-            and host_mib <= space.host_budget_mib)
+SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
+          "forward": _forward_shapes}
+
+
+# --- pricing -----------------------------------------------------------------------------------
+
+
+def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -> Candidate:
+    """A layout priced by the cost model (`task_memory` and `task_time`, the functions
+    `rlplan evaluate` uses) in the solvers' units; for layout variants every number is an
+    array over the variants."""
+    sc = space.scenario
+    role = task.role
+    if task.kind == "generation":
+        batch = lay.max_num_seqs
+        mem = task_memory(sc, role, "generation", lay, head, batch, space.staleness,
+                          resharding=True)
+        seconds, parts = task_time(sc, role, "generation", lay, head, batch)
+        waves = np.maximum(1.0, sequences(sc) / lay.dp / batch)
+        return Candidate(
+            layout=lay, time_ms={"generation": _ms(seconds)},
+            persistent_mib=_mib(mem.persistent), transient_mib={"generation": _mib(mem.transient)},
+            reshard_ms=_ms(resharding_time(sc.actor, head, lay, sc.cluster.gpu)),
+            tail_ms=int(parts["decode_tail"] / MS),
+            overlap=np.rint(FUSION_SCALE / waves).astype(np.int64))
+    if task.kind == "forward":
+        mem = task_memory(sc, role, "assessment", lay, head)
+        return Candidate(
+            layout=lay, time_ms={"assessment": _ms(task_time(sc, role, "assessment", lay,
+                                                             head)[0])},
+            persistent_mib=_mib(mem.persistent), transient_mib={"assessment": _mib(mem.transient)})
+    # training, with the model's assessment forward (old log-probs / values; not DPO's)
+    train = task_memory(sc, role, "training", lay, head, 0, space.staleness)
+    times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
+    transient = {"training": _mib(train.transient)}
+    if sc.family is not Family.DPO:
+        times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
+        transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay, head, 0,
+                                                   space.staleness).transient)
+    return Candidate(layout=lay, time_ms=times, persistent_mib=_mib(train.persistent),
+                     transient_mib=transient, host_mib=_mib(train.host_offload))
+
+
+def _at(priced: Candidate, i: int, layout: Layout) -> Candidate:
+    """Candidate `i` of a priced batch (numbers or arrays), in Python ints."""
+    def num(x: Num) -> int:
+        return int(x[i] if np.ndim(x) else x)
+
+    return Candidate(layout=layout, time_ms={s: num(v) for s, v in priced.time_ms.items()},
+                     persistent_mib=num(priced.persistent_mib),
+                     transient_mib={s: num(v) for s, v in priced.transient_mib.items()},
+                     host_mib=num(priced.host_mib), reshard_ms=num(priced.reshard_ms),
+                     tail_ms=num(priced.tail_ms), overlap=num(priced.overlap))
+
+
+def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
+                one_at_a_time: bool = False) -> list[Candidate]:
+    """The kept candidates of `task` on `g` GPUs: `pareto` of every legal layout (`space.priced`
+    counts them all). Each shape's variants are priced in one numpy pass and pruned on their
+    integer arrays, only the kept becoming `Candidate`s; `one_at_a_time` prices each `Layout`
+    through the scalar cost model instead (the reference the tests hold the numpy pass to)."""
+    head = heads[task.role]
+    shapes = list(SHAPES[task.kind](space, task.role, g))
+    space.priced += sum(len(variants) for variants in shapes)
+    if one_at_a_time:
+        return pareto(space, [_at(_price(space, task, lay, head), 0, lay)
+                              for variants in shapes for lay in variants])
+    priced = [_price(space, task, variants, head) for variants in shapes]
+    keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
+    for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
+        n = len(variants)
+        fit = np.flatnonzero(np.broadcast_to(
+            fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib), n))
+        keys.append(np.column_stack([np.broadcast_to(x, n) for x in c.key()])[fit])
+        rows += [(k, i) for i in fit.tolist()]
+    if not rows:
+        return []
+    kept = [rows[r] for r in _front(np.concatenate(keys))]
+    return _by_time([_at(priced[k], i, shapes[k][i]) for k, i in kept])
+
+
+def fits_alone(space: Space, persistent_mib: Num, transient_mib: dict[str, Num],
+               host_mib: Num = 0) -> bool | np.ndarray:
+    """Whether a candidate fits a GPU with nothing else resident (and its offload the host);
+    element-wise on arrays of candidates."""
+    peak = reduce(np.maximum, transient_mib.values(), 0)  # max(…, default=0): bytes ≥ 0
+    return (persistent_mib + peak <= space.budget_mib) & (host_mib <= space.host_budget_mib)
 
 
 def pareto(space: Space, cands: list[Candidate]) -> list[Candidate]:
@@ -302,13 +352,24 @@ def pareto(space: Space, cands: list[Candidate]) -> list[Candidate]:
             if fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib)]
     if not fits:
         return []
-    keys = np.array([c.key() for c in fits], dtype=np.int64)
-    order = np.lexsort(keys.T[::-1])  # lexicographic: a dominating key sorts first
+    return _by_time([fits[i] for i in _front(np.array([c.key() for c in fits], dtype=np.int64))])
+
+
+def _front(keys: np.ndarray) -> list[int]:
+    """The rows of `keys` (one candidate's `Candidate.key` each) that no other row beats or ties
+    in every number; of equal rows the first."""
+    order = np.lexsort(keys.T[::-1])  # lexicographic, stable: a dominating key sorts first
     kept: list[int] = []
+    front = np.empty_like(keys)  # the kept keys, in the order kept
     for i in order:
-        if not kept or not np.any(np.all(keys[kept] <= keys[i], axis=1)):
+        if not (front[:len(kept)] <= keys[i]).all(axis=1).any():
+            front[len(kept)] = keys[i]
             kept.append(i)
-    return sorted((fits[i] for i in kept), key=lambda c: (sum(c.time_ms.values()), c.key()))
+    return kept
+
+
+def _by_time(cands: list[Candidate]) -> list[Candidate]:
+    return sorted(cands, key=lambda c: (sum(c.time_ms.values()), c.key()))
 
 
 def host_budget_mib(sc: Scenario) -> int:
@@ -350,14 +411,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
             key = (task.name, g, variant)
             if key not in cache:
                 before = space.priced
-                if task.kind == "generation":
-                    cands = _generation(space, g, heads)
-                elif task.kind == "training":
-                    cands = _training(space, task.role, g, heads)
-                else:
-                    cands = _forward(space, task.role, g, heads)
-                cache[key] = (pareto(space, cands),
-                              space.priced - before)
+                cache[key] = (_candidates(space, task, g, heads), space.priced - before)
             else:
                 space.priced += cache[key][1]
             if cache[key][0]:
