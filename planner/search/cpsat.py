@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner.search.space import FUSION_SCALE, STAGES, SWAP_SCALE, Choice, Space
+from planner.search.bounds import incumbent, prune
+from planner.search.space import FUSION_SCALE, STAGES, SWAP_SCALE, Choice, Space, score
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
@@ -47,6 +48,20 @@ class Model:
         self.x = {(t.name, k, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{s},{i}]")
                   for t in space.tasks for k in K for s in space.sizes
                   for i in range(len(space.candidates.get((t.name, s), [])))}
+
+    def hint(self, ch: Choice) -> None:
+        """Suggest `ch` (a feasible choice of this space) as the first solution to try."""
+        sp, m = self.space, self.m
+        for k in range(sp.slots):
+            m.AddHint(self.used[k], ch.sizes[k] > 0)
+            for s in sp.sizes:
+                m.AddHint(self.y[k, s], ch.sizes[k] == s)
+        for key, v in self.x.items():
+            name, k, s, _ = key
+            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s
+                      and self.cand(key) is ch.candidate[name])
+        for (name, k), v in self.a.items():
+            m.AddHint(v, ch.slot[name] == k)
 
     def cand(self, key: tuple[str, int, int, int]):
         name, _, s, i = key
@@ -241,5 +256,12 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
 
 
 def solve(space: Space, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
-    """Build and solve the model for `space`."""
-    return Model(space).build().solve(time_limit_s, workers, seed)
+    """Build and solve the model for `space`, its candidates first pruned by a greedy
+    incumbent's score (`bounds`: the optimum is unchanged), the incumbent given as a hint."""
+    start = incumbent(space)
+    if start is not None:
+        space = prune(space, score(space, start))
+    model = Model(space).build()
+    if start is not None:
+        model.hint(start)
+    return model.solve(time_limit_s, workers, seed)

@@ -1,0 +1,101 @@
+"""Bounds that shrink the CP-SAT model without changing its optimum.
+
+An incumbent: a feasible choice found greedily (every task on one group of the whole cluster,
+or the generation on a group of its own), scored exactly as the solvers score (`score`).
+
+A lower bound per candidate: whatever else is chosen, a choice using candidate c on a group of
+s GPUs scores at least `lower_bound(c, s)`. Every task must run each of its stages somewhere,
+so stage st lasts at least `floor[st]`, the fastest candidate of its slowest task; and at least
+c's own time in st. Staleness 0: T = GA + sync + S_training, where GA = S_gen + S_assess, or
+under fusion GA ≥ max(S_gen, S_assess) (the fused phase ends no earlier than either). Staleness
+≥ 1: T ≥ the busy time of c's group ≥ c's total, and T ≥ the sequential chain over s + 1.
+Cost objective: T × GPUs ≥ T × s.
+
+A candidate whose lower bound exceeds the incumbent's score is in no choice better than the
+incumbent, so dropping it keeps the optimum (and the incumbent) — and usually most candidates:
+the decode chain alone sets a floor most slow layouts of the other tasks cannot get under.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from planner.search.space import STAGES, Candidate, Choice, Space, fits, score, valid
+
+
+def stage_floors(space: Space) -> dict[str, int]:
+    """Each stage's least duration: the fastest candidate of its slowest task."""
+    floors = dict.fromkeys(STAGES, 0)
+    for t in space.tasks:
+        pool = [c for s in space.sizes for c in space.candidates.get((t.name, s), [])]
+        for st in t.stages:
+            if pool:
+                floors[st] = max(floors[st], min(c.time_ms.get(st, 0) for c in pool))
+    return floors
+
+
+def lower_bound(space: Space, cand: Candidate, size: int, floors: dict[str, int]) -> int:
+    """The least score of any choice that uses `cand` on a group of `size` GPUs."""
+    S = {st: max(cand.time_ms.get(st, 0), floors[st]) for st in STAGES}
+    fused = space.fusion and space.generation is not None
+    ga = max(S["generation"], S["assessment"]) if fused else S["generation"] + S["assessment"]
+    sequential = ga + S["training"]
+    if space.staleness >= 1:
+        t = max(sum(cand.time_ms.values()), -(-sequential // (space.staleness + 1)))
+    else:
+        t = sequential
+    return t * size if space.objective == "cost" else t
+
+
+def prune(space: Space, bound: int) -> Space:
+    """`space` without the candidates whose lower bound exceeds `bound`."""
+    floors = stage_floors(space)
+    kept = {}
+    for (name, size), cands in space.candidates.items():
+        keep = [c for c in cands if lower_bound(space, c, size, floors) <= bound]
+        if keep:
+            kept[(name, size)] = keep
+    return dataclasses.replace(space, candidates=kept)
+
+
+def _placements(space: Space):
+    """Simple placements to try: everything on the whole cluster; the generation alone on a
+    second group, the two groups filling the cluster (each split the sizes allow)."""
+    names = [t.name for t in space.tasks]
+    empty = (0,) * (space.slots - 1)
+    yield (space.total_gpus, *empty), dict.fromkeys(names, 0)
+    gen = space.generation
+    if gen is None or space.slots < 2:
+        return
+    alone = {n: (1 if n == gen.name else 0) for n in names}
+    for s0 in space.sizes:
+        s1 = space.total_gpus - s0
+        if s1 in space.sizes:
+            yield (s0, s1, *empty[1:]), alone
+
+
+def _greedy(space: Space, sizes: tuple[int, ...], slot: dict[str, int]) -> Choice | None:
+    """Each task starts at its smallest-state candidate; then, one task at a time (slowest
+    first), the fastest candidate that still fits. None when even the smallest do not fit."""
+    pools = {t.name: space.candidates.get((t.name, sizes[slot[t.name]]), [])
+             for t in space.tasks}
+    if not all(pools.values()) or not valid(space, Choice(sizes, slot, {})):
+        return None
+    pick = {n: min(p, key=lambda c: (c.persistent_mib, sum(c.time_ms.values())))
+            for n, p in pools.items()}
+    if not fits(space, Choice(sizes, slot, pick)):
+        return None
+    for name in sorted(pick, key=lambda n: -sum(pick[n].time_ms.values())):
+        for c in sorted(pools[name], key=lambda c: sum(c.time_ms.values())):
+            trial = {**pick, name: c}
+            if fits(space, Choice(sizes, slot, trial)):
+                pick = trial
+                break
+    return Choice(sizes, slot, pick)
+
+
+def incumbent(space: Space) -> Choice | None:
+    """The best of the greedy choices over the simple placements (None if none fits)."""
+    found = [ch for sizes, slot in _placements(space)
+             if (ch := _greedy(space, sizes, slot)) is not None]
+    return min(found, key=lambda ch: score(space, ch), default=None)
