@@ -70,7 +70,8 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
         s = result.search
         return (f"Plan for {sc.algorithm} on {sc.cluster.total_gpus}× {sc.cluster.gpu.name} — "
                 f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
-                f"{s['candidates_after_pruning']} of {s['candidates']} candidates)")
+                f"{s['candidates']:,} candidates, {s['candidates_after_pruning']:,} undominated, "
+                f"{s['candidates_in_model']:,} within bounds)")
 
     emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline, exporter,
               export[2] if export else None)

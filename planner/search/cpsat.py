@@ -28,6 +28,7 @@ class Result:
     bound: int | None
     wall_s: float
     variables: int
+    candidates: int = 0  # in the model, after the bounds pruned the space's
 
 
 class Model:
@@ -221,7 +222,8 @@ class Model:
         status = STATUS.get(code, "UNKNOWN")
         nvars = len(self.m.Proto().variables)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Result(status, None, None, None, time.monotonic() - started, nvars)
+            return Result(status, None, None, None, time.monotonic() - started, nvars,
+                          self.space.kept)
         objective, bound = round(solver.ObjectiveValue()), round(solver.BestObjectiveBound())
         if code == cp_model.OPTIMAL:
             self.m.Add(self.objective <= objective)
@@ -230,7 +232,7 @@ class Model:
             if canonical.Solve(self.m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 solver = canonical
         return Result(status, self._choice(solver), objective, bound,
-                      time.monotonic() - started, nvars)
+                      time.monotonic() - started, nvars, self.space.kept)
 
     def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space

@@ -4,8 +4,10 @@ and explain it (bottleneck, binding memory, bounds, alternatives, what-ifs, infe
 Inter-model options are enumerated around the solver: staleness 0…max_staleness, inter-stage
 fusion on/off, co-located state offloaded during generation on/off (when the profile gives
 host memory), shared actor–critic when allowed. Each is one CP-SAT solve over group sizes,
-placement and layouts (`cpsat.py`); the best is re-priced by `planner.cost.iteration.evaluate`
-(the same functions the candidates were priced with, at full precision).
+placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbent's score
+(`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
+(the same functions the candidates were priced with, at full precision). A proven optimum
+gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`).
 """
 
 from __future__ import annotations
@@ -146,7 +148,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
               "status": "OPTIMAL" if proven else "FEASIBLE",
               "gap": 0.0 if proven else (objective - bound) / objective if objective else 0.0,
               "objective_ms": objective, "options_searched": len(outcomes),
-              "candidates": best.space.priced, "candidates_after_pruning": best.space.kept}
+              "candidates": best.space.priced, "candidates_after_pruning": best.space.kept,
+              "candidates_in_model": best.result.candidates}
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["alternatives"] = _alternatives(best, ranked)
