@@ -157,7 +157,7 @@ class Plan(PlanInput):
 
     schema_version: int = SCHEMA_VERSION
     status: Literal["optimal", "feasible", "infeasible", "evaluated"]
-    objective: Literal["time", "cost"] = "time"
+    objective: Literal["time", "cost", "gpus"] = "time"
     iteration_time_s: float
     tokens_per_s: float
     cost_per_step_usd: float | None

@@ -4,25 +4,24 @@ the greedy incumbent is a legal choice that fits, and pruning by it keeps the op
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from planner.search import brute
 from planner.search.bounds import incumbent, lower_bound, prune, stage_floors
-from planner.search.space import build_space, fits, score, valid
-from tests.test_search import inter, scenarios, small
+from planner.search.space import build_space, fits, meets_target, score, valid
+from tests.test_search import inter, objectives, scenarios, small
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(flags=scenarios, option=inter, objective=st.sampled_from(["time", "cost"]))
+@given(flags=scenarios, option=inter, objective=objectives)
 def test_bounds_hold_on_every_choice(flags, option, objective):
     staleness, fusion, swap = option
-    space = build_space(small(**flags, **{"search.objective": objective}), staleness=staleness,
-                        fusion=fusion, swap=swap, slots=2)
+    space = build_space(small(**flags, **objective), staleness=staleness, fusion=fusion,
+                        swap=swap, slots=2)
     floors = stage_floors(space)
     best = None
     for ch in brute.enumerate_choices(space):
-        if not fits(space, ch):
+        if not fits(space, ch) or not meets_target(space, ch):
             continue
         value = score(space, ch)
         best = value if best is None else min(best, value)
@@ -32,7 +31,7 @@ def test_bounds_hold_on_every_choice(flags, option, objective):
     start = incumbent(space)
     if start is None:
         return
-    assert valid(space, start) and fits(space, start)
+    assert valid(space, start) and fits(space, start) and meets_target(space, start)
     bound = score(space, start)
     assert best is not None and bound >= best
     assert brute.solve(prune(space, bound))[0] == best  # pruning keeps the optimum

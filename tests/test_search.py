@@ -33,15 +33,20 @@ scenarios = st.fixed_dictionaries({
     "cluster.gpu": st.sampled_from(["h100-sxm", "a100-sxm-40gb", "l40s"]),
     "workload.mini_batches": st.sampled_from([1, 2]),
 })
+# time, cost, or the fewest GPUs reaching a throughput (small scenarios give 1–2k tokens/s)
+objectives = st.one_of(
+    st.sampled_from([{"search.objective": "time"}, {"search.objective": "cost"}]),
+    st.builds(lambda t: {"search.objective": "gpus", "search.target_tokens_per_s": t},
+              st.sampled_from([300.0, 1000.0, 3000.0])))
 inter = st.sampled_from([(0, False, False), (1, False, False), (0, True, False),
                          (0, False, True), (1, False, True)])  # (staleness, fusion, swap)
 
 
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=14, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(flags=scenarios, option=inter, objective=st.sampled_from(["time", "cost"]))
+@given(flags=scenarios, option=inter, objective=objectives)
 def test_cpsat_optimum_equals_brute_force(flags, option, objective):
-    sc = small(**flags, **{"search.objective": objective})
+    sc = small(**flags, **objective)
     staleness, fusion, swap = option
     space = build_space(sc, staleness=staleness, fusion=fusion, swap=swap, slots=2)
     best, _, count = brute.solve(space)
@@ -147,3 +152,30 @@ def test_a_search_cut_short_without_a_plan_says_so(monkeypatch):
     monkeypatch.setattr(solve.cpsat, "solve", timed_out)
     with pytest.raises(InfeasibleError, match="within the time limit.*raise --time-limit"):
         solve.plan(small(algorithm="grpo", **{"workload.samples_per_prompt": 2}))
+
+
+TINY_PLAN = ("plan", "--algo", "grpo", "--actor", "qwen2.5-0.5b", "--prompts", "8", "--samples",
+             "4", "--prompt-len", "128", "--response-len", "256", "--max-response-len", "512",
+             "--gpu", "l40s", "--nodes", "1", "--gpus-per-node", "4", "--json")
+
+
+def test_fewest_gpus_objective(cli):
+    fastest = json.loads(cli(*TINY_PLAN).stdout)
+    target = fastest["tokens_per_s"] * 0.95  # one GPU falls short of this
+    result = cli(*TINY_PLAN, "--objective", "gpus", "--target-tokens-per-s", str(target))
+    assert result.exit_code == 0, result.output
+    fewest = json.loads(result.stdout)
+    assert fewest["objective"] == "gpus" and fewest["tokens_per_s"] >= target
+    used = sum(g["gpus"] for g in fewest["groups"])
+    assert used <= sum(g["gpus"] for g in fastest["groups"])
+    assert used > 1  # the next smaller size the search offers does not reach the target:
+    smaller = json.loads(cli(*TINY_PLAN, "--gpus-per-node", str(used // 2)).stdout)
+    assert smaller["tokens_per_s"] < target
+
+
+def test_fewest_gpus_objective_needs_a_reachable_target(cli):
+    assert_bad_input(cli(*TINY_PLAN, "--objective", "gpus"), "target_tokens_per_s")
+    result = cli(*TINY_PLAN, "--objective", "gpus", "--target-tokens-per-s", "1e9")
+    assert result.exit_code == 3
+    reason = json.loads(result.stdout)["reason"]
+    assert "reaches 1,000,000,000 tokens/s" in reason and "the fastest plan reaches" in reason

@@ -35,7 +35,9 @@ MiniBatches = Annotated[int | None, _opt("Optimizer steps per epoch.")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
-Objective = Annotated[str | None, _opt("Objective: time or cost.")]
+Objective = Annotated[str | None, _opt("Objective: time, cost, or gpus (fewest GPUs reaching "
+                                       "--target-tokens-per-s).")]
+TargetTokensPerS = Annotated[float | None, _opt("Throughput the gpus objective must reach.")]
 MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-policy).")]
 TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
 # Not scenario fields: outputs of a priced plan.

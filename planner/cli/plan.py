@@ -42,6 +42,7 @@ def plan(
     max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
     mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
     gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    target_tokens_per_s: o.TargetTokensPerS = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
@@ -68,7 +69,9 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
 
     def title(result: Plan) -> str:
         s = result.search
-        return (f"Plan for {sc.algorithm} on {sc.cluster.total_gpus}× {sc.cluster.gpu.name} — "
+        used, total = sum(g.gpus for g in result.groups), sc.cluster.total_gpus
+        on = f"{used} of {total}" if used < total else f"{total}"
+        return (f"Plan for {sc.algorithm} on {on}× {sc.cluster.gpu.name} — "
                 f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
                 f"{s['candidates']:,} candidates, {s['candidates_after_pruning']:,} undominated, "
                 f"{s['candidates_in_model']:,} within bounds)")

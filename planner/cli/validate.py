@@ -82,6 +82,7 @@ def validate(
     max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
     mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
     gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    target_tokens_per_s: o.TargetTokensPerS = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:
     """Check an input file and show what it resolves to (exit 2 with the reason if it is bad)."""

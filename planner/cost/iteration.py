@@ -97,6 +97,11 @@ def sequences(sc: Scenario) -> int:
     return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
 
 
+def tokens_per_step(sc: Scenario) -> float:
+    """Tokens a step processes: every sequence's prompt and mean response."""
+    return sequences(sc) * sc.workload.seq_len
+
+
 def _heads(sc: Scenario, plan: PlanInput) -> dict[str, Head]:
     heads = {role: ROLE_HEADS[role] for role in sc.roles}
     if plan.inter_model.shared_actor_critic:
@@ -301,7 +306,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                 "checkpoint activations, offload, or use smaller micro-batches")
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
-        groups=busy, memory=memory, tokens_per_step=n * w.seq_len, total_gpus=used,
+        groups=busy, memory=memory, tokens_per_step=tokens_per_step(sc), total_gpus=used,
         bounds=_bounds(sc, tasks, heads, n, used), generation_batch=gen_batch,
         timeline=timeline)
 

@@ -9,7 +9,7 @@ so stage st lasts at least `floor[st]`, the fastest candidate of its slowest tas
 c's own time in st. Staleness 0: T = GA + sync + S_training, where GA = S_gen + S_assess, or
 under fusion GA ≥ max(S_gen, S_assess) (the fused phase ends no earlier than either). Staleness
 ≥ 1: T ≥ the busy time of c's group ≥ c's total, and T ≥ the sequential chain over s + 1.
-Cost objective: T × GPUs ≥ T × s.
+Cost objective: T × GPUs ≥ T × s; gpus objective: GPUs ≥ s.
 
 A candidate whose lower bound exceeds the incumbent's score is in no choice better than the
 incumbent, so dropping it keeps the optimum (and the incumbent) — and usually most candidates:
@@ -20,7 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from planner.search.space import STAGES, Candidate, Choice, Space, fits, score, valid
+from planner.search.space import (
+    STAGES,
+    Candidate,
+    Choice,
+    Space,
+    fits,
+    meets_target,
+    objective_value,
+    score,
+    valid,
+)
 
 
 def stage_floors(space: Space) -> dict[str, int]:
@@ -36,6 +46,11 @@ def stage_floors(space: Space) -> dict[str, int]:
 
 def lower_bound(space: Space, cand: Candidate, size: int, floors: dict[str, int]) -> int:
     """The least score of any choice that uses `cand` on a group of `size` GPUs."""
+    return objective_value(space, time_lower_bound(space, cand, floors), size)
+
+
+def time_lower_bound(space: Space, cand: Candidate, floors: dict[str, int]) -> int:
+    """The least iteration time (ms) of any choice that uses `cand`."""
     S = {st: max(cand.time_ms.get(st, 0), floors[st]) for st in STAGES}
     fused = space.fusion and space.generation is not None
     ga = max(S["generation"], S["assessment"]) if fused else S["generation"] + S["assessment"]
@@ -44,26 +59,31 @@ def lower_bound(space: Space, cand: Candidate, size: int, floors: dict[str, int]
         t = max(sum(cand.time_ms.values()), -(-sequential // (space.staleness + 1)))
     else:
         t = sequential
-    return t * size if space.objective == "cost" else t
+    return t
 
 
 def prune(space: Space, bound: int) -> Space:
-    """`space` without the candidates whose lower bound exceeds `bound`."""
+    """`space` without the candidates whose lower bound exceeds `bound` (or whose iteration
+    cannot reach the gpus objective's target)."""
     floors = stage_floors(space)
+    target = space.target_ms
     kept = {}
     for (name, size), cands in space.candidates.items():
-        keep = [c for c in cands if lower_bound(space, c, size, floors) <= bound]
+        keep = [c for c in cands if lower_bound(space, c, size, floors) <= bound
+                and (target is None or time_lower_bound(space, c, floors) <= target)]
         if keep:
             kept[(name, size)] = keep
     return dataclasses.replace(space, candidates=kept)
 
 
 def _placements(space: Space):
-    """Simple placements to try: everything on the whole cluster; the generation alone on a
-    second group, the two groups filling the cluster (each split the sizes allow)."""
+    """Simple placements to try: everything on one group (the whole cluster, or any smaller
+    size — what the cost and gpus objectives prefer); the generation alone on a second group,
+    the two groups filling the cluster (each split the sizes allow)."""
     names = [t.name for t in space.tasks]
     empty = (0,) * (space.slots - 1)
-    yield (space.total_gpus, *empty), dict.fromkeys(names, 0)
+    for size in space.sizes:
+        yield (size, *empty), dict.fromkeys(names, 0)
     gen = space.generation
     if gen is None or space.slots < 2:
         return
@@ -97,5 +117,5 @@ def _greedy(space: Space, sizes: tuple[int, ...], slot: dict[str, int]) -> Choic
 def incumbent(space: Space) -> Choice | None:
     """The best of the greedy choices over the simple placements (None if none fits)."""
     found = [ch for sizes, slot in _placements(space)
-             if (ch := _greedy(space, sizes, slot)) is not None]
+             if (ch := _greedy(space, sizes, slot)) is not None and meets_target(space, ch)]
     return min(found, key=lambda ch: score(space, ch), default=None)

@@ -1,12 +1,13 @@
 """Brute force over exactly the CP-SAT model's space: every slot-size tuple, placement and
-candidate choice, scored by `space.score` under `space.valid` and `space.fits`. Exponential:
+candidate choice, scored by `space.score` under `space.valid`, `space.fits` and (gpus
+objective) `space.meets_target`. Exponential:
 for small instances and for proving the solver's answers in the tests."""
 
 from __future__ import annotations
 
 from itertools import product
 
-from planner.search.space import Choice, Space, fits, score, valid
+from planner.search.space import Choice, Space, fits, meets_target, score, valid
 
 
 def enumerate_choices(space: Space):
@@ -31,7 +32,7 @@ def solve(space: Space) -> tuple[int | None, Choice | None, int]:
     best, arg, count = None, None, 0
     for ch in enumerate_choices(space):
         count += 1
-        if not fits(space, ch):
+        if not fits(space, ch) or not meets_target(space, ch):
             continue
         value = score(space, ch)
         if best is None or value < best:

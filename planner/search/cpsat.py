@@ -2,7 +2,8 @@
 
 Phases (STYLE.md §7.9): variables → one `add_<rule>` per rule family → objective → solve →
 extract a `Choice` (no solver types escape). Units are the space's: milliseconds and MiB.
-The rules and the objective are exactly `space.valid`, `space.fits` and `space.score`.
+The rules and the objective are exactly `space.valid`, `space.fits`, `space.meets_target`
+and `space.score`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.search.bounds import incumbent, prune
-from planner.search.space import FUSION_SCALE, STAGES, SWAP_SCALE, Choice, Space, score
+from planner.search.space import (
+    FUSION_SCALE,
+    GPU_WEIGHT,
+    STAGES,
+    SWAP_SCALE,
+    Choice,
+    Space,
+    score,
+)
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
@@ -193,12 +202,17 @@ class Model:
             m.Add((sp.staleness + 1) * T >= sequential)
         else:
             m.Add(sequential == T)
+        if sp.target_ms is not None:
+            m.Add(sp.target_ms >= T)
+        gpus = sum(self.size.values())
         if sp.objective == "cost":
-            gpus = m.NewIntVar(0, sp.total_gpus, "gpus")
-            m.Add(gpus == sum(self.size.values()))
+            used = m.NewIntVar(0, sp.total_gpus, "gpus")
+            m.Add(used == gpus)
             cost = m.NewIntVar(0, horizon * sp.total_gpus, "cost")
-            m.AddMultiplicationEquality(cost, [T, gpus])
+            m.AddMultiplicationEquality(cost, [T, used])
             self.objective = cost
+        elif sp.objective == "gpus":
+            self.objective = gpus * GPU_WEIGHT + T
         else:
             self.objective = T
         m.Minimize(self.objective)

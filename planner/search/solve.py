@@ -17,12 +17,14 @@ import time
 from dataclasses import dataclass
 
 from planner.cost.constants import GIB
-from planner.cost.iteration import evaluate, to_plan
+from planner.cost.iteration import evaluate, to_plan, tokens_per_step
 from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.space import (
+    GPU_WEIGHT,
     MIB,
+    MS,
     Choice,
     PriceCache,
     Space,
@@ -136,6 +138,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                 f"no plan found within the time limit ({limit:g} s) for "
                 f"{len(unknown)} of {len(outcomes)} inter-model options, and none of the "
                 "others has one; raise --time-limit (search.time_limit_s)")
+        if sc.search.objective == "gpus":
+            raise InfeasibleError(_target_unreachable(sc, limit, workers, cache, explain))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain))
     best = ranked[0]
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
@@ -166,11 +170,19 @@ def _alternatives(best: Outcome, ranked: list[Outcome]) -> list[dict]:
     """The next-best option's plans, with their delta against the chosen one."""
     out = []
     for o in ranked[1:4]:
-        delta = o.result.objective / best.result.objective - 1
+        delta = _delta(best.space, o.result.objective, best.result.objective)
         out.append({"option": o.option.describe(), "objective_ms": o.result.objective,
                     "delta": delta, "groups": [s for s in o.result.choice.sizes if s],
                     "summary": f"{o.option.describe()}: {delta:+.1%}"})
     return out
+
+
+def _delta(space: Space, objective: int, reference: int) -> float:
+    """The relative change of what the objective counts: ms, ms × GPUs, or GPUs (the gpus
+    objective's tie-break on time aside)."""
+    if space.objective == "gpus":
+        objective, reference = objective // GPU_WEIGHT, reference // GPU_WEIGHT
+    return objective / reference - 1
 
 
 def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
@@ -191,14 +203,37 @@ def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
         if not found:
             notes.append(f"{what} would find no plan that fits")
             continue
-        d = found[0].result.objective / best.result.objective - 1
+        d = _delta(best.space, found[0].result.objective, best.result.objective)
         notes.append(f"{what} would cut the {_objective_name(sc)} by {-d:.1%}" if d < 0 else
                      f"{what} would not help: its best plan is {d:+.1%}")
     return notes
 
 
 def _objective_name(sc: Scenario) -> str:
-    return "iteration time" if sc.search.objective == "time" else "cost per step"
+    return {"time": "iteration time", "cost": "cost per step",
+            "gpus": "GPUs needed"}[sc.search.objective]
+
+
+def _target_unreachable(sc: Scenario, limit: float, workers: int, cache: PriceCache,
+                        diagnose: bool) -> str:
+    """Why the gpus objective found nothing: the target is out of reach on this cluster (with
+    the fastest plan's throughput when `diagnose`), or nothing fits at all."""
+    target = sc.search.target_tokens_per_s
+    n = sc.cluster.total_gpus
+    head = (f"no plan on up to {gpu_count(n)} reaches {target:,.0f} tokens/s (an iteration "
+            f"of at most {tokens_per_step(sc) / target:,.1f} s)")
+    if not diagnose:
+        return head
+    fastest_sc = sc.model_copy(update={"search": sc.search.model_copy(
+        update={"objective": "time"})})
+    allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
+    outcomes = _search(fastest_sc, allowed, limit, workers, cache)
+    ranked = _feasible(outcomes)
+    if not ranked:
+        return infeasible_reason(fastest_sc, outcomes)
+    reach = tokens_per_step(sc) / (ranked[0].result.objective * MS)
+    return (f"{head}; the fastest plan reaches {reach:,.0f} tokens/s — add nodes (`rlplan "
+            f"sweep --target-tokens-per-s {target:g}` finds how many) or lower the target")
 
 
 def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = True) -> str:

@@ -49,6 +49,7 @@ from planner.cost.iteration import (
     swap_time,
     task_memory,
     task_time,
+    tokens_per_step,
     weight_sync_time,
 )
 from planner.cost.memory import ROLE_HEADS
@@ -67,6 +68,7 @@ MS = 1e-3  # seconds per time unit of the solver
 MIB = 2**20  # bytes per memory unit of the solver
 FUSION_SCALE = 1000  # fixed-point scale of the fusion overlap coefficient
 SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
+GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
 STAGES = ("generation", "assessment", "training")
 CHECKPOINTING = ("none", "selective", "full")
 
@@ -128,6 +130,7 @@ class Space:
     host_budget_mib: int  # CPU memory per GPU for offloaded state (its share of the node)
     sync_ms: int  # weight sync to a separate rollout group
     swap_q: int  # ms per 1000 MiB per GPU moved to CPU memory and back (swap)
+    target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
     candidates: dict[tuple[str, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
 
@@ -403,6 +406,8 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
         host_budget_mib=host_budget_mib(sc),
         sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])),
+        target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
+                   if sc.search.objective == "gpus" else None),
         swap_q=round(SWAP_SCALE * swap_time(MIB, gpu) / MS) if gpu.host_link_gbps else 0)
     for task in tasks:
         variant = (staleness >= 1 if task.kind == "generation" else None,
@@ -493,7 +498,26 @@ def stage_loads(space: Space, ch: Choice) -> dict[int, dict[str, int]]:
 
 
 def score(space: Space, ch: Choice) -> int:
-    """The iteration time in ms (objective "time") or ms × GPUs (objective "cost")."""
+    """What the solvers minimise: the iteration time in ms (objective "time"), ms × GPUs
+    ("cost"), or GPUs × `GPU_WEIGHT` + ms ("gpus": fewest GPUs, then the fastest of those)."""
+    return objective_value(space, iteration_ms(space, ch), sum(ch.sizes))
+
+
+def objective_value(space: Space, time_ms: int, gpus: int) -> int:
+    if space.objective == "cost":
+        return time_ms * gpus
+    if space.objective == "gpus":
+        return gpus * GPU_WEIGHT + time_ms
+    return time_ms
+
+
+def meets_target(space: Space, ch: Choice) -> bool:
+    """The gpus objective's throughput target: the iteration within `target_ms`."""
+    return space.target_ms is None or iteration_ms(space, ch) <= space.target_ms
+
+
+def iteration_ms(space: Space, ch: Choice) -> int:
+    """The iteration time in ms: stage maxima over groups, sync, fusion overlap, asynchrony."""
     loads = stage_loads(space, ch)
     S = {s: max(load[s] for load in loads.values()) for s in STAGES}
     gen = space.generation
@@ -520,4 +544,4 @@ def score(space: Space, ch: Choice) -> int:
         time_ms = max(max(busy), -(-sequential // (space.staleness + 1)))
     else:
         time_ms = sequential
-    return time_ms * sum(ch.sizes) if space.objective == "cost" else time_ms
+    return time_ms

@@ -43,6 +43,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",
     "objective": "search.objective",
+    "target_tokens_per_s": "search.target_tokens_per_s",
     "max_staleness": "search.max_staleness",
     "time_limit": "search.time_limit_s",
 }
@@ -66,7 +67,11 @@ class ModelsInput(BaseModel):
 class SearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    objective: Literal["time", "cost"] = "time"
+    objective: Literal["time", "cost", "gpus"] = Field(
+        "time", description="time: shortest iteration; cost: cheapest step; gpus: fewest GPUs "
+                            "reaching target_tokens_per_s")
+    target_tokens_per_s: float | None = Field(None, gt=0, description="the throughput the "
+                                              "gpus objective must reach")
     max_staleness: int = Field(0, ge=0, description="bounded asynchrony: steps of lag allowed")
     allow_shared_actor_critic: bool = False
     time_limit_s: float = Field(30.0, gt=0)
@@ -249,6 +254,12 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
         raise bad("workload.mini_batches", f"{w.mini_batches} does not divide the {sequences} "
                   "sequences of a step; use a divisor such as "
                   f"{', '.join(map(str, divisors[-4:]))}")
+    if inp.search.objective == "gpus" and inp.search.target_tokens_per_s is None:
+        raise bad("search.target_tokens_per_s", "the gpus objective (fewest GPUs reaching a "
+                  "throughput) needs a target; set it, e.g. --target-tokens-per-s 50000")
+    if inp.search.target_tokens_per_s is not None and inp.search.objective != "gpus":
+        notes.append("search.target_tokens_per_s ignored: it is the gpus objective's target "
+                     f"(objective is {inp.search.objective})")
     if inp.search.allow_shared_actor_critic and family is not Family.PPO:
         notes.append(f"search.allow_shared_actor_critic ignored: {inp.algorithm} has no critic")
 
