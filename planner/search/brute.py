@@ -5,6 +5,7 @@ for small instances and for proving the solver's answers in the tests."""
 
 from __future__ import annotations
 
+import time
 from itertools import product
 
 from planner.search.space import Choice, Space, fits, meets_target, score, valid
@@ -27,11 +28,16 @@ def enumerate_choices(space: Space):
                 yield Choice(sizes, slot, dict(zip(names, picks, strict=True)))
 
 
-def solve(space: Space) -> tuple[int | None, Choice | None, int]:
-    """(best score, a best choice, choices scored) — score None when nothing fits."""
+def solve(space: Space, time_limit_s: float | None = None
+          ) -> tuple[int | None, Choice | None, int]:
+    """(best score, a best choice, choices scored) — score None when nothing fits. Raises
+    TimeoutError after `time_limit_s` seconds."""
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     best, arg, count = None, None, 0
     for ch in enumerate_choices(space):
         count += 1
+        if deadline is not None and not count % 10_000 and time.monotonic() > deadline:
+            raise TimeoutError(f"brute force stopped after {time_limit_s:g} s, {count:,} choices")
         if not fits(space, ch) or not meets_target(space, ch):
             continue
         value = score(space, ch)
