@@ -104,6 +104,9 @@ def test_plan_cli_json(cli):
     out = json.loads(result.stdout)
     assert out["status"] == "optimal" and out["search"]["solver"] == "cp-sat"
     assert out["iteration_time_s"] > 0 and out["groups"]
+    search = out["search"]  # priced ≥ undominated ≥ left in the model by the bounds
+    assert search["candidates"] >= search["candidates_after_pruning"] >= search[
+        "candidates_in_model"] > 0
 
 
 def test_plan_cli_infeasible_exits_3(cli):
