@@ -3,9 +3,11 @@
 force where brute force can finish.
 
 Not a test: prints a table. Run: .venv/bin/python bench/search_speed.py [--quick]
-Columns: `search s` is the search proper (`plan(explain=False)`: every inter-model option
-priced, solved and proven); `+why s` (with --explained) is `rlplan plan` as run, whose
-explanation searches the what-ifs too; `price s` / `solve s` split one option (the base one).
+Columns: `cands` candidates priced, `kept` undominated, `model` left in the base option's
+CP-SAT model by the bounds; `search s` is the search proper (`plan(explain=False)`: every
+inter-model option priced, solved and proven); `+why s` (with --explained) is `rlplan plan`
+as run, whose explanation searches the what-ifs too; `price s` / `solve s` split one option
+(the base one).
 Brute force's time is first estimated as its choice count (computed exactly, without
 enumerating) × the measured seconds per choice of a sample (the first choices: a low
 estimate); it is run when the estimate is within BRUTE_SECONDS (10 minutes) and stopped at
@@ -79,7 +81,8 @@ def main() -> None:
     print(f"CP-SAT workers: {args.workers}")
     print(f"{'algo':5} {'actor':9} {'GPUs':>5} {'status':9} {'search s':>8} {'+why s':>8} "
           f"{'price s':>8} "
-          f"{'solve s':>8} {'cands':>7} {'kept':>6} {'iter s':>9} {'brute':>22} {'speed-up':>9}")
+          f"{'solve s':>8} {'cands':>7} {'kept':>6} {'model':>6} {'iter s':>9} {'brute':>22} "
+          f"{'speed-up':>9}")
     for algo, (label, actor), gpus in itertools.product(algos, actors.items(), gpus_list):
         sc = scenario(algo, actor, gpus)
         t0 = time.perf_counter()
@@ -122,7 +125,8 @@ def main() -> None:
         speedup = brute_s / max(r.wall_s, 1e-6)
         print(f"{algo:5} {label:9} {gpus:5d} {status:9} {wall:8.2f} {explained:8.2f} "
               f"{price_s:8.2f} "
-              f"{r.wall_s:8.2f} {cands:7d} {kept:6d} {it} {brute_txt:>22} {speedup:9.0f}×",
+              f"{r.wall_s:8.2f} {cands:7d} {kept:6d} {r.candidates:6d} {it} {brute_txt:>22} "
+              f"{speedup:9.0f}×",
               flush=True)
 
 
