@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
 
+from planner.cost.iteration import cost_per_step
 from planner.errors import InfeasibleError, InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.solve import plan as search
@@ -229,13 +230,6 @@ class Sweep:
 CSV_COLUMNS = ("gpus", "status", "iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
                "scaling_efficiency", "marginal_scaling", "cost_per_step_usd",
                "cost_per_million_tokens_usd", "gpus_used", "placement", "note", "reason")
-
-
-def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
-                  ) -> float | None:
-    if price_per_gpu_hour is None:
-        return None
-    return iteration_time_s * gpus * price_per_gpu_hour / 3600
 
 
 def per_million_tokens(cost_per_step_usd: float | None, tokens_per_s: float,

@@ -97,6 +97,14 @@ def sequences(sc: Scenario) -> int:
     return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
 
 
+def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
+                  ) -> float | None:
+    """USD of one step on `gpus` GPUs at the profile's hourly price (None: no price)."""
+    if price_per_gpu_hour is None:
+        return None
+    return iteration_time_s * gpus * price_per_gpu_hour / 3600
+
+
 def tokens_per_step(sc: Scenario) -> float:
     """Tokens a step processes: every sequence's prompt and mean response."""
     return sequences(sc) * sc.workload.seq_len
@@ -472,8 +480,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         status=status, objective=sc.search.objective, groups=plan.groups, layouts=plan.layouts,
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
-        cost_per_step_usd=(ev.iteration_time_s * ev.total_gpus * price / 3600
-                           if price is not None else None),
+        cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,

@@ -139,7 +139,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                 f"{len(unknown)} of {len(outcomes)} inter-model options, and none of the "
                 "others has one; raise --time-limit (search.time_limit_s)")
         if sc.search.objective == "gpus":
-            raise InfeasibleError(_target_unreachable(sc, limit, workers, cache, explain))
+            raise InfeasibleError(_target_unreachable(sc, allowed, limit, workers, cache,
+                                                      explain))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain))
     best = ranked[0]
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
@@ -214,8 +215,8 @@ def _objective_name(sc: Scenario) -> str:
             "gpus": "GPUs needed"}[sc.search.objective]
 
 
-def _target_unreachable(sc: Scenario, limit: float, workers: int, cache: PriceCache,
-                        diagnose: bool) -> str:
+def _target_unreachable(sc: Scenario, allowed: list[Option], limit: float, workers: int,
+                        cache: PriceCache, diagnose: bool) -> str:
     """Why the gpus objective found nothing: the target is out of reach on this cluster (with
     the fastest plan's throughput when `diagnose`), or nothing fits at all."""
     target = sc.search.target_tokens_per_s
@@ -226,7 +227,6 @@ def _target_unreachable(sc: Scenario, limit: float, workers: int, cache: PriceCa
         return head
     fastest_sc = sc.model_copy(update={"search": sc.search.model_copy(
         update={"objective": "time"})})
-    allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
     outcomes = _search(fastest_sc, allowed, limit, workers, cache)
     ranked = _feasible(outcomes)
     if not ranked:
