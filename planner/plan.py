@@ -110,6 +110,11 @@ class InterModel(BaseModel):
     offload_during_generation: bool = Field(
         False, description="co-located: the group's resident model state moves to CPU memory "
                            "while the actor generates, and back after (NeMo-RL, verl offload)")
+    overlap_weight_sync: bool = Field(
+        False, description="staleness ≥ 1 with a separate rollout group: the rollout group "
+                           "keeps a shadow copy of the actor (M_sh) and receives the next "
+                           "weights into it while it generates, so the sync leaves its busy "
+                           "time; false: one copy, generation pauses for the sync")
 
 
 class PlanInput(BaseModel):

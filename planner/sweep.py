@@ -260,7 +260,8 @@ def placement_summary(p: Plan) -> str:
     extras = ([f"staleness {im.staleness}"] if im.staleness else []) \
         + (["fused stages"] if im.inter_stage_fusion else []) \
         + (["shared actor–critic"] if im.shared_actor_critic else []) \
-        + (["state offloaded during generation"] if im.offload_during_generation else [])
+        + (["state offloaded during generation"] if im.offload_during_generation else []) \
+        + (["weight sync overlapped"] if im.overlap_weight_sync else [])
     return f"{im.placement}: {', '.join(parts)}" + (f"; {', '.join(extras)}" if extras else "")
 
 

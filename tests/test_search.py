@@ -38,17 +38,20 @@ objectives = st.one_of(
     st.sampled_from([{"search.objective": "time"}, {"search.objective": "cost"}]),
     st.builds(lambda t: {"search.objective": "gpus", "search.target_tokens_per_s": t},
               st.sampled_from([300.0, 1000.0, 3000.0])))
-inter = st.sampled_from([(0, False, False), (1, False, False), (0, True, False),
-                         (0, False, True), (1, False, True)])  # (staleness, fusion, swap)
+inter = st.sampled_from([(0, False, False, False), (1, False, False, False),
+                         (0, True, False, False), (0, False, True, False),
+                         (1, False, True, False), (1, False, False, True),
+                         (1, True, False, True)])  # (staleness, fusion, swap, overlap sync)
 
 
-@settings(max_examples=14, deadline=None, derandomize=True,
+@settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(flags=scenarios, option=inter, objective=objectives)
 def test_cpsat_optimum_equals_brute_force(flags, option, objective):
     sc = small(**flags, **objective)
-    staleness, fusion, swap = option
-    space = build_space(sc, staleness=staleness, fusion=fusion, swap=swap, slots=2)
+    staleness, fusion, swap, overlap_sync = option
+    space = build_space(sc, staleness=staleness, fusion=fusion, swap=swap,
+                        overlap_sync=overlap_sync, slots=2)
     best, _, count = brute.solve(space)
     result = cpsat.solve(space, time_limit_s=30)
     if best is None:  # nothing valid fits (e.g. fusion needs two groups on a 1-GPU cluster)
@@ -79,6 +82,25 @@ def _option(staleness):
     from planner.search.solve import Option
 
     return Option(staleness, False, False)
+
+
+def test_overlapped_sync_plan_reprices_to_the_solver_objective():
+    """The overlapped weight sync: generation on its own group, a shadow copy there, and the
+    solver's score is what evaluate prices."""
+    from planner.search.solve import Option
+
+    sc = small(algorithm="grpo", **{"workload.samples_per_prompt": 4,
+                                    "cluster.gpus_per_node": 4})
+    space = build_space(sc, staleness=1, overlap_sync=True)
+    result = cpsat.solve(space, 30)
+    plan_in = to_plan_input(space, result.choice, Option(1, False, False, overlap_sync=True))
+    assert plan_in.inter_model.overlap_weight_sync
+    ev = evaluate(sc, plan_in)
+    gen = next(t for t in ev.tasks if t.stage == "generation")
+    assert gen.layout.group != plan_in.layouts["actor"]["training"].group
+    assert gen.memory.shadow_weights == gen.memory.weights > 0
+    assert ev.groups[gen.layout.group]["sync"] == 0
+    assert ev.iteration_time_s * 1000 == pytest.approx(result.objective, abs=len(space.tasks) + 2)
 
 
 def test_plan_is_deterministic_and_legal():

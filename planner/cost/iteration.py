@@ -15,12 +15,12 @@ iteration time.
 Memory per GPU of a group in a stage: the runtime reserve, the persistent state of every model
 resident on the group (a trainable model's weights, gradients and optimizer state on its
 training group; a frozen model's weights on its assessment group; the actor's inference
-weights on a separate rollout group, with a shadow copy under asynchrony), plus the largest
-transient need of the stage's tasks there. The actor's inference copy on its own training
-group is resharded in before generation and released after (hybrid engine): transient. With
-`offload_during_generation` the group's resident state moves to CPU memory for the generation
-stage (priced over the host link, both ways, with the resharding) and the KV cache gets the
-room.
+weights on a separate rollout group, with a shadow copy when the sync overlaps generation),
+plus the largest transient need of the stage's tasks there. The actor's inference copy on its
+own training group is resharded in before generation and released after (hybrid engine):
+transient. With `offload_during_generation` the group's resident state moves to CPU memory
+for the generation stage (priced over the host link, both ways, with the resharding) and the
+KV cache gets the room.
 """
 
 from __future__ import annotations
@@ -188,6 +188,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     n = sequences(sc)
     m_max = w.max_seq_len
     staleness = plan.inter_model.staleness
+    shadow = staleness >= 1 and plan.inter_model.overlap_weight_sync
     homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
     capacity = gpu.memory_bytes
 
@@ -198,7 +199,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     for role, home in homes.items():
         t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
             x for x in tasks if x.role == role and x.stage == "assessment")
-        mem = task_memory(sc, role, t.stage, t.layout, heads[role], 0, staleness)
+        mem = task_memory(sc, role, t.stage, t.layout, heads[role])
         resident[home].append((role, float(mem.persistent)))
         host[home] += float(mem.host_offload)
     if (share := gpu.host_bytes_per_gpu) is not None:
@@ -210,8 +211,15 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                     f"node's {gpu.host_memory_gib:.0f} GiB; offload less or shard more")
     for t in tasks:
         if t.stage == "assessment" and t.layout.group != homes[t.role]:
-            mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role], 0, staleness)
+            mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role])
             resident[t.layout.group].append((f"{t.role} forward copy", float(mem.persistent)))
+
+    if plan.inter_model.overlap_weight_sync:
+        gen_group = next((t.layout.group for t in tasks if t.stage == "generation"), None)
+        if staleness == 0 or gen_group is None or gen_group == homes["actor"]:
+            raise InputError("inter_model.overlap_weight_sync: overlapping the weight sync "
+                             "needs staleness ≥ 1 and the actor generating on its own rollout "
+                             "group; set it to false")
 
     # Generation: the KV cache gets what the group leaves free.
     gen_batch = 0.0
@@ -236,7 +244,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                     f"({share / GIB:.0f} GiB); turn off offload_during_generation")
             swap_s = swap_time(others, gpu)
             others = 0.0
-        gen_batch, t.memory, per_seq = kv_batch_fit(sc, t.layout, heads["actor"], staleness,
+        gen_batch, t.memory, per_seq = kv_batch_fit(sc, t.layout, heads["actor"], shadow,
                                                     hybrid, capacity - others)
         if gen_batch < 1:
             need = others + float(t.memory.total) + per_seq
@@ -252,7 +260,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
     for t in (x for x in tasks if x.stage != "generation"):
         t.seconds, t.parts = task_time(sc, t.role, t.stage, t.layout, heads[t.role])
-        t.memory = task_memory(sc, t.role, t.stage, t.layout, heads[t.role], 0, staleness)
+        t.memory = task_memory(sc, t.role, t.stage, t.layout, heads[t.role])
 
     # Resharding (same group) or weight sync (another group) of the actor, every iteration.
     sync_s, sync_groups = 0.0, set()
@@ -264,7 +272,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             sync_groups = {train.group}
         else:
             sync_s = weight_sync_time(sc.actor, heads["actor"])
-            sync_groups = {train.group, gen_task.layout.group}
+            # an overlapped sync lands in the rollout group's shadow copy while it generates
+            sync_groups = {train.group} if shadow else {train.group, gen_task.layout.group}
 
     busy = {g: dict.fromkeys(BREAKDOWN_KEYS, 0.0) for g in sizes}
     for t in tasks:
@@ -355,18 +364,19 @@ def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: 
 
 
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
-                head: Head, kv_seqs: Num = 0, staleness: int = 0, resharding: bool = False,
+                head: Head, kv_seqs: Num = 0, shadow: bool = False, resharding: bool = False,
                 kv_context: float | None = None) -> MemoryBreakdown:
     """Peak bytes per GPU of one (role, stage) task: sequences at the longest length; 1F1B
     micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica
-    holding `kv_context` tokens each (default the longest sequence). Layout variants or an
+    holding `kv_context` tokens each (default the longest sequence); `shadow`: generation
+    keeps a shadow copy of the weights (overlapped weight sync). Layout variants or an
     array of `kv_seqs` give an array per component (the search's candidates)."""
     w = sc.workload
     n = sequences(sc)
     micro = np.maximum(1, np.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
     load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro, kv_seqs=kv_seqs,
                           context_len=round(kv_context or w.max_seq_len),
-                          shadow_weights=staleness >= 1, resharding=resharding)
+                          shadow_weights=shadow, resharding=resharding)
     return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
 
 
@@ -386,7 +396,7 @@ def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVarian
     return t.total, t.as_dict()
 
 
-def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, staleness: int, hybrid: bool,
+def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, shadow: bool, hybrid: bool,
                  budget: float) -> tuple[float, MemoryBreakdown, float]:
     """Concurrent rollouts per replica that `budget` bytes per GPU hold, capped by the replica's
     share of the step and the layout's max_num_seqs; the memory at that batch; and the bytes
@@ -398,7 +408,7 @@ def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, staleness: int, hybri
     w, n = sc.workload, sequences(sc)
 
     def memory(seqs: float, context: float) -> MemoryBreakdown:
-        return task_memory(sc, "actor", "generation", layout, head, seqs, staleness, hybrid,
+        return task_memory(sc, "actor", "generation", layout, head, seqs, shadow, hybrid,
                            kv_context=context)
 
     base = memory(0, w.seq_len)

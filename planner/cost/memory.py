@@ -59,8 +59,10 @@ Assumptions, stated once:
   transient `resharding_buffer` is the largest unit (one layer, or the embedding / head) at the
   generation layout's TP/EP shard; the destination is the generation weights, counted as
   `weights`.
-- Under asynchrony a shadow actor copy in the generation layout (FORMULAS.md §4 M_sh = |π|)
-  is kept alongside: `shadow_weights` equals the generation weights.
+- When the weight sync to a separate rollout group overlaps generation (asynchrony), a shadow
+  actor copy in the generation layout (FORMULAS.md §4 M_sh = |π|) receives the next weights
+  alongside the copy generating: `shadow_weights` equals the generation weights. A blocking
+  sync (generation pauses for it) needs no second copy.
 - Generation and forward-only passes do not shard weights over dp (inference engines
   replicate); a forward-only layout with zero = 3 (FSDP reference/reward, as verl runs them)
   shards its weights over dp·cp like training does.
@@ -813,7 +815,7 @@ class MemoryWorkload:
     micro_batches: micro-batches per optimizer step per data-parallel rank (1F1B in-flight).
     kv_seqs: concurrent rollouts per generation replica; context_len: their context (default
         seq_len); prefill_tokens: chunked-prefill budget.
-    shadow_weights: a stale actor copy is kept (asynchrony, staleness ≥ 1).
+    shadow_weights: a second actor copy receives the next weights (overlapped weight sync).
     resharding: the generation layout is filled from the training layout on the same GPUs.
     interleave: virtual pipeline chunks per stage (1 = plain 1F1B).
     """

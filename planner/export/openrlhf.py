@@ -202,6 +202,9 @@ def _ppo(v: PlanView, version: str) -> Export:
     if v.inter.staleness:
         a.set("async", True)
         a.set("async_queue", v.inter.staleness)  # batches generation may run ahead
+        if v.inter.overlap_weight_sync:
+            notes.append("overlap_weight_sync: OpenRLHF's flags (shipped key lists) have none "
+                         "for receiving weights while vLLM generates; its own sync applies")
         if colocate_all:
             notes.append("async training on co-located GPUs: vLLM cannot sleep (OpenRLHF "
                          "forbids --vllm_enable_sleep with async), so its memory stays held")

@@ -312,6 +312,9 @@ def _inter_model_notes(v: PlanView) -> list[str]:
         notes.append(f"staleness {inter.staleness}: main_ppo is synchronous; bounded asynchrony "
                      "needs verl's one-step-off-policy or fully-async recipes (exports.md "
                      "§1.10), not emitted (their keys are not in the shipped lists)")
+    if inter.overlap_weight_sync:
+        notes.append("overlap_weight_sync: the fully-async recipe's async_training."
+                     "checkpoint_engine.overlap_broadcast_and_consume, not emitted (as above)")
     if inter.inter_stage_fusion:
         notes.append("inter_stage_fusion: verl has no setting to overlap generation with "
                      "assessment")

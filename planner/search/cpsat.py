@@ -121,6 +121,14 @@ class Model:
         elif sp.swap:
             self.m.Add(self.a[gen.name, 0] == 1)
 
+    def add_sync_separation(self) -> None:
+        """An overlapped weight sync needs the generation on a separate rollout group."""
+        sp, gen = self.space, self.space.generation
+        if sp.overlap_sync and gen is None:
+            self.m.AddBoolOr([])  # nothing generates: the option has no plan
+        elif sp.overlap_sync:
+            self.m.Add(self.a[gen.name, 0] == 0)
+
     def add_fusion_separation(self) -> None:
         """Under inter-stage fusion no assessment runs on the generation group."""
         sp, gen = self.space, self.space.generation
@@ -197,7 +205,7 @@ class Model:
                 m.Add(busy <= T)
                 if k == 0:
                     m.Add(busy + sync <= T)
-                elif gen is not None:
+                elif gen is not None and not sp.overlap_sync:
                     m.Add(busy + sync <= T).OnlyEnforceIf(self.a[gen.name, k])
             m.Add((sp.staleness + 1) * T >= sequential)
         else:
@@ -221,6 +229,7 @@ class Model:
         self.add_slots()
         self.add_placement()
         self.add_swap_colocation()
+        self.add_sync_separation()
         self.add_fusion_separation()
         self.add_memory()
         self.add_objective()

@@ -44,12 +44,14 @@ class Option:
     fusion: bool
     shared: bool
     swap: bool = False
+    overlap_sync: bool = False
 
     def describe(self) -> str:
         parts = [f"staleness {self.staleness}"]
         parts += ["inter-stage fusion"] if self.fusion else []
         parts += ["shared actor–critic"] if self.shared else []
         parts += ["state offloaded during generation"] if self.swap else []
+        parts += ["weight sync overlapped (shadow copy)"] if self.overlap_sync else []
         return ", ".join(parts)
 
 
@@ -62,14 +64,16 @@ class Outcome:
 
 def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
     """The inter-model options a scenario allows (fusion and swapping exclude each other: one
-    needs generation apart from assessment, the other co-located)."""
+    needs generation apart from assessment, the other co-located; so do swapping and an
+    overlapped weight sync, which needs a separate rollout group and staleness ≥ 1)."""
     online = sc.family is not Family.DPO
     swaps = online and host_budget_mib(sc) > 0
-    return [Option(s, f, sh, sw)
+    return [Option(s, f, sh, sw, ov)
             for s in range(max_staleness + 1 if online else 1)
             for f in ((False, True) if online else (False,))
             for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))
-            for sw in ((False, True) if swaps and not f else (False,))]
+            for sw in ((False, True) if swaps and not f else (False,))
+            for ov in ((False, True) if s >= 1 and not sw else (False,))]
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
@@ -88,7 +92,8 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
                  "disaggregated" if all(len(g.roles) == 1 for g in groups) else "partial")
     return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
         placement=placement, inter_stage_fusion=option.fusion, staleness=option.staleness,
-        shared_actor_critic=option.shared, offload_during_generation=option.swap))
+        shared_actor_critic=option.shared, offload_during_generation=option.swap,
+        overlap_weight_sync=option.overlap_sync))
 
 
 def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
@@ -99,7 +104,7 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
     deadline = time.monotonic() + time_limit_s
     for i, opt in enumerate(opts):
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
-                            swap=opt.swap, cache=cache)
+                            swap=opt.swap, overlap_sync=opt.overlap_sync, cache=cache)
         share = max(0.1, (deadline - time.monotonic()) / (len(opts) - i))  # what is left, split
         out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
     return out
@@ -108,7 +113,7 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
 def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
     ok = [o for o in outcomes if o.result.choice is not None]
     return sorted(ok, key=lambda o: (o.result.objective, o.option.staleness, o.option.fusion,
-                                     o.option.shared, o.option.swap))
+                                     o.option.shared, o.option.swap, o.option.overlap_sync))
 
 
 def default_workers() -> int:
@@ -192,8 +197,8 @@ def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
     asks = []
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
         asks.append(("max_staleness 1 (one step off-policy)",
-                     [Option(1, f, best.option.shared, sw) for f in (False, True)
-                      for sw in (False, True) if not (f and sw)]))
+                     [o for o in options(sc, 1, sc.search.allow_shared_actor_critic)
+                      if o.staleness == 1 and o.shared == best.option.shared]))
     if sc.critic is not None and not sc.search.allow_shared_actor_critic:
         asks.append(("a shared actor–critic (allow_shared_actor_critic)",
                      [Option(best.option.staleness, best.option.fusion, True,

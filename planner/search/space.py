@@ -121,6 +121,7 @@ class Space:
     fusion: bool
     shared: bool
     swap: bool  # co-located state moves to CPU memory during generation
+    overlap_sync: bool  # the weight sync lands in the rollout group's shadow copy (staleness ≥ 1)
     objective: str
     tasks: list[Task]
     sizes: list[int]
@@ -274,7 +275,7 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
     role = task.role
     if task.kind == "generation":
         batch = lay.max_num_seqs
-        mem = task_memory(sc, role, "generation", lay, head, batch, space.staleness,
+        mem = task_memory(sc, role, "generation", lay, head, batch, space.overlap_sync,
                           resharding=True)
         seconds, parts = task_time(sc, role, "generation", lay, head, batch)
         waves = np.maximum(1.0, sequences(sc) / lay.dp / batch)
@@ -291,13 +292,13 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
                                                              head)[0])},
             persistent_mib=_mib(mem.persistent), transient_mib={"assessment": _mib(mem.transient)})
     # training, with the model's assessment forward (old log-probs / values; not DPO's)
-    train = task_memory(sc, role, "training", lay, head, 0, space.staleness)
+    train = task_memory(sc, role, "training", lay, head)
     times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
     transient = {"training": _mib(train.transient)}
     if sc.family is not Family.DPO:
         times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
-        transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay, head, 0,
-                                                   space.staleness).transient)
+        transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay,
+                                                   head).transient)
     return Candidate(layout=lay, time_ms=times, persistent_mib=_mib(train.persistent),
                      transient_mib=transient, host_mib=_mib(train.host_offload))
 
@@ -386,12 +387,12 @@ def host_budget_mib(sc: Scenario) -> int:
 
 PriceCache = dict[tuple, tuple[list[Candidate], int]]
 """(task, size, variant) → (kept candidates, candidates priced): what a build already priced
-for the same scenario. Generation varies with asynchrony (the shadow copy), the actor with a
-shared critic head; nothing else depends on the inter-model options."""
+for the same scenario. Generation varies with an overlapped weight sync (the shadow copy), the
+actor with a shared critic head; nothing else depends on the inter-model options."""
 
 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
-                swap: bool = False, slots: int = MAX_SLOTS,
+                swap: bool = False, overlap_sync: bool = False, slots: int = MAX_SLOTS,
                 cache: PriceCache | None = None) -> Space:
     """Enumerate and price every legal candidate of every task on every group size."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
@@ -400,7 +401,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     cache = {} if cache is None else cache
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
-        objective=sc.search.objective, tasks=tasks,
+        overlap_sync=overlap_sync, objective=sc.search.objective, tasks=tasks,
         sizes=slot_sizes(cluster.total_gpus, cluster.gpus_per_node),
         slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
@@ -410,7 +411,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                    if sc.search.objective == "gpus" else None),
         swap_q=round(SWAP_SCALE * swap_time(MIB, gpu) / MS) if gpu.host_link_gbps else 0)
     for task in tasks:
-        variant = (staleness >= 1 if task.kind == "generation" else None,
+        variant = (overlap_sync if task.kind == "generation" else None,
                    shared if task.role == "actor" else None)
         for g in space.sizes:
             key = (task.name, g, variant)
@@ -440,7 +441,8 @@ def valid(space: Space, ch: Choice) -> bool:
     """Structural rules both solvers share: slot 0 holds the actor's training; used slots come
     first with non-increasing sizes after slot 0; each used slot holds a task; the groups fit
     the cluster; under fusion no assessment shares the generation group; swapping state out
-    during generation needs the generation co-located (slot 0)."""
+    during generation needs the generation co-located (slot 0), an overlapped weight sync a
+    separate rollout group."""
     used = [s > 0 for s in ch.sizes]
     if not used[0] or ch.slot["actor.training"] != 0 or sum(ch.sizes) > space.total_gpus:
         return False
@@ -452,6 +454,8 @@ def valid(space: Space, ch: Choice) -> bool:
         return False
     gen = space.generation
     if space.swap and (gen is None or ch.slot[gen.name] != 0):
+        return False
+    if space.overlap_sync and (gen is None or ch.slot[gen.name] == 0):
         return False
     if space.fusion and gen is not None:
         gk = ch.slot[gen.name]
@@ -539,7 +543,8 @@ def iteration_ms(space: Space, ch: Choice) -> int:
                  -(-(c.overlap * steady + FUSION_SCALE * S["assessment"]) // FUSION_SCALE))
     sequential = ga + sync + S["training"]
     if space.staleness >= 1:
-        busy = [sum(load.values()) + (sync if k == 0 or k == gen_slot else 0)
+        busy = [sum(load.values())
+                + (sync if k == 0 or (k == gen_slot and not space.overlap_sync) else 0)
                 for k, load in loads.items()]
         time_ms = max(max(busy), -(-sequential // (space.staleness + 1)))
     else:

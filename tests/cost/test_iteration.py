@@ -32,7 +32,7 @@ def colocated(gpus=16, gen_tp=1):
                     "reference": {"assessment": {"group": "g0", "dp": gpus, "zero": 3}}}})
 
 
-def disaggregated(staleness=0, fusion=False):
+def disaggregated(staleness=0, fusion=False, overlap_sync=False):
     return PlanInput.model_validate({
         "groups": [{"name": "gen", "gpus": 8}, {"name": "train", "gpus": 8}],
         "layouts": {"actor": {"generation": {"group": "gen", "dp": 8},
@@ -40,7 +40,7 @@ def disaggregated(staleness=0, fusion=False):
                                            "checkpointing": "full", "micro_batch": 2}},
                     "reference": {"assessment": {"group": "train", "dp": 8, "zero": 3}}},
         "inter_model": {"placement": "disaggregated", "staleness": staleness,
-                        "inter_stage_fusion": fusion}})
+                        "inter_stage_fusion": fusion, "overlap_weight_sync": overlap_sync}})
 
 
 def test_every_group_breakdown_sums_to_the_iteration():
@@ -69,10 +69,33 @@ def test_asynchrony_overlaps_the_groups():
     busiest = max(sum(v for k, v in g.items() if k != "idle") for g in stale.groups.values())
     assert stale.iteration_time_s < sync.iteration_time_s
     assert stale.iteration_time_s >= busiest - 1e-9
-    # the rollout group under staleness keeps a shadow copy of the actor's weights
+    # a blocking sync: one rollout copy, both groups spend the sync
     gen = next(t for t in stale.tasks if t.stage == "generation")
-    assert gen.memory.shadow_weights > 0
-    assert next(t for t in sync.tasks if t.stage == "generation").memory.shadow_weights == 0
+    assert gen.memory.shadow_weights == 0
+    assert stale.groups["gen"]["sync"] == stale.groups["train"]["sync"] == stale.sync_s > 0
+
+
+def test_overlapped_weight_sync_holds_a_shadow_copy_and_leaves_the_rollout_busy_time():
+    blocking = evaluate(scenario(), disaggregated(staleness=1))
+    overlapped = evaluate(scenario(), disaggregated(staleness=1, overlap_sync=True))
+    gen_b, gen_o = (next(t for t in ev.tasks if t.stage == "generation")
+                    for ev in (blocking, overlapped))
+    assert gen_o.memory.shadow_weights == gen_o.memory.weights > 0  # M_sh = |π|
+    assert overlapped.groups["gen"]["sync"] == 0
+    assert overlapped.groups["train"]["sync"] == blocking.groups["train"]["sync"] > 0
+    assert overlapped.memory["gen"]["peak_bytes"] > blocking.memory["gen"]["peak_bytes"]
+    busy_b, busy_o = (sum(v for k, v in ev.groups["gen"].items() if k != "idle")
+                      for ev in (blocking, overlapped))
+    assert busy_o == pytest.approx(busy_b - blocking.sync_s)
+
+
+@pytest.mark.parametrize("plan", [
+    disaggregated(staleness=0, overlap_sync=True),
+    PlanInput.model_validate({**colocated().model_dump(), "inter_model": {
+        "staleness": 1, "overlap_weight_sync": True}})])
+def test_overlapped_weight_sync_needs_staleness_and_a_rollout_group(plan):
+    with pytest.raises(InputError, match="inter_model.overlap_weight_sync"):
+        evaluate(scenario(), plan)
 
 
 def test_stage_fusion_never_slows_and_helps_on_separate_groups():

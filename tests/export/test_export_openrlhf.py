@@ -95,3 +95,13 @@ def test_unknown_version():
     sc = scenario()
     with pytest.raises(InputError, match="no version 'v0.8.9'"):
         export(priced(sc, colocated()), sc, "openrlhf", "v0.8.9")
+
+
+def test_overlapped_weight_sync_is_said_not_dropped():
+    sc = ppo_scenario()
+    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 1,
+                                                   "overlap_weight_sync": True}}
+    result = export(priced(sc, plan), sc, "openrlhf")
+    f = flags(result.text, PPO)
+    assert "--async_train" in f and f["--async_queue_size"] == "1"
+    assert any(n.startswith("overlap_weight_sync") for n in result.notes)

@@ -90,3 +90,12 @@ def test_micro_batches_must_tile_the_mini_batch():
     plan = priced(sc, colocated(train={"dp": 8, "zero": 3, "micro_batch": 3}))
     with pytest.raises(ExportError, match="ppo_micro_batch_size_per_gpu 3"):
         export(plan, sc, "verl")
+
+
+def test_overlapped_weight_sync_is_said_not_dropped():
+    sc = ppo_scenario()
+    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 1,
+                                                   "overlap_weight_sync": True}}
+    result = export(priced(sc, plan), sc, "verl")
+    assert "# NOTE: overlap_weight_sync" in result.text
+    assert any(n.startswith("staleness 1") for n in result.notes)
