@@ -436,6 +436,14 @@ VERL_RESPONSE_LEN = 1500
 VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
 
 
+ASYNC_SYNC_ASSUMPTION = (
+    "{}: two groups, staleness 1; weight sync by the planner's WEIGHT_SYNC_BYTES_PER_S, "
+    "blocking (generation pauses for it, one rollout copy): whether the recipe overlaps it "
+    "(NeMo-RL grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
+    "overlap_broadcast_and_consume) is not in the data; the overlapped mode (shadow copy) is "
+    "printed as a sensitivity")
+
+
 @dataclass
 class RLCase:
     """One runs.csv row mapped to a scenario and a plan (or the reason it is not)."""
@@ -593,8 +601,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
                 f"generate ({t_nodes}+{g_nodes} nodes), as the README states for the H100 rows")
         groups = {"train": t_nodes * per_node, "rollout": g_nodes * per_node}
         train_group, gen_group, staleness = "train", "rollout", 1
-        case.assumptions.append("async 1-off: two groups, staleness 1; weight sync by the "
-                                "planner's WEIGHT_SYNC_BYTES_PER_S")
+        case.assumptions.append(ASYNC_SYNC_ASSUMPTION.format("async 1-off"))
     moe = model == "qwen3-30b-a3b"
     gen_tp = gen_deg.get("tp", 1)
     gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1),
@@ -677,7 +684,7 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         groups, staleness = {"train": train_n, "rollout": roll}, 1
         gen_group, train_group = "rollout", "train"
         case.assumptions.append(
-            "fully async: two groups (rollout:train as given), staleness 1; the planner cannot "
+            ASYNC_SYNC_ASSUMPTION.format("fully async") + "; the planner cannot "
             "drop the old-log-prob pass ('old_lp' is '-' in the measured row) nor stream "
             "partial rollouts, so the trainer group is priced with both passes")
     gen = _layout(gen_group, groups[gen_group])
@@ -710,6 +717,13 @@ def price(case: RLCase, gpu: HardwareProfile | None = None) -> RLResult:
 
 PAIRS = (("6", "7"), ("19", "20"), ("21", "22"), ("23", "24"), ("25", "26"), ("32", "33"),
          ("34", "35"))
+
+
+def _with_overlapped_sync(case: RLCase) -> RLCase:
+    plan = case.plan.model_copy(update={"inter_model": case.plan.inter_model.model_copy(
+        update={"overlap_weight_sync": True})})  # type: ignore[union-attr]
+    return RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
+                  profile=case.profile, plan=plan, scenario=case.scenario)
 
 
 def rl_errors(results: dict[str, RLResult]) -> dict[str, tuple[float, float, int]]:
@@ -865,6 +879,9 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
         for (cid, t), alt in sens.items():
             base = _profile_of(alt)
             sens_res[(cid, t)] = price(alt, with_efficiency(base, *fitted[base.name]))
+        overlapped = {c.id: price(_with_overlapped_sync(c), with_efficiency(
+            _profile_of(c), *fitted[_profile_of(c).name]))
+            for c in cases if c.plan is not None and c.plan.inter_model.staleness}
 
     print("\nPredicted vs measured step time (s). 'after' = fitted efficiencies and framework "
           "constants; gen batch = concurrent rollouts per replica the memory model allows.")
@@ -904,6 +921,15 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
                 cells.append(f"T={t}: {res.predicted:7.1f}" if res.predicted is not None
                              else f"T={t}: failed")
             print(f"  row {c.id} (measured {c.measured_s:.1f}): " + ", ".join(cells))
+
+    print("\nAsynchronous rows with the weight sync overlapped instead (shadow copy on the "
+          "rollout group; after-fit constants):")
+    for cid, res in overlapped.items():
+        c = next(c for c in cases if c.id == cid)
+        got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, gen batch "
+               f"{res.ev.generation_batch:.0f})" if res.predicted is not None  # type: ignore
+               else f"failed: {res.error}")
+        print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
 
     print("\nPair orderings (co-located vs asynchronous), after fitting:")
     ordered = {}

@@ -168,8 +168,9 @@ backward, recompute) whatever the layer's size; 0.9 ms lowers their error by 13 
 HOST_BACKWARD_PASSES_PER_FORWARD = 2
 """Autograd issues about two kernels (input and weight gradients) per forward kernel."""
 
-DECODE_STEP_OVERHEAD_S = 0.012
+DECODE_STEP_OVERHEAD_S = 0.010
 """Fixed time per decode step of one inference-engine replica beyond its kernels (scheduler,
 sampling, detokenisation, kernel launches), seconds. Fitted by bench/calibration.py on the
 NeMo-RL rows of ../shared/data/calibration/runs.csv (rows 6, 7, 19-26; vLLM generation),
-2026-11-29: least median APE on a 0-15 ms grid (no overhead: 32.5%, 12 ms: 15.8%)."""
+2026-11-29, refitted after the blocking weight sync stopped charging a shadow copy: least
+median APE on a 0-15 ms grid (no overhead: 31.2%, 10 ms: 15.6%)."""
