@@ -116,6 +116,16 @@ class InterModel(BaseModel):
                            "weights into it while it generates, so the sync leaves its busy "
                            "time; false: one copy, generation pauses for the sync")
 
+    def choices(self) -> list[str]:
+        """The choices beyond the placement, in words (plan view, sweep, timeline, search)."""
+        return ([f"staleness {self.staleness}"] if self.staleness else []) \
+            + (["inter-stage fusion"] if self.inter_stage_fusion else []) \
+            + (["intra-stage fusion"] if self.intra_stage_fusion else []) \
+            + (["shared actor–critic"] if self.shared_actor_critic else []) \
+            + (["state offloaded during generation"] if self.offload_during_generation
+               else []) \
+            + (["weight sync overlapped (shadow copy)"] if self.overlap_weight_sync else [])
+
 
 class PlanInput(BaseModel):
     """What a hand-written plan needs: groups, layouts per role and stage, inter-model choices."""

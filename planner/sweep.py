@@ -257,11 +257,7 @@ def placement_summary(p: Plan) -> str:
             if here:
                 on.append(role if len(here) == len(stages) else f"{role} {'+'.join(here)}")
         parts.append(f"{g.name}×{g.gpus}" + (f" ({', '.join(on)})" if len(p.groups) > 1 else ""))
-    extras = ([f"staleness {im.staleness}"] if im.staleness else []) \
-        + (["fused stages"] if im.inter_stage_fusion else []) \
-        + (["shared actor–critic"] if im.shared_actor_critic else []) \
-        + (["state offloaded during generation"] if im.offload_during_generation else []) \
-        + (["weight sync overlapped"] if im.overlap_weight_sync else [])
+    extras = im.choices()
     return f"{im.placement}: {', '.join(parts)}" + (f"; {', '.join(extras)}" if extras else "")
 
 

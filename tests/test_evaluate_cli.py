@@ -30,8 +30,17 @@ def test_evaluate_example_json(cli, tmp_path):
 def test_evaluate_human_view(cli):
     result = cli("evaluate", SCENARIO, PLAN)
     assert result.exit_code == 0
-    for text in ("One iteration", "Memory per GPU", "lower bounds", "binding memory"):
+    for text in ("One iteration", "Memory per GPU", "lower bounds", "binding memory",
+                 "inter-model: colocated"):
         assert text in result.stdout
+
+
+def test_inter_model_choices_in_words():
+    from planner.plan import InterModel
+
+    assert InterModel().choices() == []
+    words = InterModel(staleness=1, inter_stage_fusion=True, overlap_weight_sync=True).choices()
+    assert words == ["staleness 1", "inter-stage fusion", "weight sync overlapped (shadow copy)"]
 
 
 def test_plan_that_does_not_fit_exits_3(cli, write):

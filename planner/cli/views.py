@@ -69,6 +69,8 @@ def show_plan(plan: Plan, title: str) -> None:
                                               "recompute", "micro_batch", "offload")),
                       f"{t['time_s']:.2f}")
     console.print(table)
+    im = plan.inter_model
+    console.print(f"inter-model: {', '.join([im.placement, *im.choices()])}")
 
     groups = plan.breakdown.get("groups", {})
     table = Table(title=f"One iteration: {plan.iteration_time_s:.2f} s per step "

@@ -45,14 +45,7 @@ def draw(plan: Plan) -> Figure:
     ax.set_xlim(0, period * 1.02)
     ax.set_ylim(-0.6, len(groups) - 0.4)
     ax.set_xlabel("seconds into the iteration")
-    im = plan.inter_model
-    how = [im.placement]
-    if im.staleness:
-        how.append(f"staleness {im.staleness}: groups overlap across iterations")
-    if im.inter_stage_fusion:
-        how.append("stage fusion")
-    if im.shared_actor_critic:
-        how.append("shared actor–critic")
+    how = [plan.inter_model.placement, *plan.inter_model.choices()]
     ax.set_title(f"One iteration: {period:.1f} s ({', '.join(how)})")
     kinds = [k for k in COLOURS if any(s["kind"] == k for s in segments)]
     fig.legend(handles=[Patch(color=COLOURS[k], label=KIND_LABELS[k]) for k in kinds],

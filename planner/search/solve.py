@@ -47,12 +47,10 @@ class Option:
     overlap_sync: bool = False
 
     def describe(self) -> str:
-        parts = [f"staleness {self.staleness}"]
-        parts += ["inter-stage fusion"] if self.fusion else []
-        parts += ["shared actor–critic"] if self.shared else []
-        parts += ["state offloaded during generation"] if self.swap else []
-        parts += ["weight sync overlapped (shadow copy)"] if self.overlap_sync else []
-        return ", ".join(parts)
+        return ", ".join(InterModel(
+            inter_stage_fusion=self.fusion, staleness=self.staleness,
+            shared_actor_critic=self.shared, offload_during_generation=self.swap,
+            overlap_weight_sync=self.overlap_sync).choices()) or "staleness 0"
 
 
 @dataclass

@@ -81,6 +81,7 @@ def test_overlapped_weight_sync_holds_a_shadow_copy_and_leaves_the_rollout_busy_
     gen_b, gen_o = (next(t for t in ev.tasks if t.stage == "generation")
                     for ev in (blocking, overlapped))
     assert gen_o.memory.shadow_weights == gen_o.memory.weights > 0  # M_sh = |π|
+    assert gen_b.memory.shadow_weights == 0
     assert overlapped.groups["gen"]["sync"] == 0
     assert overlapped.groups["train"]["sync"] == blocking.groups["train"]["sync"] > 0
     assert overlapped.memory["gen"]["peak_bytes"] > blocking.memory["gen"]["peak_bytes"]
