@@ -5,7 +5,8 @@ on two cores). It reads `../shared/data/calibration/` (vTrain's measured Megatro
 the published RL runs of `runs.csv`) and prints, for every row it can map, the predicted and the
 measured time, the errors per source, the pair orderings (co-located vs asynchronous), every
 assumption it had to make, and the efficiency constants fitted on these rows — before and after
-fitting. Nothing here is a test: it prints figures a person can rerun and judge.
+fitting; and, for each measured memory point of memory.md, what pricing it lacks. Nothing here
+is a test: it prints figures a person can rerun and judge.
 
 What is fitted, and on what (no constant is fitted to a single row):
 1. A100 `efficiency.compute` and `efficiency.hbm`, and the framework constants
@@ -61,7 +62,7 @@ from planner.specs.hardware import (  # noqa: E402
     HardwareProfile,
     load_profile,
 )
-from planner.specs.model import ModelSpec, spec_from_hf_config  # noqa: E402
+from planner.specs.model import ModelSpec, load_model, spec_from_hf_config  # noqa: E402
 from planner.specs.scenario import Scenario, load_scenario  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -961,6 +962,71 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
         k: (*v, verdicts.get(k, "--no-fit: shipped values")) for k, v in fitted.items()}
 
 
+# --- measured memory points (memory.md §B.8) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryPoint:
+    """A published peak-memory measurement and what pricing it needs that its source omits."""
+
+    source: str
+    model: str  # the shipped spec it needs (planner.specs.model.load_model name)
+    gpu: str  # the hardware profile it needs
+    measured_gb: float
+    unstated: str  # settings the source does not give ("" = all given)
+
+
+MEMORY_POINTS = (
+    MemoryPoint("torchtune README, 4x RTX 4090 FSDP, bs 4, seq 2048", "llama-2-7b", "rtx-4090",
+                24.1, ""),
+    MemoryPoint("torchtune README, 1x RTX 4090, PagedAdamW, bs 4, seq 2048", "llama-2-7b",
+                "rtx-4090", 24.1, "the paged optimizer's resident share"),
+    MemoryPoint("torchtune README, 8x A100, PagedAdamW, bs 4, seq 4096", "llama-2-70b",
+                "a100-sxm-80gb", 70.4, "the parallel layout; the paged optimizer's resident "
+                "share"),
+    MemoryPoint("torchtune README (2024-02), 2x A100-80G FSDP, SGD, fp32", "llama-2-7b",
+                "a100-sxm-80gb", 62.0, "sequence length (alpaca); SGD state is not modelled; "
+                "reserved, not allocated, bytes"),
+    MemoryPoint("llama-recipes #100, 4x A100-40GB FSDP", "llama-2-7b", "a100-sxm-40gb", 29.0,
+                "batch and sequence length; reserved, not allocated, bytes"),
+    MemoryPoint("mbridge memory_estimator, 8 GPUs, 4 layers, seq 4096 (4 rows)",
+                "mixtral-8x2b-style-4-layer", "", 6.6, "the model's dimensions; the GPU"),
+    MemoryPoint("Megatron-LM PR #482, DP8 PP2 TP1, MBS 2", "llama-2-7b", "", 69.1,
+                "sequence length; recompute and flash settings; the GPU"),
+    MemoryPoint("Aceso artifact, 4 V100-class GPUs", "gpt-1.3b", "", 10.69,
+                "the parallel layout, batch and sequence length; the GPU"),
+)
+
+
+def _shipped(load: Callable[[str], object], name: str) -> bool:
+    if not name:
+        return False
+    try:
+        load(name)
+    except (InputError, ValueError, FileNotFoundError):
+        return False
+    return True
+
+
+def run_memory_points() -> tuple[int, int]:
+    """(points with every fact needed to price them, points), each printed with what it
+    lacks. None is complete today, so none is priced."""
+    section("3. Measured memory points (memory.md §B.8): what pricing each one lacks")
+    complete = 0
+    for p in MEMORY_POINTS:
+        missing = ([] if _shipped(load_model, p.model) else
+                   [f"no model spec '{p.model}' (its config is not in ../shared/data)"])
+        if p.gpu and not _shipped(load_profile, p.gpu):
+            missing.append(f"no hardware profile '{p.gpu}' (not in hardware.md)")
+        if p.unstated:
+            missing.append(f"not stated: {p.unstated}")
+        complete += not missing
+        print(f"  {p.source}: measured {p.measured_gb:g} GB\n    "
+              + ("every fact given: price it here" if not missing else
+                 "not priced: " + "; ".join(missing)))
+    return complete, len(MEMORY_POINTS)
+
+
 # --- main --------------------------------------------------------------------------------------
 
 
@@ -978,8 +1044,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rlplan calibration bench — {date.today().isoformat()} — data: {DATA}")
     verrors, vfit, vshipped = run_vtrain(not args.no_fit)
     rl_err, ordered, fitted = run_rl(vfit, not args.no_fit)
+    mem_complete, mem_points = run_memory_points()
 
-    section("3. Fitted constants (where they go) and targets")
+    section("4. Fitted constants (where they go) and targets")
     today = date.today().isoformat()
     print(f"framework constants -> planner/cost/constants.py (fitted on the 1,549 vTrain rows, "
           f"{today}):")
@@ -1022,6 +1089,8 @@ def main(argv: list[str] | None = None) -> int:
     n_ok = sum(1 for v in ordered.values() if v)
     print(f"  {'pairs ordered as measured':34s} {n_ok} of {len(ordered)}: "
           f"{'met' if n_ok == len(ordered) else 'NOT MET'}")
+    print(f"  {'measured memory points within 15%':34s} not measurable: {mem_complete} of "
+          f"{mem_points} points have the facts needed to price them (section 3)")
     print("  vTrain before fitting: multi MAPE "
           f"{pct(verrors['multi'][0])} (median {pct(verrors['multi'][1])}), single MAPE "
           f"{pct(verrors['single'][0])} (median {pct(verrors['single'][1])}); after: multi "
