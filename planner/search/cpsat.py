@@ -113,21 +113,16 @@ class Model:
         for k in range(sp.slots):
             m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
 
-    def add_swap_colocation(self) -> None:
-        """Swapping state out during generation needs the generation on slot 0."""
+    def add_generation_slot(self) -> None:
+        """Swapping state out during generation needs the generation co-located (slot 0); an
+        overlapped weight sync needs it on a separate rollout group (options never ask both)."""
         sp, gen = self.space, self.space.generation
-        if sp.swap and gen is None:
+        if not (sp.swap or sp.overlap_sync):
+            return
+        if gen is None:
             self.m.AddBoolOr([])  # nothing generates: the option has no plan
-        elif sp.swap:
-            self.m.Add(self.a[gen.name, 0] == 1)
-
-    def add_sync_separation(self) -> None:
-        """An overlapped weight sync needs the generation on a separate rollout group."""
-        sp, gen = self.space, self.space.generation
-        if sp.overlap_sync and gen is None:
-            self.m.AddBoolOr([])  # nothing generates: the option has no plan
-        elif sp.overlap_sync:
-            self.m.Add(self.a[gen.name, 0] == 0)
+        else:
+            self.m.Add(self.a[gen.name, 0] == int(sp.swap))
 
     def add_fusion_separation(self) -> None:
         """Under inter-stage fusion no assessment runs on the generation group."""
@@ -228,8 +223,7 @@ class Model:
     def build(self) -> Model:
         self.add_slots()
         self.add_placement()
-        self.add_swap_colocation()
-        self.add_sync_separation()
+        self.add_generation_slot()
         self.add_fusion_separation()
         self.add_memory()
         self.add_objective()
