@@ -214,12 +214,12 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role])
             resident[t.layout.group].append((f"{t.role} forward copy", float(mem.persistent)))
 
-    if plan.inter_model.overlap_weight_sync:
-        gen_group = next((t.layout.group for t in tasks if t.stage == "generation"), None)
-        if staleness == 0 or gen_group is None or gen_group == homes["actor"]:
-            raise InputError("inter_model.overlap_weight_sync: overlapping the weight sync "
-                             "needs staleness ≥ 1 and the actor generating on its own rollout "
-                             "group; set it to false")
+    gen_task = next((t for t in tasks if t.stage == "generation"), None)
+    apart = gen_task is not None and gen_task.layout.group != homes["actor"]
+    if plan.inter_model.overlap_weight_sync and not (staleness >= 1 and apart):
+        raise InputError("inter_model.overlap_weight_sync: overlapping the weight sync needs "
+                         "staleness ≥ 1 and the actor generating on its own rollout group; "
+                         "set it to false")
 
     # Generation: the KV cache gets what the group leaves free.
     gen_batch = 0.0
@@ -264,7 +264,6 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
     # Resharding (same group) or weight sync (another group) of the actor, every iteration.
     sync_s, sync_groups = 0.0, set()
-    gen_task = next((t for t in tasks if t.stage == "generation"), None)
     if gen_task:
         train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
         if gen_task.layout.group == train.group:

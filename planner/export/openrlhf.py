@@ -31,8 +31,17 @@ from planner.specs.workload import Family
 DEFAULT_VERSION = "v0.9.5"
 
 # One concept → its flag in (v0.9.5, head), exports.md §2.2 (train_ppo_ray) and §2.3 (train_dpo).
-# None: the version has no such flag.
-PPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
+# None: the version has no such flag. The DeepSpeed and batch flags are the same in both scripts.
+SHARED_FLAGS: dict[str, tuple[str | None, str | None]] = {
+    "zero": ("--zero_stage", "--ds.zero_stage"),
+    "adam_offload": ("--adam_offload", "--ds.adam_offload"),
+    "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
+    "ring": ("--ring_attn_size", "--ds.ring_attn_size"),
+    "train_batch": ("--train_batch_size", "--train.batch_size"),
+    "micro_train": ("--micro_train_batch_size", "--train.micro_batch_size"),
+    "param_dtype": ("--param_dtype", "--ds.param_dtype"),
+}
+PPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "actor_nodes": ("--actor_num_nodes", "--actor.num_nodes"),
     "actor_gpus": ("--actor_num_gpus_per_node", "--actor.num_gpus_per_node"),
     "critic_nodes": ("--critic_num_nodes", "--critic.num_nodes"),
@@ -49,12 +58,8 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
     "colocate_all": ("--colocate_all_models", "--train.colocate_all"),
     "colocate_actor_ref": ("--colocate_actor_ref", "--train.colocate_actor_ref"),
     "colocate_critic_reward": ("--colocate_critic_reward", "--train.colocate_critic_reward"),
-    "zero": ("--zero_stage", "--ds.zero_stage"),
-    "adam_offload": ("--adam_offload", "--ds.adam_offload"),
     "reference_offload": ("--ref_reward_offload", "--ref.offload"),
     "reward_offload": ("--ref_reward_offload", "--reward.offload"),
-    "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
-    "ring": ("--ring_attn_size", "--ds.ring_attn_size"),
     "gradient_checkpointing": ("--gradient_checkpointing", "--actor.gradient_checkpointing_enable"),
     "async": ("--async_train", "--train.async_enable"),
     "async_queue": ("--async_queue_size", "--train.async_queue_size"),
@@ -62,8 +67,6 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
     "samples": ("--n_samples_per_prompt", "--rollout.n_samples_per_prompt"),
     "rollout_batch": ("--rollout_batch_size", "--rollout.batch_size"),
     "micro_rollout": ("--micro_rollout_batch_size", "--rollout.micro_batch_size"),
-    "train_batch": ("--train_batch_size", "--train.batch_size"),
-    "micro_train": ("--micro_train_batch_size", "--train.micro_batch_size"),
     "prompt_max_len": ("--prompt_max_len", None),
     "max_new_tokens": ("--generate_max_len", "--rollout.max_new_tokens"),
     "max_len": (None, "--data.max_len"),  # head: prompt + response
@@ -72,21 +75,13 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
     "actor_model": ("--pretrain", "--actor.model_name_or_path"),
     "critic_model": ("--critic_pretrain", "--critic.model_name_or_path"),
     "reward_model": ("--reward_pretrain", "--reward.model_name_or_path"),
-    "param_dtype": ("--param_dtype", "--ds.param_dtype"),
 }
-DPO_FLAGS: dict[str, tuple[str | None, str | None]] = {
+DPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "actor_model": ("--pretrain", "--model.model_name_or_path"),
     "reference_model": ("--ref_pretrain", "--ref.model_name_or_path"),
-    "zero": ("--zero_stage", "--ds.zero_stage"),
-    "adam_offload": ("--adam_offload", "--ds.adam_offload"),
     "reference_offload": ("--ref_offload", "--ref.offload"),
-    "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
-    "ring": ("--ring_attn_size", "--ds.ring_attn_size"),
-    "train_batch": ("--train_batch_size", "--train.batch_size"),
-    "micro_train": ("--micro_train_batch_size", "--train.micro_batch_size"),
     "max_len": ("--max_len", "--data.max_len"),
     "gradient_checkpointing": ("--gradient_checkpointing", "--model.gradient_checkpointing_enable"),
-    "param_dtype": ("--param_dtype", "--ds.param_dtype"),
 }
 
 # --advantage_estimator per algorithm (exports.md §2.2: GRPO = group_norm). OpenRLHF has no
