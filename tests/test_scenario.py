@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from planner.cli.options import overrides
 from planner.errors import InputError
-from planner.specs.scenario import apply_overrides, load_scenario
+from planner.specs.scenario import apply_overrides, load_scenario, scenario_from_plan
 from planner.specs.workload import Family
 from tests.conftest import DATA, REPO, grpo_scenario
+from tests.test_cli import assert_bad_input
 
 
 def load(write, **changes):
@@ -112,3 +116,53 @@ def test_multi_node_needs_an_inter_node_figure(write):
 def test_cluster_profile_by_path(write):
     s = load(write, cluster={"gpu": str(REPO / "hardware_profiles/mi300x.yaml"), "nodes": 2})
     assert s.cluster.gpu.name == "mi300x" and s.cluster.total_gpus == 16
+
+
+def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):
+    path = write("s.yaml", grpo_scenario())
+    assert load_scenario(path).runtime.engine == "vllm-v1"
+    s = load_scenario(path, overrides({"engine": "sglang", "nodes": None}))
+    assert s.runtime.engine == "sglang" and s.summary()["runtime"] == {"engine": "sglang"}
+    s = load(write, runtime={"engine": "eager"})
+    assert s.runtime.engine == "eager" and s.source_input.runtime.engine == "eager"
+
+
+def test_unknown_engine_names_the_field_and_the_choices(write):
+    with pytest.raises(InputError, match="field 'runtime.engine': .*'vllm-v1', 'sglang', "
+                                         "'vllm-v0' or 'eager'"):
+        load(write, runtime={"engine": "trt-llm"})
+
+
+def test_engine_survives_the_plan_json_round_trip(write):
+    s = load(write, runtime={"engine": "vllm-v0"})
+    plan = {"scenario": s.source_input.model_dump(mode="json", exclude_none=True)}
+    assert scenario_from_plan(plan, "plan.json").runtime.engine == "vllm-v0"
+
+
+def test_response_len_is_required_without_quantiles_or_a_file(write):
+    with pytest.raises(InputError, match="field 'workload.response_len' is missing"):
+        load(write, workload={"prompts_per_step": 8, "samples_per_prompt": 2, "prompt_len": 10,
+                              "max_response_len": 50})
+
+
+def test_lengths_file_path_is_read_from_the_scenario_folder(write, tmp_path):
+    write("sub/lengths.txt", "10\n20\n30\n")
+    s = load_scenario(write("sub/s.yaml", grpo_scenario(workload={
+        "prompts_per_step": 8, "samples_per_prompt": 2, "prompt_len": 10,
+        "response_lengths": {"file": "lengths.txt"}})))
+    assert s.length_distribution.values == (10, 20, 30) and s.workload.response_len == 20
+    assert s.source_input.workload.response_lengths.file == str(tmp_path / "sub/lengths.txt")
+    absolute = load(write, workload={"prompts_per_step": 8, "samples_per_prompt": 2,
+                                     "prompt_len": 10, "response_lengths": {
+                                         "file": str(tmp_path / "sub/lengths.txt")}})
+    assert absolute.length_distribution.values == (10, 20, 30)
+
+
+def test_engine_flag_on_the_cli(cli):
+    path = REPO / "examples" / "grpo-qwen2.5-7b.yaml"
+    result = cli("validate", str(path), "--json", "--engine", "sglang")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["resolved"]["runtime"] == {"engine": "sglang"}
+    assert "engine sglang" in cli("validate", str(path), "--engine", "sglang").stdout
+    assert_bad_input(cli("validate", str(path), "--engine", "tensorrt"),
+                     "field 'runtime.engine'", "'sglang'")

@@ -31,6 +31,7 @@ def evaluate(
     nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, gpu: o.Gpu = None,
     prompts: o.Prompts = None, samples: o.Samples = None, prompt_len: o.PromptLen = None,
     response_len: o.ResponseLen = None, max_response_len: o.MaxResponseLen = None,
+    engine: o.Engine = None,
 ) -> None:
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""

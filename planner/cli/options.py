@@ -32,6 +32,8 @@ ResponseLen = Annotated[int | None, _opt("Mean response length T (tokens).")]
 MaxResponseLen = Annotated[int | None, _opt("Longest response (tokens).")]
 PpoEpochs = Annotated[int | None, _opt("Passes over each step's data.")]
 MiniBatches = Annotated[int | None, _opt("Optimizer steps per epoch.")]
+Engine = Annotated[str | None, _opt("Inference engine of the rollouts: vllm-v1 (default), "
+                                    "sglang, vllm-v0, eager (no CUDA graphs).")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]

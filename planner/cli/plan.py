@@ -39,9 +39,9 @@ def plan(
     algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
     reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
-    mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
-    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
+    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
+    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
     target_tokens_per_s: o.TargetTokensPerS = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:

@@ -52,6 +52,14 @@ def detect_kind(path: Path) -> Kind:
                      "scenario|model|hardware|cluster")
 
 
+def lengths_line(d: dict[str, Any]) -> str:
+    """'lognormal σ 1.0 — mean 4,096, p50 2,310, ..., 3.1% at the cap 16,384'."""
+    shape = {"lognormal": f"lognormal σ {d.get('sigma')}",
+             "file": f"file {d.get('file')}"}.get(d["shape"], d["shape"])
+    return (f"{shape} — mean {d['mean']:,.0f}, p50 {d['p50']:,}, p90 {d['p90']:,}, "
+            f"p99 {d['p99']:,}, {d['clipped_fraction']:.1%} at the cap {d['cap']:,}")
+
+
 def _validate(path: Path, kind: Kind, flags: dict[str, Any]) -> tuple[Kind, dict[str, Any]]:
     if kind is Kind.auto:
         kind = detect_kind(path)
@@ -79,9 +87,9 @@ def validate(
     algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
     reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, ppo_epochs: o.PpoEpochs = None,
-    mini_batches: o.MiniBatches = None, gpu: o.Gpu = None, nodes: o.Nodes = None,
-    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
+    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
+    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
     target_tokens_per_s: o.TargetTokensPerS = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:
@@ -101,7 +109,9 @@ def validate(
         console.print(f"  B={w['prompts_per_step']} K={w['samples_per_prompt']} "
                       f"S={w['prompt_len']} T={w['response_len']} (max "
                       f"{w['max_response_len']}); {c['nodes']}×{c['gpus_per_node']} "
-                      f"{c['gpu']} = {c['total_gpus']} GPUs")
+                      f"{c['gpu']} = {c['total_gpus']} GPUs; engine {summary['runtime']['engine']}")
+        if w["response_lengths"]:
+            console.print(f"  response lengths: {lengths_line(w['response_lengths'])}")
         for note in summary["notes"]:
             console.print(f"  [yellow]note[/yellow]: {note}")
     elif kind is Kind.model:

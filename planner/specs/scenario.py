@@ -1,9 +1,11 @@
-"""The scenario file (DESIGN.md): algorithm, models, workload, cluster and search settings.
+"""The scenario file (DESIGN.md): algorithm, models, workload, runtime, cluster and search.
 
 `load_scenario` reads the YAML, applies CLI overrides (flag > file > default), validates every
 field, resolves model names and the cluster, and checks the pieces against each other (a PPO
 run needs a critic; GRPO needs two samples per prompt; mini-batches divide the step). What it
 decides on the user's behalf (a default critic, an ignored field) is listed in `notes`.
+Resolution also turns `workload.response_lengths` into a `LengthDistribution` (reading a file of
+observed lengths, relative to the scenario's folder) and fills in response_len from it.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
 from planner.specs.files import looks_like_path, read_mapping, unknown_name, validate_as
 from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
+from planner.specs.lengths import LengthDistribution, resolve_lengths, sample_lengths
 from planner.specs.model import ModelSpec, load_model
-from planner.specs.workload import ALGORITHMS, Family, Workload
+from planner.specs.workload import ALGORITHMS, Family, Workload, WorkloadInput
 
 ROLES = ("actor", "reference", "reward", "critic")
 SAME_AS_ACTOR = "actor"
@@ -39,6 +43,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "max_response_len": "workload.max_response_len",
     "ppo_epochs": "workload.ppo_epochs",
     "mini_batches": "workload.mini_batches",
+    "engine": "runtime.engine",
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",
@@ -77,6 +82,23 @@ class SearchInput(BaseModel):
     time_limit_s: float = Field(30.0, gt=0)
 
 
+class RuntimeInput(BaseModel):
+    """The software the run uses, where it changes the timings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: Literal["vllm-v1", "sglang", "vllm-v0", "eager"] = Field(
+        "vllm-v1", description="inference engine the rollouts run on: vllm-v1 (vLLM V1 with "
+        "CUDA graphs, default), sglang (SGLang ≥ 0.4, overlapped scheduler), vllm-v0 (vLLM "
+        "V0-era engine, pre-2025), eager (no CUDA graphs, e.g. vLLM on ROCm multi-node as "
+        "verl's AMD guide reports)")
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
 class ScenarioInput(BaseModel):
     """The scenario file as written (names, not yet resolved)."""
 
@@ -84,7 +106,8 @@ class ScenarioInput(BaseModel):
 
     algorithm: str
     models: ModelsInput
-    workload: Workload
+    workload: WorkloadInput
+    runtime: RuntimeInput = RuntimeInput()
     cluster: ClusterInput
     search: SearchInput = SearchInput()
 
@@ -116,6 +139,9 @@ class Scenario(BaseModel):
     reward_kind: Literal["model", "verifier", "none"]
     critic: ModelSpec | None
     workload: Workload
+    length_distribution: LengthDistribution = Field(description="the resolved response-length "
+                                                    "distribution (see planner.specs.lengths)")
+    runtime: RuntimeInput = RuntimeInput()
     cluster: ClusterSpec
     search: SearchInput
     notes: tuple[str, ...] = ()
@@ -133,15 +159,25 @@ class Scenario(BaseModel):
         w = self.workload
         return w.prompts_per_step * (1 if self.family is Family.DPO else w.samples_per_prompt)
 
+    @property
+    def response_lengths(self) -> np.ndarray:
+        """The step's sequences_per_step response lengths (int64, read-only), deterministic
+        and computed once per distribution and size (cached in `sample_lengths`)."""
+        return sample_lengths(self.length_distribution, self.sequences_per_step)
+
     def summary(self) -> dict[str, Any]:
         """A compact JSON view: names instead of full specs."""
         w = self.workload
+        lengths = (None if self.family is Family.DPO
+                   else self.length_distribution.describe(self.sequences_per_step))
         return {
             "algorithm": self.algorithm, "family": self.family.value,
             "models": {r: {"name": m.name, "params_total": m.params_total,
                            "params_active": m.params_active} for r, m in self.roles.items()},
             "reward_kind": self.reward_kind,
-            "workload": w.model_dump() | {"max_response_len": w.max_response},
+            "workload": w.model_dump(exclude={"response_lengths"})
+            | {"max_response_len": w.max_response, "response_lengths": lengths},
+            "runtime": self.runtime.model_dump(),
             "cluster": {"name": self.cluster.name, "gpu": self.cluster.gpu.name,
                         "nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node,
                         "total_gpus": self.cluster.total_gpus},
@@ -171,7 +207,8 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 
 def _anchor_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Relative model/profile paths in a file are read relative to that file's folder."""
+    """Relative model/profile/lengths paths in a file are read relative to that file's
+    folder."""
     out = copy.deepcopy(raw)
 
     def anchor(value: Any) -> Any:
@@ -185,6 +222,13 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     if isinstance(out.get("cluster"), dict):
         out["cluster"] = {k: anchor(v) if k in ("gpu", "preset") else v
                           for k, v in out["cluster"].items()}
+    workload = out.get("workload")
+    lengths = workload.get("response_lengths") if isinstance(workload, dict) else None
+    if isinstance(lengths, dict) and isinstance(lengths.get("file"), str):
+        # always anchored (a bare 'lengths.txt' does not look like a path), so that an error
+        # names the file that was looked for
+        file = Path(lengths["file"]).expanduser()
+        lengths["file"] = str(file if file.is_absolute() else base / file)
     return out
 
 
@@ -198,7 +242,7 @@ def _load_role(ref: str, field: str, source: str) -> ModelSpec:
 def resolve(inp: ScenarioInput, source: str) -> Scenario:
     """Load models and cluster and check the scenario's pieces against each other."""
     info = ALGORITHMS[inp.algorithm]
-    family, m, w = info.family, inp.models, inp.workload
+    family, m, w_in = info.family, inp.models, inp.workload
     notes: list[str] = []
 
     def bad(field: str, problem: str) -> InputError:
@@ -242,18 +286,29 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
         notes.append(f"models.critic ignored: {inp.algorithm} has no critic")
 
     if family is Family.DPO:
-        if w.samples_per_prompt != 1:
+        if w_in.samples_per_prompt != 1:
             notes.append(f"workload.samples_per_prompt ignored: {inp.algorithm} has no sampling")
-    elif w.samples_per_prompt < info.min_samples:
+    elif w_in.samples_per_prompt < info.min_samples:
         raise bad("workload.samples_per_prompt", f"{inp.algorithm} needs at least "
                   f"{info.min_samples} samples per prompt for its group baseline; set it to "
                   f"{info.min_samples} or more")
-    sequences = w.prompts_per_step * (1 if family is Family.DPO else w.samples_per_prompt)
-    if sequences % w.mini_batches:
+    sequences = w_in.prompts_per_step * (1 if family is Family.DPO else w_in.samples_per_prompt)
+    if sequences % w_in.mini_batches:
         divisors = [d for d in range(1, min(sequences, 64) + 1) if sequences % d == 0]
-        raise bad("workload.mini_batches", f"{w.mini_batches} does not divide the {sequences} "
-                  "sequences of a step; use a divisor such as "
+        raise bad("workload.mini_batches", f"{w_in.mini_batches} does not divide the "
+                  f"{sequences} sequences of a step; use a divisor such as "
                   f"{', '.join(map(str, divisors[-4:]))}")
+    try:
+        lengths, response_len, cap, length_notes = resolve_lengths(
+            w_in.response_lengths, w_in.response_len, w_in.max_response_len, sequences)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+    notes += length_notes
+    if family is Family.DPO and w_in.response_lengths is not None:
+        used = " beyond their mean" if w_in.response_len is None else ""
+        notes.append(f"workload.response_lengths ignored{used}: {inp.algorithm} has no "
+                     "generation stage")
+    w = Workload(**{**dict(w_in), "response_len": response_len, "max_response_len": cap})
     if inp.search.objective == "gpus" and inp.search.target_tokens_per_s is None:
         raise bad("search.target_tokens_per_s", "the gpus objective (fewest GPUs reaching a "
                   "throughput) needs a target; set it, e.g. --target-tokens-per-s 50000")
@@ -274,7 +329,8 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
     except InputError as exc:
         msg = str(exc)
         raise InputError(msg if msg.startswith(source) else f"{source}: cluster: {msg}") from None
-    return Scenario(algorithm=inp.algorithm, family=family, workload=w, cluster=cluster,
+    return Scenario(algorithm=inp.algorithm, family=family, workload=w,
+                    length_distribution=lengths, runtime=inp.runtime, cluster=cluster,
                     search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
                     source_input=inp, **roles)
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.specs.lengths import ResponseLengthsInput
 
 
 class Family(StrEnum):
@@ -39,26 +42,42 @@ ALGORITHMS: dict[str, AlgorithmInfo] = {
 }
 
 
-class Workload(BaseModel):
-    """One training step's batch shape (symbols of FORMULAS.md: B, K, S, T)."""
+class WorkloadInput(BaseModel):
+    """One training step's batch shape as written (symbols of FORMULAS.md: B, K, S, T)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prompts_per_step: int = Field(gt=0, description="B: prompts per step (DPO: preference pairs)")
     samples_per_prompt: int = Field(1, gt=0, description="K: responses per prompt (not DPO)")
     prompt_len: int = Field(gt=0, description="S: mean prompt tokens")
-    response_len: int = Field(gt=0, description="T: mean response tokens")
-    max_response_len: int | None = Field(None, gt=0, description="longest response (the tail); "
-                                         "default response_len")
+    response_len: int | None = Field(None, gt=0, description="T: mean response tokens; may be "
+                                     "left out when response_lengths gives quantiles or a file "
+                                     "(then it is their mean)")
+    max_response_len: int | None = Field(None, gt=0, description="longest response (the cap; "
+                                         "the tail); default response_len, or a file's longest")
+    response_lengths: ResponseLengthsInput | None = Field(
+        None, description="the spread of response lengths, one of: {distribution: lognormal, "
+        "sigma: 1.0}; {distribution: fixed}; quantiles {p10, p25, p50, p75, p90, p95, p99 (at "
+        "least one), clipped}; or {file, column} of observed lengths. Default: fixed when "
+        "max_response_len equals response_len (or is absent), else lognormal with sigma 1.0 "
+        "truncated at max_response_len (the mass beyond it at the cap). Ignored by DPO.")
     ppo_epochs: int = Field(1, gt=0, description="passes over the step's data")
     mini_batches: int = Field(1, gt=0, description="optimizer steps per epoch")
 
     @model_validator(mode="after")
-    def _check(self) -> Workload:
-        if self.max_response_len is not None and self.max_response_len < self.response_len:
+    def _check(self) -> Self:
+        if (self.max_response_len is not None and self.response_len is not None
+                and self.max_response_len < self.response_len):
             raise ValueError(f"max_response_len ({self.max_response_len}) is below response_len "
                              f"({self.response_len}); the tail cannot be shorter than the mean")
         return self
+
+
+class Workload(WorkloadInput):
+    """A resolved workload: response_len is always known (scenario resolution fills it in from
+    response_lengths when they carry their own mean)."""
+
+    response_len: int = Field(gt=0, description="T: mean response tokens")
 
     @property
     def max_response(self) -> int:
