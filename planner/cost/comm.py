@@ -6,6 +6,11 @@ GPU per direction × its achievable-efficiency factor. Ring algorithms (NCCL's d
 messages): all-reduce moves 2(n−1)/n of the buffer per rank, all-gather and reduce-scatter
 (n−1)/n of the full buffer, all-to-all (n−1)/n; each takes n−1 (all-reduce 2(n−1)) steps.
 
+Every collective and send also pays a fixed launch latency (the profile's
+`collective_launch_us`), whatever its size and rank count: at decode sizes (a few rows of activations) that and the per-step
+latency are all there is (rollout.md §2 rows 15–16: 7 µs for a TP-2 and 23 µs for a TP-8
+all-reduce of 20 KB on an H100 DGX).
+
 Ring collectives that cross domains use every NIC their ranks own (`link_for`). NCCL runs a
 collective as several rings (channels) and routes each ring's inter-node hop through a
 different NIC, so a group with r ranks in each domain moves its volume over r NICs at once: each
@@ -32,20 +37,21 @@ class Link:
 
     bandwidth: float
     latency: float
+    launch: float = 0.0  # per call
 
 
 def link_intra_node(gpu: HardwareProfile) -> Link:
     if gpu.intra_node_gbps is None:
         raise ValueError(f"profile {gpu.name} has no intra_node_gbps")
     return Link(gpu.intra_node_gbps * 1e9 * gpu.efficiency.intra_node,
-                gpu.intra_node_latency_us * 1e-6)
+                gpu.intra_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
 def link_inter_node(gpu: HardwareProfile) -> Link:
     if gpu.inter_node_gbps is None:
         raise ValueError(f"profile {gpu.name} has no inter_node_gbps")
     return Link(gpu.inter_node_gbps * 1e9 * gpu.efficiency.inter_node,
-                gpu.inter_node_latency_us * 1e-6)
+                gpu.inter_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
 def link_host(gpu: HardwareProfile) -> Link:
@@ -77,7 +83,7 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     bandwidth = r * inter.bandwidth
     if gpu.intra_node_gbps is not None and r > 1:
         bandwidth = min(bandwidth, link_intra_node(gpu).bandwidth)
-    return Link(bandwidth, inter.latency)
+    return Link(bandwidth, inter.latency, inter.launch)
 
 
 def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
@@ -92,14 +98,15 @@ def time_allreduce(nbytes: float, ranks: int, link: Link) -> float:
     """Ring all-reduce of an `nbytes` buffer: 2(n−1) steps, 2(n−1)/n · nbytes per rank."""
     if ranks <= 1:
         return 0.0
-    return 2 * (ranks - 1) * link.latency + 2 * (ranks - 1) / ranks * nbytes / link.bandwidth
+    return (link.launch + 2 * (ranks - 1) * link.latency
+            + 2 * (ranks - 1) / ranks * nbytes / link.bandwidth)
 
 
 def time_allgather(nbytes: float, ranks: int, link: Link) -> float:
     """Ring all-gather producing an `nbytes` buffer on every rank (each holds nbytes/n)."""
     if ranks <= 1:
         return 0.0
-    return (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
+    return link.launch + (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
 
 
 def time_reducescatter(nbytes: float, ranks: int, link: Link) -> float:
@@ -111,9 +118,9 @@ def time_alltoall(nbytes: float, ranks: int, link: Link) -> float:
     """All-to-all where each rank holds `nbytes` and keeps 1/n of it."""
     if ranks <= 1:
         return 0.0
-    return (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
+    return link.launch + (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
 
 
 def time_p2p(nbytes: float, link: Link) -> float:
     """One point-to-point send (pipeline stage boundary, CP ring step)."""
-    return link.latency + nbytes / link.bandwidth
+    return link.launch + link.latency + nbytes / link.bandwidth

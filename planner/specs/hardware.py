@@ -31,23 +31,35 @@ _YAML = (".yaml", ".yml")
 DEFAULT_COMPUTE_EFFICIENCY = 0.5
 DEFAULT_HBM_EFFICIENCY = 0.8
 DEFAULT_LINK_EFFICIENCY = 0.8
+# Decode streams the weights and the KV cache: sustained HBM bandwidth there is 55–80% of peak
+# (../shared/data/calibration/rollout.md §2: ≈ 0.56 from the Llama-2-70B rows, InferSim 0.8);
+# fitted by `bench/calibration.py` on the decode rows of rollout.md §2.
+DEFAULT_DECODE_HBM_EFFICIENCY = 0.7
 # Memory a GPU cannot give to tensors (CUDA context, NCCL buffers, allocator fragmentation).
 DEFAULT_RUNTIME_RESERVE_GIB = 4.0
-# α of the α–β model: start-up latency of one collective step. Not in the shipped sources;
-# order-of-magnitude defaults (NVLink/NVSwitch a few µs, an InfiniBand hop ~10 µs), to be
-# fitted with the efficiencies.
-DEFAULT_INTRA_NODE_LATENCY_US = 5.0
+# α of the α–β model: latency of one step of a ring collective. Scale-up: fitted on NCCL
+# all-reduces of 10k fp16 elements inside CUDA graphs (../shared/data/calibration/rollout.md §2
+# rows 15–16, vidur's profiles): 7 µs at TP 2 and 23 µs at TP 8 on an H100 DGX, 25 µs at TP 8
+# on an A100 DGX, = launch + 2(n−1)·α with α ≈ 1.3–1.5 µs (launch below). Scale-out:
+# an InfiniBand hop ~10 µs, an order-of-magnitude default (no measurement in the sources).
+DEFAULT_INTRA_NODE_LATENCY_US = 1.4
+# The fixed latency of one collective call (launch and synchronisation), µs: the same fit
+# (7 µs = launch + 2·α at 2 ranks, 23 µs = launch + 14·α at 8 ranks: launch 4.3 µs).
+DEFAULT_COLLECTIVE_LAUNCH_US = 4.3
 DEFAULT_INTER_NODE_LATENCY_US = 15.0
 
 
 
 class Efficiency(BaseModel):
-    """Achievable fraction of each peak (compute, HBM, links)."""
+    """Achievable fraction of each peak (compute, HBM in element-wise kernels and in decode,
+    links)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute: float = Field(DEFAULT_COMPUTE_EFFICIENCY, gt=0, le=1)
     hbm: float = Field(DEFAULT_HBM_EFFICIENCY, gt=0, le=1)
+    decode_hbm: float = Field(DEFAULT_DECODE_HBM_EFFICIENCY, gt=0, le=1,
+                              description="HBM bandwidth sustained by decode (weights + KV)")
     intra_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
     inter_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
     host_link: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
@@ -80,6 +92,8 @@ class HardwareProfile(BaseModel):
     runtime_reserve_gib: float = Field(DEFAULT_RUNTIME_RESERVE_GIB, ge=0)
     intra_node_latency_us: float = Field(DEFAULT_INTRA_NODE_LATENCY_US, ge=0)
     inter_node_latency_us: float = Field(DEFAULT_INTER_NODE_LATENCY_US, ge=0)
+    collective_launch_us: float = Field(DEFAULT_COLLECTIVE_LAUNCH_US, ge=0,
+                                        description="fixed latency of one collective call")
     efficiency: Efficiency = Efficiency()
     sources: dict[str, str] = Field(default_factory=dict,
                                     description="field name → where the number comes from")

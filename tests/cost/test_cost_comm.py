@@ -38,6 +38,21 @@ def test_latency_steps(n):
     assert close(comm.time_p2p(0, SLOW_START), 1e-5)
 
 
+def test_every_call_pays_the_launch_once():
+    launched = comm.Link(bandwidth=100e9, latency=1e-5, launch=4e-6)
+    assert close(comm.time_allreduce(0, 8, launched), 4e-6 + 14 * 1e-5)
+    assert close(comm.time_allgather(0, 8, launched), 4e-6 + 7 * 1e-5)
+    assert close(comm.time_p2p(0, launched), 4e-6 + 1e-5)
+
+
+def test_small_allreduces_match_the_measured_nccl_latencies():
+    # rollout.md §2 row 15: NCCL all-reduce of 10k fp16 elements in CUDA graphs, H100 DGX
+    gpu = load_profile("h100-sxm")
+    for ranks, measured in ((2, 7e-6), (8, 23e-6)):
+        t = comm.time_allreduce(20e3, ranks, comm.link_for(gpu, ranks))
+        assert t == pytest.approx(measured, rel=0.1)
+
+
 def test_one_rank_moves_nothing():
     for f in (comm.time_allreduce, comm.time_allgather, comm.time_reducescatter,
               comm.time_alltoall):
