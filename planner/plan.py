@@ -49,8 +49,12 @@ class Layout(BaseModel):
     checkpointing: Checkpointing = "none"
     micro_batch: int = Field(1, gt=0, description="sequences per micro-batch per DP rank")
     offload: Offload = "none"
-    max_num_seqs: int | None = Field(None, gt=0, description="generation: concurrent sequences "
-                                     "per replica (vLLM max_num_seqs); default what memory holds")
+    max_num_seqs: int | None = Field(None, gt=0, description="generation: the most sequences "
+                                     "a replica runs at once (vLLM max_num_seqs); default its "
+                                     "share of the step, at most 1024")
+    kv_cache_tokens: int | None = Field(None, gt=0, description="generation: the KV cache of "
+                                        "one replica in tokens (what vLLM logs as 'GPU KV cache "
+                                        "size'); default what memory leaves free")
 
     @model_validator(mode="before")
     @classmethod
@@ -110,6 +114,10 @@ class InterModel(BaseModel):
     offload_during_generation: bool = Field(
         False, description="co-located: the group's resident model state moves to CPU memory "
                            "while the actor generates, and back after (NeMo-RL, verl offload)")
+    partial_rollout: bool = Field(
+        False, description="the step takes the responses that finish first; unfinished ones "
+                           "continue in the next step with the newer weights (verl fully-async "
+                           "partial_rollout, Kimi k1.5, APRIL): off-policy tokens")
     overlap_weight_sync: bool = Field(
         False, description="staleness ≥ 1 with a separate rollout group: the rollout group "
                            "keeps a shadow copy of the actor (M_sh) and receives the next "
@@ -124,7 +132,8 @@ class InterModel(BaseModel):
             + (["shared actor–critic"] if self.shared_actor_critic else []) \
             + (["state offloaded during generation"] if self.offload_during_generation
                else []) \
-            + (["weight sync overlapped (shadow copy)"] if self.overlap_weight_sync else [])
+            + (["weight sync overlapped (shadow copy)"] if self.overlap_weight_sync else []) \
+            + (["partial rollouts"] if self.partial_rollout else [])
 
 
 class PlanInput(BaseModel):

@@ -12,11 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cost import time as T
-from planner.cost.memory import (
-    memory_forward_per_gpu,
-    memory_generation_per_gpu,
-    memory_training_per_gpu,
-)
+from planner.cost.generation import memory_generation_per_gpu
+from planner.cost.memory import memory_forward_per_gpu, memory_training_per_gpu
 from planner.cost.variants import LayoutVariants
 from planner.search.space import _candidates, build_space, heads_for
 from planner.specs.hardware import load_profile
@@ -72,7 +69,7 @@ def test_numpy_pricing_equals_one_layout_at_a_time(name):
         assert vectorised.priced == reference.priced > 0
     assert all(type(n) is int for cands in space.candidates.values() for c in cands
                for n in (*c.time_ms.values(), *c.transient_mib.values(), c.persistent_mib,
-                         c.host_mib, c.reshard_ms, c.tail_ms, c.overlap))
+                         c.host_mib, c.reshard_ms, *c.done_ms))
 
 
 # --- the cost functions: arrays of options against each layout ----------------------------------
@@ -124,15 +121,12 @@ def test_array_options_equal_scalar_layouts(model, shape, options, ep, head):
                         [T.time_train(spec, head, lay, H100, 64, SEQ, 2) for lay in one])
     _assert_elementwise(T.time_forward(spec, head, lays, H100, 64, SEQ),
                         [T.time_forward(spec, head, lay, H100, 64, SEQ) for lay in one])
-    seqs = np.array([o[2] for o in options]) * 3  # concurrency levels
+    kv = np.array([o[2] for o in options]) * 3 * int(SEQ)  # KV cache sizes
     lay = one[0]
     _assert_elementwise(
-        memory_generation_per_gpu(spec, lay, kv_seqs=seqs, context_len=SEQ, resharding=True),
-        [memory_generation_per_gpu(spec, lay, kv_seqs=b, context_len=SEQ, resharding=True)
-         for b in seqs.tolist()])
-    _assert_elementwise(T.time_generation(spec, lay, H100, 64, 1024, 2048, 3072, seqs),
-                        [T.time_generation(spec, lay, H100, 64, 1024, 2048, 3072, b)
-                         for b in seqs.tolist()])
+        memory_generation_per_gpu(spec, lay, kv_tokens=kv, decode_batch=16, resharding=True),
+        [memory_generation_per_gpu(spec, lay, kv_tokens=k, decode_batch=16, resharding=True)
+         for k in kv.tolist()])
 
 
 def test_each_variant_peaks_on_its_own_pipeline_stage():

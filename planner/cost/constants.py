@@ -15,6 +15,8 @@ References:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from planner.specs.hardware import GIB as GIB  # bytes per GiB (2**30), re-exported
 
 # --- work ------------------------------------------------------------------------------------
@@ -168,9 +170,45 @@ backward, recompute) whatever the layer's size; 0.9 ms lowers their error by 13 
 HOST_BACKWARD_PASSES_PER_FORWARD = 2
 """Autograd issues about two kernels (input and weight gradients) per forward kernel."""
 
-DECODE_STEP_OVERHEAD_S = 0.010
-"""Fixed time per decode step of one inference-engine replica beyond its kernels (scheduler,
-sampling, detokenisation, kernel launches), seconds. Fitted by bench/calibration.py on the
-NeMo-RL rows of ../shared/data/calibration/runs.csv (rows 6, 7, 19-26; vLLM generation),
-2026-11-29, refitted after the blocking weight sync stopped charging a shadow copy: least
-median APE on a 0-15 ms grid (no overhead: 31.2%, 10 ms: 15.6%)."""
+# --- inference engines: the rollout's decode step (`generation.py`) --------------------------
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What an inference engine adds to a decode step beyond its kernels (seconds).
+
+    step_overhead_s: host time per decode step the GPUs wait for (scheduling, input
+        preparation, sampling, detokenisation), whatever the batch.
+    per_seq_s: host time per running sequence per step (the scheduler's bookkeeping).
+    cuda_graphs: False when the kernels are issued one by one from Python (eager): the step
+        then lasts at least the host's issue time, `HOST_SECONDS_PER_LAYER_PASS` per layer.
+    """
+
+    name: str
+    step_overhead_s: float
+    per_seq_s: float
+    cuda_graphs: bool = True
+
+
+VLLM_V1_PER_SEQ_S = 1.1e-6
+"""vLLM V1's scheduler `update_from_output` costs 0.142 ms with 128 running requests and
+0.287 ms with 256 (vllm PR 46112, ../shared/data/calibration/rollout.md §3): 1.1 µs each."""
+
+ENGINES: dict[str, Engine] = {
+    "vllm-v1": Engine("vllm-v1", step_overhead_s=0.0005, per_seq_s=VLLM_V1_PER_SEQ_S),
+    "sglang": Engine("sglang", step_overhead_s=0.0, per_seq_s=0.0),
+    "vllm-v0": Engine("vllm-v0", step_overhead_s=0.008, per_seq_s=VLLM_V1_PER_SEQ_S),
+    "eager": Engine("eager", step_overhead_s=0.0005, per_seq_s=VLLM_V1_PER_SEQ_S,
+                    cuda_graphs=False),
+}
+"""The engines a scenario's `runtime.engine` names (rollout.md §3):
+- vllm-v1 (default): vLLM V1, persistent batch and CUDA graphs, "near-zero CPU overhead"; the
+  per-step overhead is fitted by bench/calibration.py on the decode rows of current engines
+  (rollout.md §2), within the 0.3–2 ms those engines expose (TRT-LLM: ~0.58 ms of exposed host
+  time per iteration, row 12).
+- sglang: SGLang ≥ 0.4's overlapped scheduler leaves no GPU idle between decode batches
+  (lm-sys blog 2024-12-04): no exposed host time.
+- vllm-v0: the V0-era engine (before 2025): 5–13 ms of GPU idle per step waiting for the
+  CPU (vllm issue 6854); fitted on the decode rows of that era.
+- eager: no CUDA graphs (e.g. vLLM on ROCm multi-node, verl's AMD guide): kernels issued
+  from Python, the host's issue time per layer bounding each step."""

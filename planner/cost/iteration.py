@@ -25,13 +25,14 @@ KV cache gets the room.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16, GIB, WEIGHT_SYNC_BYTES_PER_S
+from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_BYTES_PER_S
 from planner.cost.flops import (
     Head,
     Num,
@@ -41,13 +42,19 @@ from planner.cost.flops import (
     flops_train_seq,
     params_with_head,
 )
+from planner.cost.generation import (
+    Rollout,
+    kv_tokens_that_fit,
+    memory_generation_per_gpu,
+    time_generation,
+)
 from planner.cost.memory import (
     ROLE_HEADS,
     MemoryBreakdown,
     MemoryWorkload,
     memory_per_gpu,
 )
-from planner.cost.time import hbm_rate, time_forward, time_generation, time_train
+from planner.cost.time import Runtime, hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
@@ -57,6 +64,10 @@ from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
 BREAKDOWN_KEYS = ("generation", "assessment", "training", "sync", "idle")
+DEFAULT_MAX_NUM_SEQS = 1024
+"""The most sequences a replica runs at once unless the plan says (`max_num_seqs`): vLLM V1's
+default on GPUs of 70 GB and more, and verl's for its reward-model rollout (exports.md §1.8);
+its sampler and CUDA graphs are sized for it."""
 
 
 @dataclass
@@ -82,7 +93,7 @@ class Evaluation:
     tokens_per_step: float
     total_gpus: int
     bounds: dict[str, float]
-    generation_batch: float = 0.0
+    rollout: Rollout | None = None
     timeline: list[dict] = field(default_factory=list)  # segments per group (see _timeline)
 
     @property
@@ -178,7 +189,7 @@ def weight_sync_time(actor: ModelSpec, head: Head) -> float:
 
 def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     """Price `plan` for scenario `sc`; raises InfeasibleError when a group runs out of memory."""
-    gpu, w = sc.cluster.gpu, sc.workload
+    gpu = sc.cluster.gpu
     sizes = {g.name: g.gpus for g in plan.groups}
     used = sum(sizes.values())
     if used > sc.cluster.total_gpus:
@@ -186,7 +197,6 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                          f"{sc.cluster.total_gpus}; shrink the groups or add nodes")
     heads, tasks = _heads(sc, plan), _tasks(sc, plan)
     n = sequences(sc)
-    m_max = w.max_seq_len
     staleness = plan.inter_model.staleness
     shadow = staleness >= 1 and plan.inter_model.overlap_weight_sync
     homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
@@ -221,10 +231,14 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                          "staleness ≥ 1 and the actor generating on its own rollout group; "
                          "set it to false")
 
-    # Generation: the KV cache gets what the group leaves free.
-    gen_batch = 0.0
-    swap_s = 0.0
+    # Generation: the KV cache is the plan's, or gets what the group leaves free.
+    rollout, swap_s = None, 0.0
     swap_out = plan.inter_model.offload_during_generation
+    partial = plan.inter_model.partial_rollout
+    if partial and staleness < 1 and sc.search.max_staleness < 1:
+        raise InputError("inter_model.partial_rollout: responses continuing across steps are "
+                         "off-policy; allow it with search.max_staleness ≥ 1 (--max-staleness "
+                         "1) or set it to false")
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
         others = sum(b for _, b in resident[t.layout.group])
@@ -244,19 +258,12 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                     f"({share / GIB:.0f} GiB); turn off offload_during_generation")
             swap_s = swap_time(others, gpu)
             others = 0.0
-        gen_batch, t.memory, per_seq = kv_batch_fit(sc, t.layout, heads["actor"], shadow,
-                                                    hybrid, capacity - others)
-        if gen_batch < 1:
-            need = others + float(t.memory.total) + per_seq
-            raise InfeasibleError(
-                f"group {t.layout.group}, stage generation: the actor's rollouts need "
-                f"{need / GIB:.1f} GiB per GPU for even one sequence of {m_max} tokens, "
-                f"{(need - capacity) / GIB:.1f} GiB over the {capacity / GIB:.0f} GiB of a "
-                f"{gpu.name}; use more tensor parallelism, offload, or a larger group")
+        t.layout = kv_cache_layout(sc, t.layout, shadow, hybrid, capacity - others)
+        t.memory = generation_memory(sc, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
             resident[t.layout.group].append(("actor rollout copy", float(t.memory.persistent)))
-        t.seconds, t.parts = task_time(sc, "actor", "generation", t.layout, heads["actor"],
-                                       gen_batch)
+        rollout = generation_rollout(sc, t.layout, partial)
+        t.seconds, t.parts = rollout.seconds, rollout.time.as_dict()
 
     for t in (x for x in tasks if x.stage != "generation"):
         t.seconds, t.parts = task_time(sc, t.role, t.stage, t.layout, heads[t.role])
@@ -284,16 +291,10 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
     gen_and_assess = gen_s + assess_s
     fused = False
-    if plan.inter_model.inter_stage_fusion and gen_task:
+    if plan.inter_model.inter_stage_fusion and gen_task and rollout:
         assess_groups = {t.layout.group for t in tasks if t.stage == "assessment"}
         if gen_task.layout.group not in assess_groups:
-            # Earlier waves are assessed while later ones decode; the last wave's sequences
-            # finish with the steady phase and their assessment overlaps the straggler tail.
-            # Assessment cannot start before the first wave is out, nor run faster than A.
-            waves = max(1.0, n / gen_task.layout.dp / max(gen_batch, 1.0))
-            last_wave_done = gen_s - gen_task.parts["decode_tail"]
-            gen_and_assess = max(gen_s, last_wave_done + assess_s / waves,
-                                 last_wave_done / waves + assess_s)
+            gen_and_assess = fused_generation_assessment(gen_s, assess_s, rollout.completions)
             fused = True
     sequential = gen_and_assess + sync_s + train_s
     if staleness >= 1:
@@ -323,8 +324,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
         groups=busy, memory=memory, tokens_per_step=tokens_per_step(sc), total_gpus=used,
-        bounds=_bounds(sc, tasks, heads, n, used), generation_batch=gen_batch,
-        timeline=timeline)
+        bounds=_bounds(sc, tasks, heads, n, used), rollout=rollout, timeline=timeline)
 
 
 def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],
@@ -362,62 +362,103 @@ def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: 
     return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
 
 
+def runtime(sc: Scenario) -> Runtime:
+    """How the scenario's software runs: the inference engine it names."""
+    return Runtime(engine=ENGINES[sc.runtime.engine])
+
+
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
-                head: Head, kv_seqs: Num = 0, shadow: bool = False, resharding: bool = False,
-                kv_context: float | None = None) -> MemoryBreakdown:
-    """Peak bytes per GPU of one (role, stage) task: sequences at the longest length; 1F1B
-    micro-batches per optimizer step; `kv_seqs` concurrent rollouts per generation replica
-    holding `kv_context` tokens each (default the longest sequence); `shadow`: generation
-    keeps a shadow copy of the weights (overlapped weight sync). Layout variants or an
-    array of `kv_seqs` give an array per component (the search's candidates)."""
+                head: Head) -> MemoryBreakdown:
+    """Peak bytes per GPU of one assessment or training task: sequences at the longest length;
+    1F1B micro-batches per optimizer step. Layout variants give an array per component."""
     w = sc.workload
-    n = sequences(sc)
-    micro = np.maximum(1, np.ceil(n / w.mini_batches / (layout.dp * layout.micro_batch)))
-    load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro, kv_seqs=kv_seqs,
-                          context_len=round(kv_context or w.max_seq_len),
-                          shadow_weights=shadow, resharding=resharding)
+    micro = np.maximum(1, np.ceil(sequences(sc) / w.mini_batches
+                                  / (layout.dp * layout.micro_batch)))
+    load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro)
     return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
 
 
-def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants, head: Head,
-              gen_batch: Num = 1.0) -> tuple[Num, dict[str, Num]]:
-    """Seconds of one (role, stage) task over the step's sequences, and its breakdown (arrays
-    for layout variants or an array of `gen_batch`)."""
+def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
+              head: Head) -> tuple[Num, dict[str, Num]]:
+    """Seconds of one assessment or training task over the step's sequences, and its breakdown
+    (arrays for layout variants); generation is `generation_rollout`."""
     w, gpu, spec = sc.workload, sc.cluster.gpu, sc.roles[role]
     n = sequences(sc)
-    if stage == "generation":
-        t = time_generation(spec, layout, gpu, n, w.prompt_len, w.response_len, w.max_response,
-                            gen_batch)
-    elif stage == "assessment":
+    if stage == "assessment":
         t = time_forward(spec, head, layout, gpu, n, w.seq_len)
     else:
         t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs)
     return t.total, t.as_dict()
 
 
-def kv_batch_fit(sc: Scenario, layout: Layout, head: Head, shadow: bool, hybrid: bool,
-                 budget: float) -> tuple[float, MemoryBreakdown, float]:
-    """Concurrent rollouts per replica that `budget` bytes per GPU hold, capped by the replica's
-    share of the step and the layout's max_num_seqs; the memory at that batch; and the bytes
-    one more sequence of the longest length needs (the batch is < 1 when that does not fit).
+def max_seqs(sc: Scenario, layout: Layout | LayoutVariants) -> int:
+    """The most sequences a generation replica runs at once: the plan's `max_num_seqs`, else
+    its share of the step up to `DEFAULT_MAX_NUM_SEQS`."""
+    if layout.max_num_seqs is not None:
+        return int(layout.max_num_seqs)
+    return min(math.ceil(sequences(sc) / layout.dp), DEFAULT_MAX_NUM_SEQS)
 
-    The KV cache is paged (vLLM): a sequence holds the tokens it has, so the batch is sized at
-    the mean final length S + T̄ — but one sequence must always fit at the longest length.
-    """
-    w, n = sc.workload, sequences(sc)
 
-    def memory(seqs: float, context: float) -> MemoryBreakdown:
-        return task_memory(sc, "actor", "generation", layout, head, seqs, shadow, hybrid,
-                           kv_context=context)
+def useful_kv_tokens(sc: Scenario, layout: Layout | LayoutVariants) -> int:
+    """A KV cache past which nothing waits: every sequence of the largest replica share, or
+    `max_seqs` of them, at the longest length."""
+    share = min(math.ceil(sequences(sc) / layout.dp), max_seqs(sc, layout))
+    return share * (sc.workload.prompt_len + int(sc.response_lengths.max()))
 
-    base = memory(0, w.seq_len)
-    per_seq = float(memory(1, w.seq_len).total - base.total)
-    longest = float(memory(1, w.max_seq_len).total - base.total)
-    free = budget - float(base.total)
-    if free < longest:
-        return 0.0, base, longest
-    batch = min(n / layout.dp, math.floor(free / per_seq), layout.max_num_seqs or math.inf)
-    return batch, memory(batch, w.seq_len), longest
+
+def generation_memory(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool,
+                      resharding: bool, kv_tokens: Num | None = None) -> MemoryBreakdown:
+    """Peak bytes per GPU of the actor generating with `kv_tokens` (default the layout's
+    `kv_cache_tokens`) of KV cache per replica; `shadow`: a shadow copy of the weights
+    (overlapped weight sync); `resharding`: filled from the training layout on its GPUs."""
+    kv = layout.kv_cache_tokens if kv_tokens is None else kv_tokens
+    return memory_generation_per_gpu(
+        sc.actor, layout, kv_tokens=kv, decode_batch=max_seqs(sc, layout),
+        shadow_weights=shadow, resharding=resharding,
+        reserve_bytes=sc.cluster.gpu.runtime_reserve_gib * GIB)
+
+
+def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool,
+                    budget: float) -> Layout:
+    """The generation layout with its KV cache in tokens: the plan's `kv_cache_tokens`, else
+    what `budget` bytes per GPU leave free (up to `useful_kv_tokens`). Raises InfeasibleError
+    when it does not fit, or cannot hold one sequence of the longest length."""
+    gpu, w = sc.cluster.gpu, sc.workload
+    room = kv_tokens_that_fit(sc.actor, layout, budget, max_seqs(sc, layout),
+                              shadow_weights=shadow, resharding=hybrid,
+                              reserve_bytes=gpu.runtime_reserve_gib * GIB)
+    longest = w.prompt_len + int(sc.response_lengths.max())
+    kv = layout.kv_cache_tokens or min(room, useful_kv_tokens(sc, layout))
+    where = f"group {layout.group}, stage generation"
+    if kv < longest or kv > room:
+        need = float(generation_memory(sc, layout, shadow, hybrid, max(kv, longest)).total)
+        over = (need - budget) / GIB
+        what = (f"a KV cache of {kv:,} tokens per replica" if kv >= longest else
+                f"even one sequence of {longest:,} tokens")
+        raise InfeasibleError(
+            f"{where}: the actor's rollouts need {need / GIB:.1f} GiB per GPU for {what}, "
+            f"{over:.1f} GiB over what the group leaves free of the {gpu.memory_gib:.0f} GiB "
+            f"of a {gpu.name}; use more tensor parallelism, offload, a larger group"
+            + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
+    return layout.model_copy(update={"kv_cache_tokens": kv})
+
+
+def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: bool = False
+                       ) -> Rollout:
+    """The actor's rollouts on `layout` (its `kv_cache_tokens` set): the continuous-batching
+    schedule of the step's response lengths priced by the decode step (`generation.py`)."""
+    return time_generation(sc.actor, layout, sc.cluster.gpu, runtime(sc).engine,
+                           sc.response_lengths, sc.workload.prompt_len,
+                           int(layout.kv_cache_tokens), max_seqs(sc, layout), partial)
+
+
+def fused_generation_assessment(gen_s: float, assess_s: float,
+                                completions: tuple[tuple[float, float], ...]) -> float:
+    """Generation and assessment under inter-stage fusion, assessment on other groups: each
+    response is assessed once it is done, so the fraction r still to assess after time c
+    finishes no sooner than c + r·A (`Rollout.completions`), nor before generation ends."""
+    return max(gen_s, *(done + rest * assess_s for done, rest in completions))
+
 
 def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
                   sizes: dict[str, int], capacity: float,
@@ -472,7 +513,8 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
     decode_s = 0.0
     if any(t.stage == "generation" for t in tasks):
         domain = min(gpus, gpu.scale_up_gpus)
-        decode_s = (w.max_response - 1) * bytes_weights_read_fwd(sc.actor, 1) / (
+        longest = int(sc.response_lengths.max())
+        decode_s = (longest - 1) * bytes_weights_read_fwd(sc.actor, 1) / (
             domain * gpu.hbm_bytes_per_s)
     return {"compute_s": compute_s, "decode_s": decode_s}
 
@@ -485,8 +527,12 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
     peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
     bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
     binding = ev.memory[peak_group]
+    layouts = {role: dict(stages) for role, stages in plan.layouts.items()}
+    for t in ev.tasks:  # the KV cache the generation was priced with
+        if t.stage == "generation":
+            layouts[t.role][t.stage] = t.layout
     return Plan(
-        status=status, objective=sc.search.objective, groups=plan.groups, layouts=plan.layouts,
+        status=status, objective=sc.search.objective, groups=plan.groups, layouts=layouts,
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
         cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
@@ -514,5 +560,37 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                                              for k, v in t.memory.components().items()}
                               if t.memory else {}}
                              for t in ev.tasks],
-                   "generation_batch_per_replica": ev.generation_batch,
+                   "generation_batch_per_replica": (ev.rollout.max_seqs if ev.rollout
+                                                    else 0),
+                   "rollout": rollout_summary(sc, ev.rollout) if ev.rollout else None,
                    "timeline": ev.timeline})
+
+
+RUNNING_POINTS = 200
+"""Points of the running-sequences curve a plan JSON carries (the timeline draws it)."""
+
+
+def rollout_summary(sc: Scenario, r: Rollout) -> dict:
+    """The rollout as the plan JSON explains it: KV cache and concurrency, where the time goes,
+    the regime, preemption and carried tokens, the response lengths, and the slowest replica's
+    running sequences over time (at most `RUNNING_POINTS` points, step-weighted means)."""
+    lengths = sc.response_lengths
+    run = np.array(r.running) if r.running else np.zeros((0, 3))
+    edges = np.linspace(0.0, run[-1, 1], RUNNING_POINTS + 1) if len(run) else np.zeros(1)
+    curve = []
+    for lo, hi in itertools.pairwise(edges):
+        overlap = np.clip(np.minimum(run[:, 1], hi) - np.maximum(run[:, 0], lo), 0, None)
+        if hi > lo:
+            curve.append([float(lo), float((overlap * run[:, 2]).sum() / (hi - lo))])
+    return {
+        "kv_cache_tokens": r.kv_tokens, "max_num_seqs": r.max_seqs,
+        "peak_running": r.peak_batch, "mean_running": r.mean_batch, "regime": r.regime,
+        "parts": r.time.as_dict(), "tail_s": r.tail_s, "preemptions": r.preemptions,
+        "recomputed_tokens": r.recomputed_tokens,
+        "carried_tokens_per_step": r.carried_tokens, "steps_spanned": r.span,
+        "response_lengths": {"mean": float(lengths.mean()),
+                             "p50": float(np.percentile(lengths, 50)),
+                             "p90": float(np.percentile(lengths, 90)),
+                             "max": int(lengths.max())},
+        "running": curve,
+    }

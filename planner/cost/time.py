@@ -28,11 +28,11 @@ composed by the 1F1B schedule:
   Reported as the balanced work M·mean(t_s) split by component, `pp_bubble` = (p − 1)·mean(t_s)
   — exactly (p − 1)/M of the balanced work — and `pp_imbalance` = (M − 1)(max − mean): the
   last stage also runs the vocabulary head and the loss, the first `L mod p` stages one layer
-  more (`memory.pipeline_stage_layers`).
+  more (`states.pipeline_stage_layers`).
 
-Decode is a roofline max of its FLOPs and its HBM traffic (weights shard + live KV cache) at
-`efficiency.hbm`, plus TP all-reduces. Rank order is the frameworks' (Megatron-Core): TP
-innermost, then CP, DP, PP outermost; expert parallelism reuses DP×CP×TP ranks (stride tp).
+Generation (rollouts) is priced in `generation.py`. Rank order is the frameworks'
+(Megatron-Core): TP innermost, then CP, DP, PP outermost; expert parallelism reuses DP×CP×TP
+ranks (stride tp).
 
 Each function returns a breakdown whose fields sum to `total` (seconds); given layout variants
 (`variants.py`: per-candidate options as arrays) every field is an array. How the framework
@@ -53,16 +53,17 @@ from functools import reduce
 import numpy as np
 
 from planner.cost import comm
+from planner.cost.activations import MODERN_ACTIVATIONS, ActivationOptions
 from planner.cost.constants import (
     ACTIVATION_IO_TENSORS_GATED,
     ACTIVATION_IO_TENSORS_PLAIN,
     BACKWARD_FLOPS_PER_FORWARD,
     BYTES_BF16,
     CAUSAL_KEY_VISIT_FRACTION,
-    DECODE_STEP_OVERHEAD_S,
     DP_COMM_OVERLAP,
     DROPOUT_MASK_BYTES,
     ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
+    ENGINES,
     EP_ALLTOALLS_PER_LAYER_PASS,
     HOST_BACKWARD_PASSES_PER_FORWARD,
     HOST_SECONDS_PER_LAYER_PASS,
@@ -74,14 +75,13 @@ from planner.cost.constants import (
     TP_ALLREDUCES_PER_LAYER_PASS,
     UNFUSED_SCORE_DROPOUT_IO_TENSORS,
     UNFUSED_SCORE_IO_TENSORS,
+    Engine,
 )
 from planner.cost.flops import (
     Head,
     Num,
-    bytes_decode_step,
     bytes_kv_cache_per_token,
     bytes_optimizer_step,
-    flops_decode_step,
     flops_fwd_per_key_attn_scores,
     flops_fwd_per_token_attn_proj,
     flops_fwd_per_token_dense_ffn,
@@ -89,12 +89,11 @@ from planner.cost.flops import (
     flops_fwd_per_token_routed_experts,
     flops_fwd_per_token_router,
     flops_fwd_per_token_shared_experts,
-    flops_prefill,
     moe_layer_count,
     params_with_head,
 )
 from planner.cost.memo import memo
-from planner.cost.memory import MODERN_ACTIVATIONS, ActivationOptions, pipeline_stage_layers
+from planner.cost.states import pipeline_stage_layers
 from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
@@ -104,16 +103,13 @@ __all__ = [
     "DEFAULT_RUNTIME",
     "DP_COMM_OVERLAP",
     "ForwardTime",
-    "GenerationTime",
     "Runtime",
     "Seconds",
     "TrainTime",
     "bytes_elementwise_fwd_per_token",
     "compute_rate",
-    "decode_step_time",
     "hbm_rate",
     "time_forward",
-    "time_generation",
     "time_train",
 ]
 
@@ -125,13 +121,13 @@ class Runtime:
     kernels: FlashAttention or the unfused softmax; dropout on or off (`memory.py`'s options).
     dp_comm_overlap: fraction of DP/ZeRO traffic hidden behind the backward.
     host_s_per_layer_pass: host time to issue one layer's forward kernels (the host floor).
-    decode_step_overhead_s: the inference engine's fixed time per decode step.
+    engine: the inference engine the rollouts run on (`constants.ENGINES`; `generation.py`).
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
-    decode_step_overhead_s: float = DECODE_STEP_OVERHEAD_S
+    engine: Engine = ENGINES["vllm-v1"]
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -178,13 +174,6 @@ class ForwardTime(Seconds):
     cp_comm: Num = 0.0
     ep_comm: Num = 0.0
     dp_comm: Num = 0.0  # ZeRO-3 / FSDP parameter gathers, exposed part
-
-
-@dataclass(frozen=True)
-class GenerationTime(Seconds):
-    prefill: Num = 0.0
-    decode: Num = 0.0  # steady state: full batches up to the mean response length
-    decode_tail: Num = 0.0  # the last stragglers running to the maximum response length
 
 
 def compute_rate(gpu: HardwareProfile) -> float:
@@ -491,54 +480,3 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
         1 - rt.dp_comm_overlap), 0.0)
     return ForwardTime(**pipe.parts, pp_bubble=pipe.bubble, pp_imbalance=pipe.imbalance,
                        dp_comm=dp)
-
-
-def decode_step_time(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, batch: Num,
-                     context: float, runtime: Runtime | None = None) -> Num:
-    """One decode step of `batch` sequences at `context` on one replica (tp × pp GPUs).
-
-    Roofline: max(FLOPs at achievable peak, HBM traffic at achievable bandwidth) on each GPU's
-    share (weights and KV heads split over tp, layers over pp with pp micro-batches in flight),
-    plus the TP all-reduces of the step's activations (latency-bound at small batch), plus the
-    engine's fixed per-step overhead (`Runtime.decode_step_overhead_s`).
-    """
-    rt = runtime or DEFAULT_RUNTIME
-    shard = layout.tp * layout.pp
-    flops = batch * flops_decode_step(spec, context).total / shard
-    traffic = bytes_decode_step(spec, batch, context)
-    kv_split = max(1, min(layout.tp, spec.num_key_value_heads))  # KV heads replicate past a_kv
-    nbytes = traffic.weights / shard + (traffic.kv_read + traffic.kv_write) / (kv_split
-                                                                              * layout.pp)
-    roofline = np.maximum(flops / compute_rate(gpu), nbytes / hbm_rate(gpu))
-    tp = 0.0
-    if layout.tp > 1:
-        act = batch * spec.hidden_size * BYTES_BF16
-        tp = (TP_ALLREDUCES_PER_LAYER_PASS * comm.time_allreduce(act, layout.tp,
-                                                                 comm.link_for(gpu, layout.tp))
-              * spec.num_hidden_layers / layout.pp)
-    return roofline + tp + rt.decode_step_overhead_s
-
-
-def time_generation(spec: ModelSpec, layout: Layout, gpu: HardwareProfile, n_seqs: int,
-                    prompt_len: float, response_len: float, max_response_len: float,
-                    max_batch: Num) -> GenerationTime:
-    """Rollouts of n_seqs sequences on `layout.dp` replicas with continuous batching.
-
-    Each replica decodes its n = n_seqs/dp sequences at a concurrency b = min(n, max_batch),
-    `max_batch` being what its free KV-cache memory holds. The steady phase is n·T̄/b steps at
-    batch b and average context S + T̄/2 (when n > b these are the waves of rollouts, new
-    sequences filling freed slots); the tail is the longest response running on alone,
-    (T_max − T̄) steps at batch 1. Prefill of the prompts is compute-bound. An array of
-    `max_batch` gives the steady phase per element.
-    """
-    n = n_seqs / layout.dp
-    batch = np.maximum(1.0, np.minimum(n, max_batch))
-    prefill = n * flops_prefill(spec, prompt_len).total / (layout.tp * layout.pp
-                                                            * compute_rate(gpu))
-    steady_steps = n * response_len / batch
-    steady = steady_steps * decode_step_time(spec, layout, gpu, batch,
-                                             prompt_len + response_len / 2)
-    tail_steps = max_response_len - response_len
-    tail = tail_steps * decode_step_time(spec, layout, gpu, 1.0,
-                                         prompt_len + (response_len + max_response_len) / 2)
-    return GenerationTime(prefill=prefill, decode=steady, decode_tail=tail)

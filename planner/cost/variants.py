@@ -1,7 +1,7 @@
 """Many layouts priced in one numpy pass: the search's candidates of one parallel shape.
 
 The search prices every ZeRO stage, checkpointing mode, micro-batch size, offload and
-generation concurrency of each shape (dp, tp, pp, cp, ep): tens of thousands of candidates.
+generation KV cache size of each shape (dp, tp, pp, cp, ep): tens of thousands of candidates.
 The degrees decide the pipeline stages and the links, so they stay scalars; the per-candidate
 options are numpy arrays (`LayoutVariants`), and the cost functions (`memory.py`, `time.py`)
 take either a `Layout` or a `LayoutVariants` through the same formulas — `where` / `isin` in
@@ -23,7 +23,7 @@ from planner.plan import Layout
 
 T = TypeVar("T")
 
-OPTIONS = ("zero", "checkpointing", "micro_batch", "offload", "max_num_seqs")
+OPTIONS = ("zero", "checkpointing", "micro_batch", "offload", "max_num_seqs", "kv_cache_tokens")
 """The `Layout` fields a `LayoutVariants` may give as arrays."""
 
 
@@ -45,6 +45,7 @@ class LayoutVariants:
     micro_batch: Num = 1
     offload: np.ndarray | str = "none"
     max_num_seqs: Num | None = None
+    kv_cache_tokens: Num | None = None
     group: str = "g"
 
     def __len__(self) -> int:

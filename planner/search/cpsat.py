@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 
 from planner.search.bounds import incumbent, prune
 from planner.search.space import (
+    FUSION_REST,
     FUSION_SCALE,
     GPU_WEIGHT,
     STAGES,
@@ -187,11 +188,9 @@ class Model:
             for key, v in self.x.items():
                 if key[0] == gen.name:
                     c = self.cand(key)
-                    steady = S["generation"] - c.tail_ms
-                    m.Add(FUSION_SCALE * ga >= FUSION_SCALE * steady
-                          + c.overlap * S["assessment"]).OnlyEnforceIf(v)
-                    m.Add(FUSION_SCALE * ga >= c.overlap * steady
-                          + FUSION_SCALE * S["assessment"]).OnlyEnforceIf(v)
+                    for done, rest in zip(c.done_ms, FUSION_REST, strict=True):
+                        m.Add(FUSION_SCALE * ga >= FUSION_SCALE * done
+                              + rest * S["assessment"]).OnlyEnforceIf(v)
         sequential = ga + sync + S["training"]
         T = m.NewIntVar(0, horizon, "T")
         if sp.staleness >= 1:

@@ -45,12 +45,14 @@ class Option:
     shared: bool
     swap: bool = False
     overlap_sync: bool = False
+    partial: bool = False
 
     def describe(self) -> str:
         return ", ".join(InterModel(
             inter_stage_fusion=self.fusion, staleness=self.staleness,
             shared_actor_critic=self.shared, offload_during_generation=self.swap,
-            overlap_weight_sync=self.overlap_sync).choices()) or "staleness 0"
+            overlap_weight_sync=self.overlap_sync, partial_rollout=self.partial).choices()) \
+            or "staleness 0"
 
 
 @dataclass
@@ -63,15 +65,17 @@ class Outcome:
 def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
     """The inter-model options a scenario allows (fusion and swapping exclude each other: one
     needs generation apart from assessment, the other co-located; so do swapping and an
-    overlapped weight sync, which needs a separate rollout group and staleness ≥ 1)."""
+    overlapped weight sync, which needs a separate rollout group and staleness ≥ 1). Partial
+    rollouts carry off-policy tokens: offered when `max_staleness` ≥ 1."""
     online = sc.family is not Family.DPO
     swaps = online and host_budget_mib(sc) > 0
-    return [Option(s, f, sh, sw, ov)
+    return [Option(s, f, sh, sw, ov, pa)
             for s in range(max_staleness + 1 if online else 1)
             for f in ((False, True) if online else (False,))
             for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))
             for sw in ((False, True) if swaps and not f else (False,))
-            for ov in ((False, True) if s >= 1 and not sw else (False,))]
+            for ov in ((False, True) if s >= 1 and not sw else (False,))
+            for pa in ((False, True) if online and max_staleness >= 1 else (False,))]
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
@@ -91,7 +95,7 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
     return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
         placement=placement, inter_stage_fusion=option.fusion, staleness=option.staleness,
         shared_actor_critic=option.shared, offload_during_generation=option.swap,
-        overlap_weight_sync=option.overlap_sync))
+        overlap_weight_sync=option.overlap_sync, partial_rollout=option.partial))
 
 
 def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
@@ -102,7 +106,8 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
     deadline = time.monotonic() + time_limit_s
     for i, opt in enumerate(opts):
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
-                            swap=opt.swap, overlap_sync=opt.overlap_sync, cache=cache)
+                            swap=opt.swap, overlap_sync=opt.overlap_sync, partial=opt.partial,
+                            cache=cache)
         share = max(0.1, (deadline - time.monotonic()) / (len(opts) - i))  # what is left, split
         out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
     return out
@@ -111,7 +116,8 @@ def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
 def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
     ok = [o for o in outcomes if o.result.choice is not None]
     return sorted(ok, key=lambda o: (o.result.objective, o.option.staleness, o.option.fusion,
-                                     o.option.shared, o.option.swap, o.option.overlap_sync))
+                                     o.option.shared, o.option.swap, o.option.overlap_sync,
+                                     o.option.partial))
 
 
 def default_workers() -> int:
@@ -196,11 +202,12 @@ def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
         asks.append(("max_staleness 1 (one step off-policy)",
                      [o for o in options(sc, 1, sc.search.allow_shared_actor_critic)
-                      if o.staleness == 1 and o.shared == best.option.shared]))
+                      if (o.staleness == 1 or o.partial) and o.shared == best.option.shared]))
     if sc.critic is not None and not sc.search.allow_shared_actor_critic:
         asks.append(("a shared actor–critic (allow_shared_actor_critic)",
                      [Option(best.option.staleness, best.option.fusion, True,
-                             best.option.swap)]))
+                             best.option.swap, best.option.overlap_sync,
+                             best.option.partial)]))
     notes = []
     for what, opts in asks:
         found = _feasible(_search(sc, opts, limit, workers, cache))

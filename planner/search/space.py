@@ -28,8 +28,9 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
   state, or of optimizer state and parameters, when the profile gives a host link and host
   memory (offloaded bytes per GPU within its share of the node's host memory).
-Generation: tp and ep as above, pp = cp = 1, and concurrency levels (powers of two up to the
-replica's share of the step) as `max_num_seqs`.
+Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
+scale-up domains and pipeline stages — and KV cache sizes (tokens per replica, doubling from
+one sequence of the longest length up to what fits) as `kv_cache_tokens`.
 """
 
 from __future__ import annotations
@@ -43,13 +44,18 @@ from itertools import product
 import numpy as np
 
 from planner.cost.flops import Num
+from planner.cost.generation import FUSION_POINTS, kv_tokens_that_fit
 from planner.cost.iteration import (
+    generation_memory,
+    generation_rollout,
+    max_seqs,
     resharding_time,
     sequences,
     swap_time,
     task_memory,
     task_time,
     tokens_per_step,
+    useful_kv_tokens,
     weight_sync_time,
 )
 from planner.cost.memory import ROLE_HEADS
@@ -66,7 +72,8 @@ MIN_CP_CHUNK = 4096
 MICRO_BATCHES = (1, 2, 4, 8)
 MS = 1e-3  # seconds per time unit of the solver
 MIB = 2**20  # bytes per memory unit of the solver
-FUSION_SCALE = 1000  # fixed-point scale of the fusion overlap coefficient
+FUSION_SCALE = 1000  # fixed-point scale of the fraction still to assess (FUSION_POINTS)
+FUSION_REST = tuple(round(FUSION_SCALE * (1 - q)) for q in FUSION_POINTS)
 SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
 GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
 STAGES = ("generation", "assessment", "training")
@@ -102,13 +109,13 @@ class Candidate:
     transient_mib: dict[str, int]  # needed during a stage only
     host_mib: int = 0  # CPU memory per GPU holding offloaded state
     reshard_ms: int = 0  # generation on the training group: re-laying the weights
-    tail_ms: int = 0  # generation: the straggler tail (fusion overlaps it)
-    overlap: int = 0  # generation: FUSION_SCALE / waves (share of assessment after the last wave)
+    done_ms: tuple[int, ...] = ()  # generation: when each of FUSION_POINTS' fractions is done
 
     def key(self) -> tuple:
         """Numbers a better candidate is no worse in (lower is better)."""
-        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms, -self.tail_ms,
-                self.overlap, self.persistent_mib,
+        done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
+        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms,
+                *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
                 *(self.transient_mib.get(s, 0) for s in STAGES))
 
 
@@ -122,6 +129,7 @@ class Space:
     shared: bool
     swap: bool  # co-located state moves to CPU memory during generation
     overlap_sync: bool  # the weight sync lands in the rollout group's shadow copy (staleness ≥ 1)
+    partial: bool  # partial rollouts: unfinished responses continue in the next step
     objective: str
     tasks: list[Task]
     sizes: list[int]
@@ -208,18 +216,47 @@ def _product(**options: list) -> dict[str, np.ndarray]:
 
 
 def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
-    """Generation: tp and ep, pp = cp = 1; the variants are the concurrency levels."""
-    spec, gpu, n = space.scenario.roles[role], space.scenario.cluster.gpu, sequences(
-        space.scenario)
-    for tp in _tp_options(spec, g, gpu.scale_up_gpus):
-        dp = g // tp
-        share = n / dp
-        if share < 1:
-            continue
-        levels = sorted({min(1 << k, math.ceil(share))
-                         for k in range(math.ceil(share).bit_length() + 1)})
-        for ep in _ep_options(spec, g):
-            yield LayoutVariants(dp=dp, tp=tp, ep=ep, max_num_seqs=np.array(levels))
+    """Generation: tp, pp and ep with cp = 1; the variants are KV cache sizes (`_kv_levels`).
+    Shapes within one scale-up domain with pp = 1 first; only when none fits, TP across
+    domains and pipeline stages, as engines run a model too large for one domain (vLLM)."""
+    sc = space.scenario
+    spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
+    inside = [(tp, 1) for tp in _tp_options(spec, g, gpu.scale_up_gpus)]
+    wide = [(tp, pp) for tp in _tp_options(spec, g, g)
+            for pp in _pow2_divisors(g // tp, min(MAX_PP, spec.num_hidden_layers))
+            if (tp, pp) not in inside]
+    for shapes in (inside, wide):
+        found = False
+        for tp, pp in shapes:
+            dp = g // (tp * pp)
+            if n / dp < 1:
+                continue
+            for ep in _ep_options(spec, dp * tp):
+                levels = _kv_levels(space, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep))
+                if levels:
+                    found = True
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep,
+                                         kv_cache_tokens=np.array(levels))
+        if found:
+            return
+
+
+def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
+    """KV cache sizes (tokens per replica) to offer a generation shape: one sequence of the
+    longest length, doubling, up to what fits on a GPU alone or what the replica can use
+    (`useful_kv_tokens`), that top included. Empty when not even one sequence fits."""
+    sc = space.scenario
+    gpu = sc.cluster.gpu
+    reserve = gpu.runtime_reserve_gib * 2**30
+    room = kv_tokens_that_fit(sc.actor, shape, (space.budget_mib - 2) * MIB + reserve,
+                              max_seqs(sc, shape), shadow_weights=space.overlap_sync,
+                              resharding=True, reserve_bytes=reserve)
+    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
+    top = min(room, useful_kv_tokens(sc, shape))
+    if top < longest:
+        return []
+    levels = [longest << k for k in range(top.bit_length()) if longest << k < top]
+    return [*levels, top]
 
 
 def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
@@ -273,18 +310,15 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
     array over the variants."""
     sc = space.scenario
     role = task.role
-    if task.kind == "generation":
-        batch = lay.max_num_seqs
-        mem = task_memory(sc, role, "generation", lay, head, batch, space.overlap_sync,
-                          resharding=True)
-        seconds, parts = task_time(sc, role, "generation", lay, head, batch)
-        waves = np.maximum(1.0, sequences(sc) / lay.dp / batch)
+    if task.kind == "generation":  # the variants are KV cache sizes, each its own schedule
+        mem = generation_memory(sc, lay, space.overlap_sync, resharding=True)
+        rollouts = [generation_rollout(sc, one, space.partial)
+                    for one in ([lay] if isinstance(lay, Layout) else lay)]
         return Candidate(
-            layout=lay, time_ms={"generation": _ms(seconds)},
+            layout=lay, time_ms={"generation": _ms(np.array([r.seconds for r in rollouts]))},
             persistent_mib=_mib(mem.persistent), transient_mib={"generation": _mib(mem.transient)},
             reshard_ms=_ms(resharding_time(sc.actor, head, lay, sc.cluster.gpu)),
-            tail_ms=int(parts["decode_tail"] / MS),
-            overlap=np.rint(FUSION_SCALE / waves).astype(np.int64))
+            done_ms=_ms(np.array([[c for c, _ in r.completions] for r in rollouts])))
     if task.kind == "forward":
         mem = task_memory(sc, role, "assessment", lay, head)
         return Candidate(
@@ -308,11 +342,12 @@ def _at(priced: Candidate, i: int, layout: Layout) -> Candidate:
     def num(x: Num) -> int:
         return int(x[i] if np.ndim(x) else x)
 
+    done = np.asarray(priced.done_ms)
     return Candidate(layout=layout, time_ms={s: num(v) for s, v in priced.time_ms.items()},
                      persistent_mib=num(priced.persistent_mib),
                      transient_mib={s: num(v) for s, v in priced.transient_mib.items()},
                      host_mib=num(priced.host_mib), reshard_ms=num(priced.reshard_ms),
-                     tail_ms=num(priced.tail_ms), overlap=num(priced.overlap))
+                     done_ms=tuple(int(x) for x in (done[i] if done.ndim == 2 else done)))
 
 
 def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
@@ -387,13 +422,14 @@ def host_budget_mib(sc: Scenario) -> int:
 
 PriceCache = dict[tuple, tuple[list[Candidate], int]]
 """(task, size, variant) → (kept candidates, candidates priced): what a build already priced
-for the same scenario. Generation varies with an overlapped weight sync (the shadow copy), the
-actor with a shared critic head; nothing else depends on the inter-model options."""
+for the same scenario. Generation varies with an overlapped weight sync (the shadow copy) and
+partial rollouts, the actor with a shared critic head; nothing else depends on the inter-model
+options."""
 
 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
-                swap: bool = False, overlap_sync: bool = False, slots: int = MAX_SLOTS,
-                cache: PriceCache | None = None) -> Space:
+                swap: bool = False, overlap_sync: bool = False, partial: bool = False,
+                slots: int = MAX_SLOTS, cache: PriceCache | None = None) -> Space:
     """Enumerate and price every legal candidate of every task on every group size."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
     heads = heads_for(sc, shared)
@@ -401,7 +437,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     cache = {} if cache is None else cache
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
-        overlap_sync=overlap_sync, objective=sc.search.objective, tasks=tasks,
+        overlap_sync=overlap_sync, partial=partial, objective=sc.search.objective, tasks=tasks,
         sizes=slot_sizes(cluster.total_gpus, cluster.gpus_per_node),
         slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
@@ -411,7 +447,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                    if sc.search.objective == "gpus" else None),
         swap_q=round(SWAP_SCALE * swap_time(MIB, gpu) / MS) if gpu.host_link_gbps else 0)
     for task in tasks:
-        variant = (overlap_sync if task.kind == "generation" else None,
+        variant = ((overlap_sync, partial) if task.kind == "generation" else None,
                    shared if task.role == "actor" else None)
         for g in space.sizes:
             key = (task.name, g, variant)
@@ -535,12 +571,12 @@ def iteration_ms(space: Space, ch: Choice) -> int:
                        if t is not gen and ch.slot[t.name] == 0)
             sync += -(-space.swap_q * held // SWAP_SCALE)
     ga = S["generation"] + S["assessment"]
-    if space.fusion and gen:
+    if space.fusion and gen:  # `iteration.fused_generation_assessment`, in integers
         c = ch.candidate[gen.name]
-        steady = S["generation"] - c.tail_ms  # when the last wave's sequences are out
-        ga = max(S["generation"],
-                 -(-(FUSION_SCALE * steady + c.overlap * S["assessment"]) // FUSION_SCALE),
-                 -(-(c.overlap * steady + FUSION_SCALE * S["assessment"]) // FUSION_SCALE))
+        ga = max(S["generation"], *(-(-(FUSION_SCALE * done + rest * S["assessment"])
+                                      // FUSION_SCALE)
+                                    for done, rest in zip(c.done_ms, FUSION_REST,
+                                                          strict=True)))
     sequential = ga + sync + S["training"]
     if space.staleness >= 1:
         busy = [sum(load.values())

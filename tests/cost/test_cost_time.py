@@ -1,7 +1,7 @@
 """planner.cost.time: each time term on small hand-checked cases (behaviour, not timings):
 breakdowns sum to their totals, terms vanish when their parallelism is off, the 1F1B bubble is
 (pp − 1)/M of the balanced stage time, TP volumes, element-wise traffic counts, the host floor,
-the DP overlap, decode memory-bound at small batch."""
+the DP overlap. Generation: tests/cost/test_generation.py."""
 
 from __future__ import annotations
 
@@ -11,15 +11,12 @@ import pytest
 
 from planner.cost import comm
 from planner.cost import time as T
+from planner.cost.activations import KORTHIKANTI_GPT_ACTIVATIONS, MODERN_ACTIVATIONS
 from planner.cost.flops import (
     Head,
-    bytes_decode_step,
-    flops_decode_step,
-    flops_prefill,
     flops_train_seq,
     params_with_head,
 )
-from planner.cost.memory import KORTHIKANTI_GPT_ACTIVATIONS, MODERN_ACTIVATIONS
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model, spec_from_hf_config
@@ -36,7 +33,7 @@ def gpu(name: str = "h100-sxm", **update):
     """A shipped profile, with α = 0 so α–β times are bandwidth terms only."""
     base = load_profile(name)
     return base.model_copy(update={"intra_node_latency_us": 0.0, "inter_node_latency_us": 0.0,
-                                   **update})
+                                   "collective_launch_us": 0.0, **update})
 
 
 def lay(**kw) -> Layout:
@@ -65,8 +62,6 @@ def test_breakdowns_sum_to_total(layout):
     assert t.total == pytest.approx(parts_sum(t), rel=1e-12) and t.total > 0
     f = T.time_forward(GPT, Head.POLICY, layout, g, 64, S)
     assert f.total == pytest.approx(parts_sum(f), rel=1e-12) and f.total > 0
-    gen = T.time_generation(GPT, lay(dp=2, tp=4), g, 64, 128, 512, 1024, 16)
-    assert gen.total == pytest.approx(parts_sum(gen), rel=1e-12)
 
 
 def test_moe_breakdown_sums_and_has_ep_traffic():
@@ -247,55 +242,3 @@ def test_zero3_gathers_parameters_every_micro_batch():
     fwd = T.time_forward(GPT, Head.POLICY, lay(dp=8, zero=3), g, 64, S)
     assert fwd.dp_comm > 0
     assert T.time_forward(GPT, Head.POLICY, lay(dp=8), g, 64, S).dp_comm == 0.0
-
-
-# --- generation ----------------------------------------------------------------------------------
-
-
-KERNELS_ONLY = T.Runtime(decode_step_overhead_s=0.0)
-
-
-def test_decode_is_memory_bound_at_small_batch():
-    g, layout = gpu(), lay(tp=1)
-    step = T.decode_step_time(GPT, layout, g, 1, 512, KERNELS_ONLY)
-    traffic = bytes_decode_step(GPT, 1, 512)
-    assert step == pytest.approx(traffic.total / T.hbm_rate(g))
-    assert step > flops_decode_step(GPT, 512).total / T.compute_rate(g)
-
-
-def test_decode_step_adds_the_engine_overhead():
-    g, layout = gpu(), lay(tp=1)
-    engine = T.Runtime(decode_step_overhead_s=0.01)
-    assert T.decode_step_time(GPT, layout, g, 4, 512, engine) == pytest.approx(
-        T.decode_step_time(GPT, layout, g, 4, 512, KERNELS_ONLY) + 0.01)
-
-
-def test_decode_turns_compute_bound_at_large_batch_on_a_low_flop_gpu():
-    g = gpu("h20")  # 148 TFLOP/s against 4 TB/s
-    spec, batch, ctx = load_model("qwen2.5-7b"), 512, 1024
-    step = T.decode_step_time(spec, lay(), g, batch, ctx, KERNELS_ONLY)
-    assert step == pytest.approx(batch * flops_decode_step(spec, ctx).total / T.compute_rate(g))
-
-
-def test_decode_step_grows_with_batch_and_tp_adds_allreduces():
-    g = gpu()
-    steps = [T.decode_step_time(GPT, lay(), g, b, 512) for b in (1, 8, 64, 512)]
-    assert steps == sorted(steps)
-    tp1 = T.decode_step_time(GPT, lay(tp=1), g, 8, 512)
-    tp2 = T.decode_step_time(GPT, lay(tp=2), g, 8, 512)
-    assert tp2 > tp1 / 2  # half the bytes per GPU, plus the all-reduces
-
-
-def test_generation_prefill_steady_and_tail():
-    g, layout = gpu(), lay(dp=2, tp=2)
-    n, S_, T_mean, T_max, b = 64, 256, 512, 1024, 8
-    gen = T.time_generation(GPT, layout, g, n, S_, T_mean, T_max, b)
-    per_replica = n / layout.dp
-    assert gen.prefill == pytest.approx(
-        per_replica * flops_prefill(GPT, S_).total / (2 * T.compute_rate(g)))
-    steady = per_replica * T_mean / b * T.decode_step_time(GPT, layout, g, b, S_ + T_mean / 2)
-    assert gen.decode == pytest.approx(steady)
-    tail = (T_max - T_mean) * T.decode_step_time(GPT, layout, g, 1, S_ + (T_mean + T_max) / 2)
-    assert gen.decode_tail == pytest.approx(tail)
-    no_tail = T.time_generation(GPT, layout, g, n, S_, T_mean, T_mean, b)
-    assert no_tail.decode_tail == 0.0

@@ -170,14 +170,16 @@ def test_plan_json_has_the_design_fields():
 
 
 def test_offload_during_generation_frees_the_kv_cache_and_costs_host_traffic():
-    sc = scenario(**{"models.actor": "qwen2.5-7b", "workload.samples_per_prompt": 64})
+    sc = scenario(**{"models.actor": "qwen2.5-7b", "workload.samples_per_prompt": 64,
+                     "workload.response_len": 2048, "workload.max_response_len": 4096})
     plan = colocated().model_dump()
     plan["layouts"]["actor"]["training"]["zero"] = 1  # keep a lot of state resident
     plan["layouts"]["reference"]["assessment"]["zero"] = 0
     kept = evaluate(sc, PlanInput.model_validate(plan))
     plan["inter_model"] = {"offload_during_generation": True}
     swapped = evaluate(sc, PlanInput.model_validate(plan))
-    assert swapped.generation_batch > kept.generation_batch
+    assert swapped.rollout.kv_tokens > kept.rollout.kv_tokens
+    assert kept.rollout.preemptions > 0 == swapped.rollout.preemptions
     assert swapped.sync_s > kept.sync_s  # the state crosses the host link twice
     gen = lambda ev: next(t for t in ev.tasks if t.stage == "generation").seconds  # noqa: E731
     assert gen(swapped) < gen(kept)
@@ -190,12 +192,24 @@ def test_offload_during_generation_needs_a_colocated_actor():
         evaluate(scenario(), PlanInput.model_validate(plan))
 
 
-def test_kv_batch_is_sized_at_the_mean_length():
-    """A paged KV cache holds what sequences have: a longer tail with the same mean keeps the
-    batch (one longest sequence must still fit)."""
-    short = evaluate(scenario(), colocated())
-    long_tail = evaluate(scenario(**{"workload.max_response_len": 4096}), colocated())
-    assert long_tail.generation_batch == short.generation_batch
+def test_the_kv_cache_gets_what_the_group_leaves_free():
+    """Without kv_cache_tokens the pool is what memory leaves (up to what the replica can use);
+    the plan carries it, so evaluating that plan again prices the same rollout."""
+    sc = scenario(**{"models.actor": "qwen2.5-7b", "workload.samples_per_prompt": 64})
+    first = evaluate(sc, colocated())
+    gen = next(t for t in first.tasks if t.stage == "generation")
+    assert gen.layout.kv_cache_tokens == first.rollout.kv_tokens > 0
+    written = to_plan(sc, colocated(), first)
+    assert written.layouts["actor"]["generation"].kv_cache_tokens == first.rollout.kv_tokens
+    again = evaluate(sc, PlanInput.model_validate(written.model_dump()))
+    assert again.iteration_time_s == first.iteration_time_s
+
+
+def test_a_kv_cache_too_large_for_the_group_is_infeasible():
+    plan = colocated().model_dump()
+    plan["layouts"]["actor"]["generation"]["kv_cache_tokens"] = 10**9
+    with pytest.raises(InfeasibleError, match="KV cache of 1,000,000,000 tokens"):
+        evaluate(scenario(), PlanInput.model_validate(plan))
 
 
 def test_max_num_seqs_caps_generation_concurrency():
@@ -203,7 +217,7 @@ def test_max_num_seqs_caps_generation_concurrency():
     free = evaluate(scenario(), PlanInput.model_validate(plan))
     plan["layouts"]["actor"]["generation"]["max_num_seqs"] = 8
     capped = evaluate(scenario(), PlanInput.model_validate(plan))
-    assert capped.generation_batch == 8 < free.generation_batch
+    assert capped.rollout.peak_batch == 8 < free.rollout.peak_batch
     gen = lambda ev: next(t for t in ev.tasks if t.stage == "generation").seconds  # noqa: E731
     assert gen(capped) > gen(free)
 

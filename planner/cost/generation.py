@@ -1,0 +1,426 @@
+"""The actor's rollouts: the memory of a generation replica (weights, KV cache in tokens,
+workspaces) and its time (the decode step priced on the continuous-batching schedule of
+`rollout.py`). One module prices generation for `rlplan evaluate` and for the search alike.
+
+Memory assumptions:
+- Generation does not shard weights over dp (inference engines replicate).
+- Resharding (hybrid engine: the actor's training layout re-laid into its generation layout on
+  the same GPUs) streams one unit at a time, as verl/OpenRLHF load weights tensor by tensor: the
+  transient `resharding_buffer` is the largest unit (one layer, or the embedding / head) at the
+  generation layout's TP/EP shard; the destination is the generation weights, counted as
+  `weights`.
+- When the weight sync to a separate rollout group overlaps generation (asynchrony), a shadow
+  actor copy in the generation layout (FORMULAS.md §4 M_sh = |π|) receives the next weights
+  alongside the copy generating: `shadow_weights` equals the generation weights. A blocking
+  sync (generation pauses for it) needs no second copy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.cost import comm
+from planner.cost.activations import (
+    MODERN_ACTIVATIONS,
+    ActivationOptions,
+    bytes_inference_workspace,
+    bytes_logits,
+)
+from planner.cost.constants import (
+    BYTES_BF16,
+    CAUSAL_KEY_VISIT_FRACTION,
+    DEFAULT_PREFILL_CHUNK_TOKENS,
+    HOST_SECONDS_PER_LAYER_PASS,
+    TP_ALLREDUCES_PER_LAYER_PASS,
+    Engine,
+)
+from planner.cost.flops import (
+    Num,
+    bytes_kv_cache_per_token,
+    bytes_weights_read_fwd,
+    flops_decode_step,
+    flops_fwd_per_key_attn_scores,
+    flops_fwd_per_token_head,
+    flops_prefill,
+)
+from planner.cost.memory import MemoryBreakdown, peak_stage
+from planner.cost.rollout import PARTIAL_PERIODS, replica_chunks, schedule
+from planner.cost.states import (
+    MIXED_PRECISION_ADAM,
+    Precision,
+    params_per_gpu_stage,
+    pipeline_stage_layers,
+)
+from planner.cost.time import Seconds, compute_rate
+from planner.cost.variants import LayoutVariants
+from planner.plan import Layout
+from planner.specs.hardware import HardwareProfile
+from planner.specs.model import ModelSpec
+from planner.theory.shape import Head
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def bytes_kv_cache_per_gpu(spec: ModelSpec, n_seqs: Num, context: Num, *, tp: Num = 1,
+                           pp: int = 1, cp: Num = 1, stage: int = 0,
+                           kv_bytes: float = BYTES_BF16) -> Num:
+    """KV cache of `n_seqs` concurrent sequences at `context` tokens on one GPU. Units: bytes.
+
+    n_seqs counts the sequences of one model replica (one dp rank's tp·pp·cp GPUs). Per layer
+    per token: GQA `2·max(a_kv/t, 1)·hd` (KV heads split by TP, replicated when tp > a_kv);
+    MLA `kv_lora_rank + qk_rope_head_dim` (the latent is replicated across TP ranks, as vLLM
+    does). × the stage's layers; context split by CP.
+    """
+    layers = len(pipeline_stage_layers(spec.num_hidden_layers, pp)[stage])
+    if spec.mla:
+        per_layer = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+    else:
+        per_layer = 2 * np.maximum(spec.num_key_value_heads / tp, 1) * spec.head_dim
+    return kv_bytes * n_seqs * (context / cp) * layers * per_layer
+
+
+def bytes_resharding_buffer(spec: ModelSpec, generation: Layout,
+                            weight_bytes: float = BYTES_BF16) -> float:
+    """Transient buffer re-laying the actor's weights into its generation layout. Units: bytes.
+
+    Assumption (module docstring): weights move one unit at a time (a layer, the embedding or
+    the head), so the buffer is the largest unit at the generation layout's TP/EP shard.
+    """
+    units = [params_per_gpu_stage(spec, tp=generation.tp, pp=generation.pp, ep=generation.ep,
+                                  stage=k).largest_unit for k in range(generation.pp)]
+    return weight_bytes * max(units)
+
+
+def kv_bytes_per_token(spec: ModelSpec, layout: Layout | LayoutVariants,
+                       precision: Precision = MIXED_PRECISION_ADAM) -> float:
+    """KV-cache bytes one token of a replica puts on its most loaded GPU (the pipeline stage
+    with the most layers)."""
+    return float(bytes_kv_cache_per_gpu(spec, 1, 1, tp=layout.tp, pp=layout.pp, stage=0,
+                                        kv_bytes=precision.kv_cache_bytes))
+
+
+def _stages(spec: ModelSpec, layout: Layout | LayoutVariants, kv_tokens: Num, decode_batch: Num,
+            prefill_tokens: Num, shadow_weights: bool, resharding: bool, precision: Precision,
+            options: ActivationOptions, reserve_bytes: float) -> list[MemoryBreakdown]:
+    """The generation memory of each pipeline stage's GPUs (`memory_generation_per_gpu`)."""
+    out = []
+    for k in range(layout.pp):
+        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, stage=k)
+        weights = precision.weight_bytes * sp_.total
+        out.append(MemoryBreakdown(
+            weights=weights,
+            shadow_weights=weights if shadow_weights else 0.0,
+            kv_cache=bytes_kv_cache_per_gpu(spec, kv_tokens, 1, tp=layout.tp, pp=layout.pp,
+                                            stage=k, kv_bytes=precision.kv_cache_bytes),
+            inference_workspace=bytes_inference_workspace(
+                spec, prefill_tokens, tp=layout.tp, context=prefill_tokens, options=options,
+                activation_bytes=precision.activation_bytes),
+            logits=(bytes_logits(spec, decode_batch, tp=layout.tp) if k == layout.pp - 1
+                    else 0.0),
+            resharding_buffer=(bytes_resharding_buffer(spec, layout, precision.weight_bytes)
+                               if resharding else 0.0),
+            runtime_reserve=reserve_bytes, pipeline_stage=k))
+    return out
+
+
+def memory_generation_per_gpu(
+    spec: ModelSpec, layout: Layout | LayoutVariants, *, kv_tokens: Num, decode_batch: Num,
+    prefill_tokens: Num = DEFAULT_PREFILL_CHUNK_TOKENS, shadow_weights: bool = False,
+    resharding: bool = False, precision: Precision = MIXED_PRECISION_ADAM,
+    options: ActivationOptions = MODERN_ACTIVATIONS, reserve_bytes: float = 0.0,
+) -> MemoryBreakdown:
+    """Peak bytes per GPU of the actor generating: weights in the generation layout (TP/PP/EP
+    sharded, replicated over dp), a KV cache of `kv_tokens` tokens per replica (the engine's
+    paged pool, spread over the replica's GPUs by TP and PP), the prefill workspace of
+    `prefill_tokens` tokens (one chunked-prefill batch) and the sampling logits of
+    `decode_batch` sequences; a shadow copy under asynchrony; the resharding buffer when the
+    training layout is re-laid into this one on the same GPUs. An array of `kv_tokens` gives
+    an array per component. Units: bytes.
+    """
+    return peak_stage(_stages(spec, layout, kv_tokens, decode_batch, prefill_tokens,
+                              shadow_weights, resharding, precision, options, reserve_bytes))
+
+
+def kv_tokens_that_fit(spec: ModelSpec, layout: Layout | LayoutVariants, free_bytes: float,
+                       decode_batch: Num, *, shadow_weights: bool = False,
+                       resharding: bool = False, reserve_bytes: float = 0.0,
+                       precision: Precision = MIXED_PRECISION_ADAM) -> int:
+    """The largest KV pool (tokens per replica) whose generation memory stays within
+    `free_bytes` on every GPU of the replica (0 when not even the weights fit)."""
+    tokens = np.inf
+    for m in _stages(spec, layout, 0, decode_batch, DEFAULT_PREFILL_CHUNK_TOKENS,
+                     shadow_weights, resharding, precision, MODERN_ACTIVATIONS, reserve_bytes):
+        per_token = bytes_kv_cache_per_gpu(spec, 1, 1, tp=layout.tp, pp=layout.pp,
+                                           stage=m.pipeline_stage,
+                                           kv_bytes=precision.kv_cache_bytes)
+        tokens = min(tokens, (free_bytes - float(m.total)) / per_token)
+    return max(0, int(tokens))
+
+
+# --- time --------------------------------------------------------------------------------------
+
+TAIL_FRACTION = 0.9
+"""The tail of a rollout: the time after 90% of the step's responses are done (Seer's measure,
+rollout.md §5: the last 10% of requests take up to half the rollout)."""
+
+FUSION_POINTS = (0.0, 0.5, 0.75, TAIL_FRACTION)
+"""Fractions q of the step's responses done at which inter-stage fusion's streaming assessment
+is checked: assessment of the rest, (1 − q) of it, cannot start before the q-th response is
+done (q = 0: the first response)."""
+
+
+@dataclass(frozen=True)
+class GenerationTime(Seconds):
+    """The slowest replica's rollout, by component (seconds)."""
+
+    prefill: Num = 0.0  # new prompts, compute-bound
+    recompute: Num = 0.0  # preempted or carried-over sequences prefilled again
+    decode: Num = 0.0  # decode steps until 90% of the step's responses are done
+    decode_tail: Num = 0.0  # decode steps after that (the long tail)
+    overhead: Num = 0.0  # the engine's per-step host time (eager: the host's excess)
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """Seconds of one decode step of a replica running `b` sequences that read `kv` KV tokens:
+
+        overhead + per_seq·b + comm + comm_per_seq·b
+            + max(flop_seq·b + flop_kv·kv,  weights(b) + byte_kv·kv,  host)
+
+    — the engine's host time; TP all-reduces (two per layer, latency plus bandwidth) and
+    pipeline sends; then the GPU work as a roofline of compute (each sequence's matmuls and
+    head, attention over its context) and HBM traffic (the weights shard, the experts the batch
+    touches, the KV read), or an eager host's issue time when that is longer. Affine in `kv`,
+    so a segment of steps (kv growing by b per step) sums in closed form (`segment_seconds`).
+    Under pipeline parallelism the batch runs as pp micro-batches: each GPU reads its stage's
+    weights once per micro-batch, so pp adds KV room but not weight bandwidth."""
+
+    spec: ModelSpec
+    weight_rate: float  # bytes/s of one GPU's HBM in decode ÷ the TP degree
+    overhead: float
+    per_seq: float
+    comm: float
+    comm_per_seq: float
+    flop_seq: float
+    flop_kv: float
+    byte_kv: float
+    host: float = 0.0
+
+    def weights(self, b: Num) -> Num:
+        return bytes_weights_read_fwd(self.spec, b) / self.weight_rate
+
+    def seconds(self, b: Num, kv: Num) -> Num:
+        """One step (the calibration rows' inter-token latency)."""
+        fixed = self.overhead + self.per_seq * b + self.comm + self.comm_per_seq * b
+        gpu = np.maximum(self.flop_seq * b + self.flop_kv * kv,
+                         self.weights(b) + self.byte_kv * kv)
+        return fixed + np.maximum(gpu, self.host)
+
+    def segment_seconds(self, b: np.ndarray, kv: np.ndarray, m: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Σ over j < m of the step at (b, kv + b·j): (the kernels and collectives, the engine
+        overhead and eager host excess), element-wise over segments."""
+        compute = (self.flop_seq * b + self.flop_kv * kv, self.flop_kv * b)
+        memory = (self.weights(b) + self.byte_kv * kv, self.byte_kv * b)
+        gpu = _sum_max([compute, memory], m)
+        host = _sum_max([compute, memory, (np.full_like(gpu, self.host), 0.0)], m) - gpu
+        fixed = m * (self.comm + self.comm_per_seq * b)
+        return gpu + fixed, m * (self.overhead + self.per_seq * b) + host
+
+
+def _sum_max(lines: list[tuple[Num, Num]], m: np.ndarray) -> np.ndarray:
+    """Σ_{j=0}^{m−1} max_k (a_k + b_k·j), exactly, element-wise: split [0, m) where two lines
+    cross (the max is one line between crossings) and sum each piece in closed form."""
+    m = np.asarray(m, dtype=float)
+    cuts = [np.zeros_like(m), m]
+    for (a1, b1), (a2, b2) in itertools.combinations(lines, 2):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = np.where(np.asarray(b1 - b2) != 0, (a2 - a1) / (b1 - b2), 0.0)
+        cuts.append(np.clip(np.ceil(cross), 0, m))
+    cuts = np.sort(np.stack(np.broadcast_arrays(*cuts)), axis=0)
+    total = np.zeros_like(m)
+    for lo, hi in itertools.pairwise(cuts):
+        mid = (lo + hi - 1) / 2
+        a, b = lines[0]
+        best_a, best_b = np.broadcast_to(a, m.shape), np.broadcast_to(b, m.shape)
+        for a, b in lines[1:]:
+            better = a + b * mid > best_a + best_b * mid
+            best_a, best_b = np.where(better, a, best_a), np.where(better, b, best_b)
+        total += (hi - lo) * best_a + best_b * (hi * (hi - 1) - lo * (lo - 1)) / 2
+    return total
+
+
+def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+                engine: Engine) -> DecodeStep:
+    """The decode step of one replica of `layout` (tp × pp GPUs) on `gpu` under `engine`."""
+    tp, pp, L = layout.tp, layout.pp, spec.num_hidden_layers
+    flops_rate = tp * pp * compute_rate(gpu)
+    hbm = decode_hbm_rate(gpu)
+    kv_split = 1 if spec.mla else min(tp, spec.num_key_value_heads)  # replicated past a_kv
+    comm_fixed = comm_seq = 0.0
+    act = spec.hidden_size * BYTES_BF16  # one sequence's activation row
+    if tp > 1:  # two all-reduces per layer, each micro-batch: 2L calls of b/pp rows per step
+        link = comm.link_for(gpu, tp)
+        latency = comm.time_allreduce(0.0, tp, link)
+        calls = TP_ALLREDUCES_PER_LAYER_PASS * L
+        comm_fixed += calls * latency
+        comm_seq += calls * (comm.time_allreduce(act, tp, link) - latency) / pp
+    if pp > 1:  # each stage sends its pp micro-batches on
+        link = comm.link_p2p(gpu, pp, stride=tp)
+        comm_fixed += pp * comm.time_p2p(0.0, link)
+        comm_seq += comm.time_p2p(act, link) - comm.time_p2p(0.0, link)
+    per_token = flops_decode_step(spec, 0.0).total
+    return DecodeStep(
+        spec=spec, weight_rate=tp * hbm, overhead=engine.step_overhead_s,
+        per_seq=engine.per_seq_s, comm=comm_fixed, comm_per_seq=comm_seq,
+        flop_seq=per_token / flops_rate,
+        flop_kv=flops_fwd_per_key_attn_scores(spec, mla_absorbed=True) / flops_rate,
+        byte_kv=bytes_kv_cache_per_token(spec) / (kv_split * pp * hbm),
+        host=0.0 if engine.cuda_graphs else L * HOST_SECONDS_PER_LAYER_PASS)
+
+
+def decode_hbm_rate(gpu: HardwareProfile) -> float:
+    """HBM bytes/s one GPU sustains streaming weights and KV in decode."""
+    return gpu.hbm_bytes_per_s * gpu.efficiency.decode_hbm
+
+
+@dataclass(frozen=True)
+class _Prefill:
+    """Seconds of prefilling: per sequence (the head on its last position), per token (the
+    matmuls and one all-reduce row per TP call), per squared token (causal attention)."""
+
+    per_seq: float
+    per_token: float
+    per_sq: float
+    per_batch: float  # the TP calls' latency, once per prefill batch
+
+    def seconds(self, n: np.ndarray, tokens: np.ndarray, sq: np.ndarray) -> np.ndarray:
+        return np.where(n > 0, self.per_batch, 0.0) + (
+            self.per_seq * n + self.per_token * tokens + self.per_sq * sq)
+
+
+def _prefill(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile
+             ) -> _Prefill:
+    """Prefill priced compute-bound (`flops_prefill`: S tokens, S²/2 key visits, one head),
+    plus its TP all-reduces."""
+    rate = layout.tp * layout.pp * compute_rate(gpu)
+    head = flops_fwd_per_token_head(spec, Head.POLICY)
+    per_token = flops_prefill(spec, 1.0).total - head - flops_fwd_per_key_attn_scores(spec) / 2
+    latency = per_row = 0.0
+    if layout.tp > 1:
+        link = comm.link_for(gpu, layout.tp)
+        calls = TP_ALLREDUCES_PER_LAYER_PASS * spec.num_hidden_layers
+        latency = calls * comm.time_allreduce(0.0, layout.tp, link)
+        per_row = calls * comm.time_allreduce(spec.hidden_size * BYTES_BF16, layout.tp,
+                                              link) - latency
+    return _Prefill(per_seq=head / rate, per_token=per_token / rate + per_row,
+                    per_sq=CAUSAL_KEY_VISIT_FRACTION * flops_fwd_per_key_attn_scores(spec) / rate,
+                    per_batch=latency)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A priced rollout: the generation stage's time and what explains it.
+
+    `time` is the slowest replica's breakdown (it sums to the stage time); `completions` gives,
+    for each of `FUSION_POINTS`, when that fraction q of the step's responses is done and the
+    fraction (1 − q) still to assess; `running` the slowest replica's running batch over time
+    as (start s, end s, sequences) segments; under partial rollouts the steady-state step.
+    """
+
+    time: GenerationTime
+    kv_tokens: int
+    max_seqs: int
+    share: int  # the most sequences one replica is sent
+    completions: tuple[tuple[float, float], ...]
+    tail_s: float  # from the moment 90% of the responses are done to the end
+    peak_batch: int
+    mean_batch: float  # the slowest replica's running sequences, averaged over its steps
+    preemptions: int
+    recomputed_tokens: int
+    carried_tokens: float = 0.0  # partial rollouts: unfinished tokens carried per step
+    span: int = 1  # partial rollouts: steps the longest response runs across (decode steps)
+    running: tuple[tuple[float, float, int], ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        return float(self.time.total)
+
+    @property
+    def regime(self) -> str:
+        """tail-bound (the last 10% of responses take over a third of the rollout), KV-bound
+        (the KV cache, not the step's share or max_num_seqs, capped the running batch, or
+        recomputing preempted sequences takes over 5% of the rollout), or throughput-bound."""
+        if self.tail_s > self.seconds / 3:
+            return "tail-bound"
+        if (self.peak_batch < min(self.max_seqs, self.share)
+                or self.time.recompute > 0.05 * self.seconds):
+            return "KV-bound"
+        return "throughput-bound"
+
+
+def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+                    engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: int,
+                    max_seqs: int, partial: bool = False) -> Rollout:
+    """Rollouts of `lengths` (response tokens per sequence, prompt major) on `layout.dp`
+    replicas with `kv_tokens` KV tokens and at most `max_seqs` running sequences each: the
+    continuous-batching schedule (`rollout.schedule`) priced segment by segment; the stage
+    ends when the slowest replica ends. Under `partial` rollouts, the steady-state step: each
+    replica's time per completed share over the periods after the first, the slowest one's."""
+    sched = schedule(lengths, layout.dp, prompt_len, kv_tokens, max_seqs, partial)
+    step, pre = decode_step(spec, layout, gpu, engine), _prefill(spec, layout, gpu)
+    decode, overhead = step.segment_seconds(sched.batch, sched.kv, sched.steps)
+    fresh = pre.seconds(sched.fresh, sched.fresh_tokens, sched.fresh_sq)
+    recompute = pre.seconds(sched.re, sched.re_tokens, sched.re_sq)
+    cost = decode + overhead + fresh + recompute
+    # each replica's clock; a group is one replica's step (partial rollouts: one period)
+    group = sched.replica * (PARTIAL_PERIODS if partial else 1) + sched.period
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    end = np.cumsum(cost)
+    start = end - cost
+    offset = np.repeat(start[first], np.diff(np.r_[first, len(cost)]))
+    start, end = start - offset, end - offset  # from the start of each group
+    measured = sched.period >= 1 if partial else np.ones(len(cost), dtype=bool)
+    dp = layout.dp
+    # per replica: its time; under partial rollouts per token generated in the measured steps,
+    # scaled to the tokens of its share (what a step generates in steady state)
+    scale = np.ones(dp)
+    if partial:
+        tokens = np.bincount(sched.replica, weights=sched.steps * sched.batch * measured,
+                             minlength=dp)
+        share_tokens = [lengths[c].sum() for c in replica_chunks(len(lengths), dp)]
+        scale = np.array(share_tokens) / np.maximum(tokens, 1)
+    per = np.bincount(sched.replica, weights=cost * measured, minlength=dp) * scale
+    slow = int(np.argmax(per))
+    total = float(per[slow])
+    mine = (sched.replica == slow) & measured
+    f = float(scale[slow])
+    # when the step's responses are done; under partial rollouts, as a fraction of the step
+    duration = np.bincount(group, weights=cost)[group]  # each segment's group's length
+    times = np.sort(np.repeat(end / duration * total if partial else end,
+                              sched.done * measured))
+    n = len(times)
+    at = {q: float(times[max(0, int(np.ceil(q * n)) - 1)]) for q in FUSION_POINTS}
+    tail_start = total if partial else at[TAIL_FRACTION]
+    after = 0.0 if partial else np.clip((end - tail_start) / np.maximum(cost, 1e-30), 0, 1)
+    steps = sched.steps[mine]
+    shown = mine & (sched.period == sched.period.max())  # partial: the last step
+    share = np.array([c.stop - c.start for c in replica_chunks(len(lengths), dp)])
+    return Rollout(
+        time=GenerationTime(
+            prefill=f * float(fresh[mine].sum()), recompute=f * float(recompute[mine].sum()),
+            decode=f * float((decode * (1 - after))[mine].sum()),
+            decode_tail=f * float((decode * after)[mine].sum()),
+            overhead=f * float(overhead[mine].sum())),
+        kv_tokens=kv_tokens, max_seqs=max_seqs, share=int(share.max()),
+        completions=tuple((at[q], 1.0 - q) for q in FUSION_POINTS),
+        tail_s=total - tail_start, peak_batch=int(sched.batch.max()),
+        mean_batch=float((sched.batch[mine] * steps).sum() / max(1, steps.sum())),
+        preemptions=sched.preemptions, recomputed_tokens=int(sched.re_tokens.sum()),
+        carried_tokens=float(np.mean(sched.carried)) if sched.carried else 0.0,
+        span=int(np.ceil(lengths.max() / (f * steps.sum()))) if partial else 1,
+        running=tuple(zip(start[shown].tolist(), end[shown].tolist(),
+                          sched.batch[shown].tolist(), strict=True)))

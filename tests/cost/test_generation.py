@@ -1,0 +1,199 @@
+"""planner.cost.generation: the decode step on hand-checked cases, the rollout priced on its
+schedule (closed form for equal lengths, a step-by-step sum, the tail), and the properties a
+rollout model must have (more KV never slower, a longer cap never faster, partial rollouts
+never slower than waiting for the tail)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.cost import comm
+from planner.cost import generation as G
+from planner.cost.constants import ENGINES, Engine
+from planner.cost.flops import bytes_weights_read_fwd, flops_decode_step, flops_prefill
+from planner.cost.rollout import replica_chunks, schedule
+from planner.cost.time import compute_rate
+from planner.plan import Layout
+from planner.specs.hardware import load_profile
+from planner.specs.model import load_model, spec_from_hf_config
+
+H100 = load_profile("h100-sxm")
+GPT = spec_from_hf_config({"model_type": "gpt2", "n_embd": 1024, "n_head": 16, "n_layer": 8,
+                           "vocab_size": 1000, "n_positions": 4096}, "gpt", "test")
+QWEN7B = load_model("qwen2.5-7b")
+NO_ENGINE = Engine("none", step_overhead_s=0.0, per_seq_s=0.0)
+
+
+def lay(**kw) -> Layout:
+    return Layout(group="g", **kw)
+
+
+def step(spec=GPT, layout=None, gpu=H100, engine=NO_ENGINE) -> G.DecodeStep:
+    return G.decode_step(spec, layout or lay(), gpu, engine)
+
+
+# --- the decode step -------------------------------------------------------------------------
+
+
+def test_decode_is_memory_bound_at_small_batch():
+    s = step()
+    kv = 512
+    expected = (bytes_weights_read_fwd(GPT, 1) + kv * G.bytes_kv_cache_per_token(GPT)) \
+        / G.decode_hbm_rate(H100)
+    assert s.seconds(1, kv) == pytest.approx(expected)
+    assert s.seconds(1, kv) > flops_decode_step(GPT, kv).total / compute_rate(H100)
+
+
+def test_the_engine_adds_its_step_and_per_sequence_time():
+    engine = Engine("x", step_overhead_s=0.002, per_seq_s=1e-5)
+    assert step(engine=engine).seconds(8, 4096) == pytest.approx(
+        step().seconds(8, 4096) + 0.002 + 8e-5)
+
+
+def test_an_eager_engine_waits_for_the_host_to_issue_each_layer():
+    eager = step(engine=ENGINES["eager"])
+    assert eager.host == pytest.approx(GPT.num_hidden_layers * 9e-4)
+    assert eager.seconds(1, 512) >= eager.host  # the tiny model's kernels take less
+
+
+def test_decode_turns_compute_bound_at_large_batch_on_a_low_flop_gpu():
+    h20 = load_profile("h20")  # 148 TFLOP/s against 4 TB/s
+    s = step(QWEN7B, gpu=h20)
+    b, ctx = 512, 1024
+    assert s.seconds(b, b * ctx) == pytest.approx(
+        b * flops_decode_step(QWEN7B, ctx).total / compute_rate(h20))
+
+
+def test_tp_allreduces_are_latency_bound_at_decode_sizes():
+    # two all-reduces per layer; a few KB each, so the launch and hop latencies dominate
+    s2 = step(QWEN7B, lay(tp=2))
+    link = comm.link_for(H100, 2)
+    calls = 2 * QWEN7B.num_hidden_layers
+    assert s2.comm == pytest.approx(calls * comm.time_allreduce(0.0, 2, link))
+    assert s2.comm_per_seq * 8 < s2.comm / 10  # bandwidth: under a tenth at batch 8
+    # rollout.md §2 row 15: a TP-2 all-reduce of 10k fp16 elements takes 7 µs on an H100 DGX
+    assert s2.comm == pytest.approx(calls * 7e-6, rel=0.1)
+
+
+def test_pipeline_stages_add_room_not_weight_bandwidth():
+    one, two = step(QWEN7B, lay(tp=2)), step(QWEN7B, lay(tp=2, pp=2))
+    assert two.weights(16) == pytest.approx(one.weights(16))  # each micro-batch re-reads
+    assert two.byte_kv == pytest.approx(one.byte_kv / 2)  # half the layers' KV per GPU
+    assert two.comm > one.comm  # the sends between stages
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 300), kv=st.integers(1, 10**6), m=st.integers(1, 400),
+       eager=st.booleans())
+def test_segments_sum_their_steps_exactly(b, kv, m, eager):
+    s = step(QWEN7B, lay(tp=2), engine=ENGINES["eager" if eager else "vllm-v1"])
+    gpu_part, overhead = s.segment_seconds(np.array([b]), np.array([kv]), np.array([m]))
+    one_by_one = sum(float(s.seconds(b, kv + b * j)) for j in range(m))
+    assert float(gpu_part[0] + overhead[0]) == pytest.approx(one_by_one, rel=1e-9)
+
+
+# --- the rollout -----------------------------------------------------------------------------
+
+
+def rollout(lengths, layout=None, kv=10**7, max_seqs=10**6, prompt=256, partial=False,
+            spec=GPT, engine=NO_ENGINE):
+    return G.time_generation(spec, layout or lay(), H100, engine,
+                             np.asarray(lengths, dtype=np.int64), prompt, kv, max_seqs, partial)
+
+
+def test_equal_lengths_reduce_to_the_closed_form():
+    n, T, S = 16, 300, 256
+    r = rollout([T] * n, prompt=S)
+    s = step()
+    decode = sum(float(s.seconds(n, n * (S + 1 + j))) for j in range(T))
+    prefill = n * flops_prefill(GPT, S).total / compute_rate(H100)
+    assert r.seconds == pytest.approx(decode + prefill, rel=1e-9)
+    assert r.time.prefill == pytest.approx(prefill)
+    assert r.time.recompute == 0 and r.preemptions == 0
+    assert r.peak_batch == n and r.mean_batch == n
+    assert r.regime == "throughput-bound"
+
+
+def test_the_stage_ends_with_the_slowest_replica():
+    lengths = [100] * 8 + [400] * 8  # replica 1 gets the long ones
+    both = rollout(lengths, lay(dp=2))
+    assert both.seconds == pytest.approx(rollout([400] * 8).seconds)
+
+
+def test_a_long_tail_shows_as_tail_time_and_regime():
+    lengths = [50] * 63 + [2000]
+    r = rollout(lengths)
+    assert r.tail_s > 0.8 * r.seconds
+    assert r.time.decode_tail > r.time.decode
+    assert r.regime == "tail-bound"
+    first, *_, last = r.completions  # 63 responses done together, the last one alone
+    assert first[0] == last[0] == pytest.approx(r.seconds - r.tail_s)
+    assert (first[1], last[1]) == (1.0, pytest.approx(0.1))
+
+
+def test_a_kv_starved_replica_preempts_and_recomputes():
+    lengths = [400] * 32
+    roomy, starved = rollout(lengths), rollout(lengths, kv=4 * (256 + 400))
+    assert starved.preemptions > 0 and starved.recomputed_tokens > 0
+    assert starved.time.recompute > 0
+    assert starved.regime == "KV-bound"
+    assert starved.seconds > roomy.seconds
+
+
+LENGTHS = st.lists(st.integers(1, 300), min_size=1, max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lengths=LENGTHS, spare=st.integers(0, 3000), more=st.integers(1, 5000),
+       dp=st.integers(1, 3), max_seqs=st.integers(1, 64))
+def test_more_kv_memory_is_never_slower(lengths, spare, more, dp, max_seqs):
+    """Without preemption, more KV is never slower. vLLM's greedy admission can make it slower
+    by admitting sequences it then preempts (lengths [2, 2, 4, 2], prompt 64, 4 running at most:
+    a 198-token cache runs three and never preempts, a 260-token one admits the fourth and
+    preempts it a step later), but never by more than the recomputation that costs."""
+    dp = min(dp, len(lengths))
+    kv = 64 + max(lengths) + spare
+    kw = dict(layout=lay(dp=dp), max_seqs=max_seqs, prompt=64, spec=QWEN7B)
+    more_kv, less_kv = rollout(lengths, kv=kv + more, **kw), rollout(lengths, kv=kv, **kw)
+    slack = 1e-12 * less_kv.seconds  # equal up to summation order
+    assert more_kv.seconds <= less_kv.seconds + more_kv.time.recompute + slack
+    if more_kv.preemptions == 0:
+        assert more_kv.seconds <= less_kv.seconds + slack
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=LENGTHS, cap=st.integers(1, 300), longer=st.integers(1, 300),
+       kv=st.integers(0, 3000))
+def test_a_longer_cap_is_never_faster(lengths, cap, longer, kv):
+    raw = np.array(lengths)
+    capped, wider = np.minimum(raw, cap), np.minimum(raw, cap + longer)
+    kw = dict(kv=64 + cap + longer + kv, prompt=64, spec=QWEN7B, max_seqs=16)
+    assert rollout(wider, **kw).seconds >= rollout(capped, **kw).seconds
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=st.lists(st.integers(1, 400), min_size=4, max_size=40), dp=st.integers(1, 2),
+       spare=st.integers(0, 20_000))
+def test_partial_rollouts_are_never_slower_than_waiting_for_the_tail(lengths, dp, spare):
+    kw = dict(layout=lay(dp=dp), kv=64 + max(lengths) + spare, prompt=64, spec=QWEN7B,
+              engine=ENGINES["vllm-v1"])
+    assert rollout(lengths, partial=True, **kw).seconds \
+        <= rollout(lengths, **kw).seconds * (1 + 1e-9)
+
+
+def test_partial_rollouts_carry_unfinished_tokens_and_cut_the_tail():
+    lengths = np.array([60] * 60 + [3000] * 4)
+    full = rollout(lengths, spec=QWEN7B, prompt=64)
+    partial = rollout(lengths, spec=QWEN7B, prompt=64, partial=True)
+    assert partial.seconds < full.seconds / 2
+    assert partial.carried_tokens > 0 and partial.span > 1
+    assert partial.tail_s == 0 and partial.time.decode_tail == 0
+
+
+def test_replica_shares_are_contiguous_and_even():
+    assert [c.stop - c.start for c in replica_chunks(10, 4)] == [3, 3, 2, 2]
+    sched = schedule(np.arange(1, 11), 4, 8, 10**6, 100)
+    assert sched.replicas == 4
