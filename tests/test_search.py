@@ -4,6 +4,7 @@ deterministic, and re-price to what the solver scored; `rlplan plan` exit codes.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -38,10 +39,12 @@ objectives = st.one_of(
     st.sampled_from([{"search.objective": "time"}, {"search.objective": "cost"}]),
     st.builds(lambda t: {"search.objective": "gpus", "search.target_tokens_per_s": t},
               st.sampled_from([300.0, 1000.0, 3000.0])))
-inter = st.sampled_from([(0, False, False, False), (1, False, False, False),
-                         (0, True, False, False), (0, False, True, False),
-                         (1, False, True, False), (1, False, False, True),
-                         (1, True, False, True)])  # (staleness, fusion, swap, overlap sync)
+inter = st.sampled_from([(0, False, False, False, False), (1, False, False, False, False),
+                         (0, True, False, False, False), (0, False, True, False, False),
+                         (1, False, True, False, False), (1, False, False, True, False),
+                         (1, True, False, True, False), (0, True, False, False, True),
+                         (1, False, False, True, True)])
+# (staleness, fusion, swap, overlap sync, partial rollouts)
 
 
 @settings(max_examples=16, deadline=None, derandomize=True,
@@ -49,9 +52,9 @@ inter = st.sampled_from([(0, False, False, False), (1, False, False, False),
 @given(flags=scenarios, option=inter, objective=objectives)
 def test_cpsat_optimum_equals_brute_force(flags, option, objective):
     sc = small(**flags, **objective)
-    staleness, fusion, swap, overlap_sync = option
+    staleness, fusion, swap, overlap_sync, partial = option
     space = build_space(sc, staleness=staleness, fusion=fusion, swap=swap,
-                        overlap_sync=overlap_sync, slots=2)
+                        overlap_sync=overlap_sync, partial=partial, slots=2)
     best, _, count = brute.solve(space)
     result = cpsat.solve(space, time_limit_s=30)
     if best is None:  # nothing valid fits (e.g. fusion needs two groups on a 1-GPU cluster)
@@ -101,6 +104,66 @@ def test_overlapped_sync_plan_reprices_to_the_solver_objective():
     assert gen.memory.shadow_weights == gen.memory.weights > 0
     assert ev.groups[gen.layout.group]["sync"] == 0
     assert ev.iteration_time_s * 1000 == pytest.approx(result.objective, abs=len(space.tasks) + 2)
+
+
+ONE_PRICE = {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
+             "workload.prompts_per_step": 32, "workload.samples_per_prompt": 8,
+             "workload.prompt_len": 256, "workload.response_len": 1024,
+             "workload.max_response_len": 4096, "cluster.gpu": "a100-sxm-40gb",
+             "cluster.nodes": 1, "cluster.gpus_per_node": 4}
+
+
+@pytest.fixture(scope="module")
+def one_price():
+    """A memory-tight GRPO space (1.5B on 40 GB GPUs, 4K-token tail) and its optimum."""
+    from planner.search.solve import Option
+
+    sc = load_scenario(None, ONE_PRICE)
+    option = Option(0, True, False)  # with fusion, whose completion times the search uses
+    space = build_space(sc, fusion=True, slots=2)
+    return sc, space, option, cpsat.solve(space, 30).choice
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(pick=st.integers(0, 10**6))
+def test_the_search_prices_a_candidate_as_evaluate_does(one_price, pick):
+    """Swap any generation candidate the search priced into its optimum: where the search says
+    it fits, evaluate accepts the plan, and prices its generation as the search did (to the
+    millisecond the search rounds up to) with the same memory (to the MiB)."""
+    from dataclasses import replace
+
+    sc, space, option, best = one_price
+    gen = space.generation
+    size = best.sizes[best.slot[gen.name]]
+    pool = space.candidates[(gen.name, size)]
+    cand = pool[pick % len(pool)]
+    choice = replace(best, candidate={**best.candidate, gen.name: cand})
+    if not fits(space, choice):
+        return
+    ev = evaluate(sc, to_plan_input(space, choice, option))
+    task = next(t for t in ev.tasks if t.stage == "generation")
+    assert task.layout.kv_cache_tokens == cand.layout.kv_cache_tokens
+    assert math.ceil(round(task.seconds * 1000, 6)) == cand.time_ms["generation"]
+    mib = (math.ceil(task.memory.persistent / 2**20), math.ceil(task.memory.transient / 2**20))
+    assert mib == (cand.persistent_mib, cand.transient_mib["generation"])
+    completions = tuple(math.ceil(round(t * 1000, 6)) for t, _ in ev.rollout.completions)
+    assert completions == cand.done_ms
+
+
+def test_a_dense_405b_policy_plans_on_80gb_gpus():
+    """Engines run a model too large for one node's TP with PP or TP across nodes (vLLM does):
+    a 405B policy's rollouts fit 80 GB GPUs instead of exiting 3."""
+    sc = load_scenario(None, {"algorithm": "grpo", "models.actor": "llama-3.1-405b",
+                              "models.reference": "none", "workload.prompts_per_step": 32,
+                              "workload.samples_per_prompt": 4, "workload.prompt_len": 512,
+                              "workload.response_len": 1024, "workload.max_response_len": 2048,
+                              "cluster.gpu": "h100-sxm", "cluster.nodes": 4,
+                              "search.time_limit_s": 60})
+    result = plan(sc, explain=False)
+    gen = result.layouts["actor"]["generation"]
+    assert gen.tp * gen.pp > 8  # one node's TP cannot hold it
+    assert result.stages["generation"].time_s > 0
 
 
 def test_plan_is_deterministic_and_legal():

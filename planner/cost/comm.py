@@ -7,9 +7,9 @@ messages): all-reduce moves 2(n−1)/n of the buffer per rank, all-gather and re
 (n−1)/n of the full buffer, all-to-all (n−1)/n; each takes n−1 (all-reduce 2(n−1)) steps.
 
 Every collective and send also pays a fixed launch latency (the profile's
-`collective_launch_us`), whatever its size and rank count: at decode sizes (a few rows of activations) that and the per-step
-latency are all there is (rollout.md §2 rows 15–16: 7 µs for a TP-2 and 23 µs for a TP-8
-all-reduce of 20 KB on an H100 DGX).
+`collective_launch_us`), whatever its size and rank count: at decode sizes (a few rows of
+activations) that and the per-step latency are all there is (rollout.md §2 rows 15–16: 7 µs
+for a TP-2 and 23 µs for a TP-8 all-reduce of 20 KB on an H100 DGX).
 
 Ring collectives that cross domains use every NIC their ranks own (`link_for`). NCCL runs a
 collective as several rings (channels) and routes each ring's inter-node hop through a

@@ -151,7 +151,9 @@ class Model:
             for t in sp.tasks:
                 for stage in t.stages:
                     terms = self.terms(t.name, k)
-                    need = sum(c.transient_mib.get(stage, 0) * v for v, c in terms)
+                    need = sum((c.transient_mib.get(stage, 0)
+                                + (c.reshard_mib if t is gen and k == 0 else 0)) * v
+                               for v, c in terms)
                     own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
                            else rollout)
                     held = 0 if (swapped and t is gen) else resident

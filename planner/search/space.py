@@ -44,7 +44,7 @@ from itertools import product
 import numpy as np
 
 from planner.cost.flops import Num
-from planner.cost.generation import FUSION_POINTS, kv_tokens_that_fit
+from planner.cost.generation import FUSION_POINTS, bytes_resharding_buffer, kv_tokens_that_fit
 from planner.cost.iteration import (
     generation_memory,
     generation_rollout,
@@ -109,12 +109,13 @@ class Candidate:
     transient_mib: dict[str, int]  # needed during a stage only
     host_mib: int = 0  # CPU memory per GPU holding offloaded state
     reshard_ms: int = 0  # generation on the training group: re-laying the weights
+    reshard_mib: int = 0  # generation on the training group: the re-laying buffer (transient)
     done_ms: tuple[int, ...] = ()  # generation: when each of FUSION_POINTS' fractions is done
 
     def key(self) -> tuple:
         """Numbers a better candidate is no worse in (lower is better)."""
         done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
-        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms,
+        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms, self.reshard_mib,
                 *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
                 *(self.transient_mib.get(s, 0) for s in STAGES))
 
@@ -311,13 +312,14 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
     sc = space.scenario
     role = task.role
     if task.kind == "generation":  # the variants are KV cache sizes, each its own schedule
-        mem = generation_memory(sc, lay, space.overlap_sync, resharding=True)
+        mem = generation_memory(sc, lay, space.overlap_sync, resharding=False)
         rollouts = [generation_rollout(sc, one, space.partial)
                     for one in ([lay] if isinstance(lay, Layout) else lay)]
         return Candidate(
             layout=lay, time_ms={"generation": _ms(np.array([r.seconds for r in rollouts]))},
             persistent_mib=_mib(mem.persistent), transient_mib={"generation": _mib(mem.transient)},
             reshard_ms=_ms(resharding_time(sc.actor, head, lay, sc.cluster.gpu)),
+            reshard_mib=_mib(bytes_resharding_buffer(sc.actor, lay)),
             done_ms=_ms(np.array([[c for c, _ in r.completions] for r in rollouts])))
     if task.kind == "forward":
         mem = task_memory(sc, role, "assessment", lay, head)
@@ -347,6 +349,7 @@ def _at(priced: Candidate, i: int, layout: Layout) -> Candidate:
                      persistent_mib=num(priced.persistent_mib),
                      transient_mib={s: num(v) for s, v in priced.transient_mib.items()},
                      host_mib=num(priced.host_mib), reshard_ms=num(priced.reshard_ms),
+                     reshard_mib=num(priced.reshard_mib),
                      done_ms=tuple(int(x) for x in (done[i] if done.ndim == 2 else done)))
 
 
@@ -522,6 +525,7 @@ def fits(space: Space, ch: Choice) -> bool:
         for t in on_k:
             c = ch.candidate[t.name]
             for need in c.transient_mib.values():
+                need += c.reshard_mib if (t is gen and k == 0) else 0  # re-laid in place
                 own = c.persistent_mib if t is gen else rollout
                 held = 0 if (swapped and t is gen) else resident
                 if held + own + need > space.budget_mib:
