@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import RenderableType
+from rich.padding import Padding
 from rich.table import Table
 
 from planner.cli.export import save_export
@@ -14,7 +16,12 @@ from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
 from planner.export import Export
 from planner.pictures import picture_format
-from planner.plan import SCHEMA_VERSION, Plan
+from planner.plan import SCHEMA_VERSION, InterModel, Plan
+
+PARTS = (("prefill", "prefill"), ("decode", "decode to 90% done"),
+         ("decode_tail", "decode after 90% done"),
+         ("recompute", "recompute"), ("overhead", "engine overhead"))
+"""The rollout's time parts (keys of `breakdown.rollout.parts`) as the view names them."""
 
 
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
@@ -83,6 +90,12 @@ def show_plan(plan: Plan, title: str) -> None:
     for g, parts in groups.items():
         table.add_row(g, str(sizes[g]), *(f"{parts[k]:.2f}" for k in BREAKDOWN_KEYS))
     console.print(table)
+    rollout = plan.breakdown.get("rollout")
+    if rollout:
+        gen = next((t["layout"] for t in plan.breakdown.get("tasks", [])
+                    if t["stage"] == "generation"), None)
+        for part in rollout_section(rollout, gen, plan.inter_model):
+            console.print(part)
 
     table = Table(title="Memory per GPU")
     for col in ("group", "peak GiB", "capacity GiB", "stage", "what"):
@@ -105,3 +118,81 @@ def show_plan(plan: Plan, title: str) -> None:
         console.print(f"alternative: {alt['summary']}")
     for note in explanation.get("what_if", []):
         console.print(f"what if: {note}")
+
+
+def rollout_section(rollout: dict, layout: dict | None,
+                    im: InterModel) -> list[RenderableType]:
+    """The plan view's "Rollout" section: why generation takes what it takes — where the
+    slowest replica's time goes, the KV cache and the concurrency it allows, the response
+    lengths, and the regime with what would move it (`layout`: the generation task's, for its
+    group and replica count). Lines stay within 100 columns; the regime sentence wraps."""
+    parts = rollout["parts"]
+    total = sum(parts.values())
+    where = f" on {layout['group']}" if layout else ""
+    of = f" (slowest of {layout['dp']} replicas)" if layout else " (slowest replica)"
+    table = Table(title=f"Rollout{where}: {total:.2f} s{of}, {rollout['regime']}")
+    for _, label in PARTS:
+        table.add_column(label, justify="right")
+    table.add_row(*(f"{parts[k]:.2f} s ({parts[k] / total:.0%})" if parts.get(k, 0) > 0
+                    else "—" for k, _ in PARTS))
+    out: list[RenderableType] = [
+        table,
+        f"  KV cache {rollout['kv_cache_tokens']:,} tokens per replica: peak "
+        f"{rollout['peak_running']} running of max_num_seqs {rollout['max_num_seqs']}, "
+        f"mean {rollout['mean_running']:.1f}"]
+    redo = ([f"{rollout['preemptions']:,} preemptions"] if rollout["preemptions"] > 0 else []) \
+        + ([f"{rollout['recomputed_tokens']:,} tokens recomputed"]
+           if rollout["recomputed_tokens"] > 0 else [])
+    if redo:
+        out.append(f"  {'; '.join(redo)}")
+    if rollout["carried_tokens_per_step"] > 0:
+        out.append(f"  partial rollouts: {rollout['carried_tokens_per_step']:,.0f} tokens "
+                   f"carried per step; the longest response spans {rollout['steps_spanned']} "
+                   f"steps")
+    n = rollout["response_lengths"]
+    tail = f"; the last 10% take {rollout['tail_s']:.2f} s" if rollout["tail_s"] > 0 else ""
+    out.append(f"  responses (tokens): mean {n['mean']:,.0f}, p50 {n['p50']:,.0f}, "
+               f"p90 {n['p90']:,.0f}, max {n['max']:,}{tail}")
+    out.append(Padding(regime_sentence(rollout, im), (0, 0, 0, 2), expand=False))
+    return out
+
+
+def regime_sentence(rollout: dict, im: InterModel | None = None) -> str:
+    """The rollout's regime (`breakdown.rollout`) in one sentence naming what would move it —
+    the one place the wording lives. Remedies the plan already uses (`im`) are not offered."""
+    im = im or InterModel()
+    regime, parts = rollout["regime"], rollout["parts"]
+    total = sum(parts.values())
+    if regime == "tail-bound":
+        cuts = [c for c, used in (("partial rollouts (allow --max-staleness 1)",
+                                   im.partial_rollout),
+                                  ("a lower max_response_len", False),
+                                  ("inter-stage fusion", im.inter_stage_fusion)) if not used]
+        return (f"tail-bound: the last 10% of responses take {rollout['tail_s']:.2f} s of "
+                f"{total:.2f} s; {_either(cuts)} would cut it")
+    if regime == "KV-bound":
+        why = []
+        cap = min(rollout["max_num_seqs"], rollout.get("share_per_replica",
+                                                       rollout["max_num_seqs"]))
+        if rollout["peak_running"] < cap:
+            why.append(f"the KV cache ({rollout['kv_cache_tokens']:,} tokens per replica) caps "
+                       f"the running batch at {rollout['peak_running']} of {cap}")
+        if rollout["preemptions"] > 0:
+            why.append(f"recomputing preempted sequences takes {parts['recompute']:.2f} s of "
+                       f"{total:.2f} s")
+        helps = [h for h, used in (("offload co-located state during generation",
+                                    im.offload_during_generation),
+                                   ("more tensor parallelism", False),
+                                   ("fewer models resident on the group", False)) if not used]
+        return f"KV-bound: {' and '.join(why)}; more KV memory would help: {_either(helps)}"
+    if regime == "throughput-bound":
+        return ("throughput-bound: the replicas run full batches; more GPUs for generation "
+                "(or smaller TP, more replicas) would cut it")
+    return regime
+
+
+def _either(options: list[str]) -> str:
+    """'a', 'a or b', 'a, b, or c'."""
+    if len(options) < 3:
+        return " or ".join(options)
+    return f"{', '.join(options[:-1])}, or {options[-1]}"

@@ -584,6 +584,7 @@ def rollout_summary(sc: Scenario, r: Rollout) -> dict:
             curve.append([float(lo), float((overlap * run[:, 2]).sum() / (hi - lo))])
     return {
         "kv_cache_tokens": r.kv_tokens, "max_num_seqs": r.max_seqs,
+        "share_per_replica": r.share,
         "peak_running": r.peak_batch, "mean_running": r.mean_batch, "regime": r.regime,
         "parts": r.time.as_dict(), "tail_s": r.tail_s, "preemptions": r.preemptions,
         "recomputed_tokens": r.recomputed_tokens,
