@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.cost.constants import ENGINES
 from planner.cost.iteration import evaluate, to_plan
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
@@ -98,23 +99,68 @@ class PlanView:
                      if t["role"] == role and t["stage"] == stage), None)
         return task["memory_gib"] if task else {}
 
-    def vllm_memory_fraction(self) -> tuple[float, str]:
-        """gpu_memory_utilization giving vLLM the plan's KV-cache budget, and why."""
+    def kv_cache_tokens(self, gen: Layout) -> int | None:
+        """The KV cache of one replica in tokens: the layout's, else what the plan priced."""
+        rollout = self.breakdown.get("rollout") or {}
+        return gen.kv_cache_tokens or rollout.get("kv_cache_tokens")
+
+    def vllm_memory_fraction(self, engine: str = "vLLM") -> tuple[float, str]:
+        """gpu_memory_utilization giving the engine the plan's KV cache, and why (in GiB per GPU
+        and in tokens per replica, which the engine logs at start-up and the user can compare)."""
         mem = self.task_memory_gib("actor", "generation")
         used = sum(mem.get(k, 0.0) for k in VLLM_MEMORY)
         capacity = self.sc.cluster.gpu.memory_gib
         # rounded up so vLLM gets at least the planned KV cache; the plan's runtime reserve
         # (GiB per GPU) absorbs the < 1% extra
         fraction = math.ceil(round(used / capacity * 100, 6)) / 100
-        why = (f"gpu_memory_utilization {fraction}: vLLM weights + KV cache + workspace = "
-               f"{used:.1f} GiB of the {capacity:g} GiB per GPU (the plan's KV budget "
-               f"{mem.get('memory/transient/kv_cache', 0.0):.1f} GiB)")
+        gen = self.layout("actor", "generation")
+        tokens = self.kv_cache_tokens(gen) if gen else None
+        log = "vLLM logs it as 'GPU KV cache size'" if engine == "vLLM" else \
+            f"{engine} logs it at start-up"
+        per_replica = f", {tokens:,} tokens per replica: {log}" if tokens else ""
+        why = (f"gpu_memory_utilization {fraction}: {engine} weights + KV cache + workspace = "
+               f"{used:.1f} GiB of the {capacity:g} GiB per GPU (the plan's KV cache "
+               f"{mem.get('memory/transient/kv_cache', 0.0):.1f} GiB per GPU{per_replica})")
         return fraction, why
 
     def max_num_seqs(self, gen: Layout) -> int:
-        """Concurrent sequences per replica: the layout's, else what the plan's memory holds."""
-        return gen.max_num_seqs or max(1, int(self.breakdown.get("generation_batch_per_replica",
-                                                                 0)))
+        """Concurrent sequences per replica: the layout's, else the cap the plan priced with."""
+        rollout = self.breakdown.get("rollout") or {}
+        priced = gen.max_num_seqs or self.breakdown.get("generation_batch_per_replica") or \
+            rollout.get("max_num_seqs")
+        if not priced:
+            raise ExportError("plan: layouts.actor.generation.max_num_seqs is missing and the "
+                              "breakdown has no generation_batch_per_replica; set it, or "
+                              "re-price the plan with `rlplan evaluate --out`")
+        return int(priced)
+
+
+def generation_notes(v: PlanView, gen: Layout, engine_gpus: int, framework: str) -> list[str]:
+    """What the rollout engine runs that the framework's flags do not show: an engine spanning
+    nodes (generation TP beyond one node), and an engine era the plan priced but current
+    releases do not run (vLLM V0)."""
+    notes, per_node = [], v.sc.cluster.gpus_per_node
+    if engine_gpus > per_node:
+        nodes = math.ceil(engine_gpus / per_node)
+        notes.append(f"generation tp {gen.tp}: each engine's {engine_gpus} GPUs span {nodes} "
+                     f"nodes of {per_node} ({framework} places its workers with Ray); its "
+                     "tensor-parallel all-reduces cross the scale-out network, as the plan priced")
+    if v.sc.runtime.engine == "vllm-v0":
+        overhead = ENGINES["vllm-v0"].step_overhead_s * 1e3
+        notes.append(f"runtime.engine vllm-v0: the plan priced a V0-era engine's per-step "
+                     f"overhead ({overhead:g} ms of host time per decode step); current vLLM "
+                     "releases run the V1 engine, so generation should be quicker than priced")
+    return notes
+
+
+def generation_pp_refusal(key: str, pp: int, why: str, sc: Scenario) -> ExportError:
+    """The framework cannot pipeline generation: say which plans do and what to do instead."""
+    gpu = sc.cluster.gpu
+    return ExportError(f"{key} {pp}: {why}; plans pipeline generation when the model does not "
+                       f"fit one scale-up domain ({sc.cluster.gpus_per_node} × {gpu.name}, "
+                       f"{gpu.memory_gib:g} GiB each) — plan with more GPUs per node or a "
+                       "larger-memory GPU (cluster.gpus_per_node, cluster.gpu), or run vLLM "
+                       f"directly (--pipeline-parallel-size {pp})")
 
 
 def nodes_for(gpus: int, gpus_per_node: int, what: str) -> tuple[int, int]:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.cost.constants import ENGINES
 from planner.errors import InputError
 from planner.export.base import (
     Export,
     ExportError,
     PlanView,
+    generation_notes,
+    generation_pp_refusal,
     model_path,
     nodes_for,
     shell_script,
@@ -63,6 +66,10 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "gradient_checkpointing": ("--gradient_checkpointing", "--actor.gradient_checkpointing_enable"),
     "async": ("--async_train", "--train.async_enable"),
     "async_queue": ("--async_queue_size", "--train.async_queue_size"),
+    # exports.md §2.2 lists --partial_rollout for ≤ v0.9.5, but v0.9.5's parser (shipped key
+    # list) has no such flag: only the head can switch partial rollouts on.
+    "partial": (None, "--train.partial_rollout_enable"),
+    "enforce_eager": ("--enforce_eager", "--vllm.enforce_eager"),
     "estimator": ("--advantage_estimator", "--algo.advantage.estimator"),
     "samples": ("--n_samples_per_prompt", "--rollout.n_samples_per_prompt"),
     "rollout_batch": ("--rollout_batch_size", "--rollout.batch_size"),
@@ -104,8 +111,12 @@ class Args:
         self.table, self.era = table, OPENRLHF_VERSIONS.index(version)
         self.values: dict[str, Any] = {}  # flag → value (True: a switch)
 
+    def flag(self, concept: str) -> str | None:
+        """The version's flag for `concept`; None when it has none."""
+        return self.table[concept][self.era]
+
     def set(self, concept: str, value: Any) -> None:
-        flag = self.table[concept][self.era]
+        flag = self.flag(concept)
         if flag is not None and value is not False and value is not None:
             self.values[flag] = value
 
@@ -152,9 +163,9 @@ def _ppo(v: PlanView, version: str) -> Export:
     trains = {role: v.need(role, "training") for role in v.trainable}
     for role, layout in trains.items():
         _training_checks(role, layout, notes)
-    if gen.pp > 1:
-        raise ExportError(f"layouts.actor.generation.pp {gen.pp}: OpenRLHF's vLLM engines have "
-                          "no pipeline-parallel flag; re-plan generation with pp 1")
+    if gen.pp > 1:  # neither version's flag list has a vLLM pipeline-parallel flag
+        raise generation_pp_refusal("layouts.actor.generation.pp", gen.pp,
+                                    "OpenRLHF's vLLM engines have no pipeline-parallel flag", sc)
     if gen.cp > 1 or gen.ep > 1:
         notes.append(f"generation cp {gen.cp}/ep {gen.ep}: OpenRLHF's vLLM engines take tensor "
                      "parallelism only")
@@ -180,32 +191,13 @@ def _ppo(v: PlanView, version: str) -> Export:
                                         f"{role} (group {group})")
             a.set(f"{role}_nodes", nodes)
             a.set(f"{role}_gpus", per_node)
+    run_async = _asynchrony(v, a, version, colocate_all, notes)
     actor_gpus = v.group_gpus(train.group)
-    if colocate_all and not v.inter.staleness and actor_gpus != gen.dp * gen.tp:
+    if colocate_all and not run_async and actor_gpus != gen.dp * gen.tp:
         raise ExportError(f"colocated: actor GPUs {actor_gpus} must equal vllm_num_engines "
                           f"{gen.dp} × vllm_tensor_parallel_size {gen.tp} (OpenRLHF checks it); "
                           "re-plan generation to use the whole group")
-
-    # vLLM engines: one per generation replica.
-    fraction, why = v.vllm_memory_fraction()
-    header.append(why)
-    a.set("vllm_engines", gen.dp)
-    a.set("vllm_tp", gen.tp)
-    a.set("vllm_memory", fraction)
-    notes.append(f"OpenRLHF has no vLLM max_num_seqs flag: the plan's {v.max_num_seqs(gen)} "
-                 "concurrent sequences per engine are left to vLLM")
-    if v.inter.staleness:
-        a.set("async", True)
-        a.set("async_queue", v.inter.staleness)  # batches generation may run ahead
-        if v.inter.overlap_weight_sync:
-            notes.append("overlap_weight_sync: OpenRLHF's flags (shipped key lists) have none "
-                         "for receiving weights while vLLM generates; its own sync applies")
-        if colocate_all:
-            notes.append("async training on co-located GPUs: vLLM cannot sleep (OpenRLHF "
-                         "forbids --vllm_enable_sleep with async), so its memory stays held")
-    else:
-        a.set("vllm_sleep", colocate_all)  # free the KV cache while training shares the GPUs
-    a.set("ds_sleep", colocate_all and v.inter.offload_during_generation)
+    _engines(v, a, gen, colocate_all, run_async, notes, header)
 
     # DeepSpeed training: one setting for every trained model.
     a.set("zero", train.zero)
@@ -277,6 +269,101 @@ def _ppo(v: PlanView, version: str) -> Export:
               "add the dataset and save path as extra arguments", *header]
     command = "ray job submit -- python3 -m openrlhf.cli.train_ppo_ray"
     return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes))
+
+
+def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
+                notes: list[str]) -> bool:
+    """Set async training and partial rollouts; True when the run is asynchronous.
+
+    OpenRLHF runs partial rollouts only with async training (exports.md §2.2). A plan with
+    partial rollouts at staleness 0 priced a synchronous step whose unfinished responses go on
+    with the next weights (APRIL). The choice here: turn async on with a queue of one batch and
+    say so. The scenario allows one step off-policy (rlplan prices partial rollouts only when
+    search.max_staleness ≥ 1), and dropping them would lose the tail the plan saves. Where async
+    cannot run as planned — co-located GPUs whose awake vLLM and training do not fit together —
+    the step stays synchronous without partial rollouts, and a note says so.
+    """
+    inter, sc = v.inter, v.sc
+    partial = inter.partial_rollout and a.flag("partial") is not None
+    if inter.partial_rollout and not partial:
+        notes.append(f"partial_rollout: OpenRLHF {version} has no partial-rollout flag (its "
+                     "train_ppo_ray.py), so each step waits for every response, longer than "
+                     f"priced; --framework-version {OPENRLHF_VERSIONS[-1]} has "
+                     f"{PPO_FLAGS['partial'][1]}")
+    overflow = _awake_vllm_overflow(v) if colocate_all else None
+    queue = inter.staleness
+    if partial and not queue:
+        if sc.search.max_staleness < 1:  # as `rlplan evaluate` refuses it
+            raise ExportError(f"inter_model.partial_rollout: OpenRLHF needs async training "
+                              f"({a.flag('async')}) for partial rollouts, one step off-policy, "
+                              "beyond search.max_staleness 0; allow it with max_staleness 1 or "
+                              "set partial_rollout to false")
+        if overflow:
+            notes.append(f"partial_rollout: OpenRLHF needs async training for partial rollouts, "
+                         f"where vLLM stays awake on the co-located GPUs ({overflow}); exported "
+                         "synchronous without them, so each step waits for every response, "
+                         "longer than priced; a separate rollout group allows them")
+            return False
+        queue = 1
+        notes.append(f"partial_rollout at staleness 0: OpenRLHF needs async training for partial "
+                     f"rollouts, so {a.flag('async')} and {a.flag('async_queue')} 1 are set: "
+                     "generation may also run one whole batch ahead of training (one step "
+                     f"off-policy, within search.max_staleness {sc.search.max_staleness}), not "
+                     "the synchronous step the plan priced")
+    if not queue:
+        return False
+    a.set("async", True)
+    a.set("async_queue", queue)  # batches generation may run ahead
+    a.set("partial", partial)
+    if inter.overlap_weight_sync:
+        notes.append("overlap_weight_sync: OpenRLHF's flags (shipped key lists) have none "
+                     "for receiving weights while vLLM generates; its own sync applies")
+    if colocate_all:
+        notes.append(f"async training on co-located GPUs: vLLM cannot sleep (OpenRLHF "
+                     f"forbids {a.flag('vllm_sleep')} with async), so its memory stays held"
+                     + (f" ({overflow}): expect out-of-memory, or re-plan with a separate "
+                        "rollout group" if overflow else ""))
+    return True
+
+
+def _awake_vllm_overflow(v: PlanView) -> str | None:
+    """Under async training vLLM keeps its memory on GPUs it shares with training. When the
+    actor's training alone (other co-located models add more) and that memory exceed the GPU,
+    say by how much; None when they may fit."""
+    capacity = v.sc.cluster.gpu.memory_gib
+    held = v.vllm_memory_fraction()[0] * capacity
+    training = sum(v.task_memory_gib("actor", "training").values())
+    if held + training <= capacity:
+        return None
+    return (f"{held:.1f} GiB per GPU besides actor training's {training:.1f} GiB, over the "
+            f"{capacity:g} GiB")
+
+
+def _engines(v: PlanView, a: Args, gen: Layout, colocate_all: bool, run_async: bool,
+             notes: list[str], header: list[str]) -> None:
+    """vLLM engines, one per generation replica: size, memory fraction, engine flavour."""
+    fraction, why = v.vllm_memory_fraction()
+    header.append(why)
+    a.set("vllm_engines", gen.dp)
+    a.set("vllm_tp", gen.tp)
+    a.set("vllm_memory", fraction)
+    notes.append(f"OpenRLHF has no vLLM max_num_seqs flag: the plan's {v.max_num_seqs(gen)} "
+                 "concurrent sequences per engine are left to vLLM")
+    if not run_async:
+        a.set("vllm_sleep", colocate_all)  # free the KV cache while training shares the GPUs
+    a.set("ds_sleep", colocate_all and v.inter.offload_during_generation)
+    engine = v.sc.runtime.engine
+    if engine == "sglang":
+        overhead = ENGINES["vllm-v1"].step_overhead_s * 1e3
+        notes.append("runtime.engine sglang: OpenRLHF's rollouts run on vLLM only; the plan "
+                     "priced SGLang's overlapped scheduler (no host time between decode steps), "
+                     f"vLLM V1 adds about {overhead:g} ms per step")
+    elif engine == "eager":
+        a.set("enforce_eager", True)
+        notes.append(f"runtime.engine eager → {a.flag('enforce_eager')}: the plan priced an "
+                     "engine without CUDA graphs; drop it where CUDA graphs work, generation is "
+                     "then quicker")
+    notes.extend(generation_notes(v, gen, gen.tp, "OpenRLHF"))
 
 
 def _placement_notes(groups: dict[str, str]) -> list[str]:

@@ -15,6 +15,8 @@ from planner.export.base import (
     Export,
     ExportError,
     PlanView,
+    generation_notes,
+    generation_pp_refusal,
     model_path,
     nodes_for,
     shell_script,
@@ -245,17 +247,26 @@ def _assessment(v: PlanView, megatron: bool, pool: str, pool_gpus: int,
 
 def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[str],
              comments: list[str]) -> dict[str, Any]:
-    """vLLM rollout: TP/DP/EP per replica, memory fraction, concurrency, samples per prompt."""
-    if gen.pp > 1:
-        raise ExportError(f"{ROLLOUT}.pipeline_model_parallel_size {gen.pp}: verl raises "
-                          "NotImplementedError for pipeline parallel rollout with vllm; re-plan "
-                          "generation with pp 1")
-    fraction, why = v.vllm_memory_fraction()
+    """The rollout engine (runtime.engine), TP/DP/EP per replica, memory fraction,
+    concurrency, samples per prompt."""
+    if gen.pp > 1:  # exports.md §1.5: pp > 1 raises NotImplementedError for every engine
+        raise generation_pp_refusal(f"{ROLLOUT}.pipeline_model_parallel_size", gen.pp,
+                                    "verl raises NotImplementedError for pipeline-parallel "
+                                    "rollout (vllm, sglang, trtllm)", v.sc)
+    engine = v.sc.runtime.engine
+    sglang = engine == "sglang"  # exports.md §1.5: rollout.name is vllm | sglang | trtllm
+    fraction, why = v.vllm_memory_fraction("SGLang" if sglang else "vLLM")
     comments.append(why)
-    o: dict[str, Any] = {f"{ROLLOUT}.name": "vllm", f"{ROLLOUT}.tensor_model_parallel_size": gen.tp,
+    o: dict[str, Any] = {f"{ROLLOUT}.name": "sglang" if sglang else "vllm",
+                         f"{ROLLOUT}.tensor_model_parallel_size": gen.tp,
                          f"{ROLLOUT}.gpu_memory_utilization": fraction,
                          f"{ROLLOUT}.max_num_seqs": v.max_num_seqs(gen),
                          f"{ROLLOUT}.n": v.sc.workload.samples_per_prompt}
+    if engine == "eager":
+        o[f"{ROLLOUT}.enforce_eager"] = True
+        notes.append(f"runtime.engine eager → {ROLLOUT}.enforce_eager=True: the plan priced an "
+                     "engine without CUDA graphs (as verl's AMD guide reports for vLLM on ROCm "
+                     "across nodes); drop it where CUDA graphs work, generation is then quicker")
     replica = gen.tp
     if gen.ep > 1:  # verl asserts expert_parallel_size == TP × DP (exports.md §1.5)
         if gen.ep % gen.tp:
@@ -267,6 +278,7 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
               f"{ROLLOUT}.expert_parallel_size": gen.ep}
         comments.append("rollout data_parallel_size = EP / TP; exports.md marks verl's rollout "
                         "DP semantics a guess (replicas = rollout GPUs / (TP × DP))")
+    notes += generation_notes(v, gen, replica, "verl")
     if gen.cp > 1:
         notes.append(f"generation cp {gen.cp}: verl's vLLM rollout has no context parallelism; "
                      "replicas use TP only")
@@ -312,6 +324,12 @@ def _inter_model_notes(v: PlanView) -> list[str]:
         notes.append(f"staleness {inter.staleness}: main_ppo is synchronous; bounded asynchrony "
                      "needs verl's one-step-off-policy or fully-async recipes (exports.md "
                      "§1.10), not emitted (their keys are not in the shipped lists)")
+    if inter.partial_rollout:
+        notes.append("partial_rollout: main_ppo has no partial-rollout switch and waits for every "
+                     "response, so a step takes longer than priced; verl has them in its "
+                     "fully-async recipe (python3 -m verl.experimental.fully_async_policy."
+                     "fully_async_main, async_training.partial_rollout=True, exports.md §1.10), "
+                     "not emitted (its keys are not in the shipped lists)")
     if inter.overlap_weight_sync:
         notes.append("overlap_weight_sync: the fully-async recipe's async_training."
                      "checkpoint_engine.overlap_broadcast_and_consume, not emitted (as above)")

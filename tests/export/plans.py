@@ -22,6 +22,11 @@ def scenario(algorithm: str = "grpo", **changes: Any) -> Scenario:
     return load_scenario(None, {**BASE, "algorithm": algorithm, **changes})
 
 
+def partial_scenario(algorithm: str = "grpo", **changes: Any) -> Scenario:
+    """A scenario allowing one step off-policy: rlplan prices partial rollouts only then."""
+    return scenario(algorithm, **{"search.max_staleness": 1, **changes})
+
+
 def priced(sc: Scenario, plan: dict[str, Any]) -> dict[str, Any]:
     """The plan JSON `rlplan evaluate --out` would write for this hand-written plan."""
     plan_in = PlanInput.model_validate(plan)

@@ -48,3 +48,13 @@ def test_verl_plus_prefix_only_for_new_keys_under_documented_dicts():
 def test_unknown_list_is_bad_input():
     with pytest.raises(Exception, match="no key list"):
         key_set("openrlhf-train_ppo_ray", "v0.8.9")
+
+
+def test_partial_rollout_and_eager_flags_per_era():
+    # exports.md lists --partial_rollout for ≤ v0.9.5; v0.9.5's own parser has none
+    assert not any("partial" in k for k in key_set("openrlhf-train_ppo_ray", "v0.9.5"))
+    assert has_key("openrlhf-train_ppo_ray", HEAD, "--train.partial_rollout_enable")
+    assert has_key("openrlhf-train_ppo_ray", "v0.9.5", "--enforce_eager")
+    assert has_key("openrlhf-train_ppo_ray", HEAD, "--vllm.enforce_eager")
+    for schema in ("verl-fsdp", "verl-megatron"):
+        assert verl_key_ok(schema, "actor_rollout_ref.rollout.enforce_eager")

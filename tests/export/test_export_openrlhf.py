@@ -11,6 +11,7 @@ from tests.export.plans import (
     colocated,
     dpo_plan,
     flags,
+    partial_scenario,
     ppo_disaggregated,
     ppo_scenario,
     priced,
@@ -19,6 +20,7 @@ from tests.export.plans import (
 
 PPO = "openrlhf.cli.train_ppo_ray"
 DPO = "openrlhf.cli.train_dpo"
+V095, HEAD = OPENRLHF_VERSIONS
 
 
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
@@ -105,3 +107,109 @@ def test_overlapped_weight_sync_is_said_not_dropped():
     f = flags(result.text, PPO)
     assert "--async_train" in f and f["--async_queue_size"] == "1"
     assert any(n.startswith("overlap_weight_sync") for n in result.notes)
+
+
+def test_partial_rollout_at_staleness_0_turns_async_on_in_the_head():
+    sc = partial_scenario()
+    result = export(priced(sc, colocated(partial_rollout=True)), sc, "openrlhf", HEAD)
+    f = flags(result.text, PPO)
+    assert set(f) <= key_set("openrlhf-train_ppo_ray", HEAD)
+    assert "--train.partial_rollout_enable" in f and "--train.async_enable" in f
+    assert f["--train.async_queue_size"] == "1"
+    assert "--vllm.enable_sleep" not in f  # OpenRLHF forbids it with async
+    assert any(n.startswith("partial_rollout at staleness 0: OpenRLHF needs async training")
+               and "within search.max_staleness 1" in n for n in result.notes)
+
+
+def test_partial_rollout_is_a_note_in_v095_which_has_no_flag():
+    sc = partial_scenario()
+    result = export(priced(sc, colocated(partial_rollout=True)), sc, "openrlhf", V095)
+    f = flags(result.text, PPO)
+    assert not {"--async_train", "--async_queue_size"} & set(f)
+    assert "--vllm_enable_sleep" in f  # still the synchronous, co-located run
+    assert not any("partial" in flag for flag in f)
+    assert any(n.startswith("partial_rollout: OpenRLHF v0.9.5 has no partial-rollout flag")
+               and "--train.partial_rollout_enable" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
+def test_partial_rollout_with_staleness_keeps_the_plans_queue(version):
+    sc = ppo_scenario()
+    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 2,
+                                                   "partial_rollout": True}}
+    f = flags(export(priced(sc, plan), sc, "openrlhf", version).text, PPO)
+    assert set(f) <= key_set("openrlhf-train_ppo_ray", version)
+    if version == HEAD:
+        assert f["--train.async_queue_size"] == "2" and "--train.partial_rollout_enable" in f
+    else:
+        assert f["--async_queue_size"] == "2" and "--async_train" in f
+
+
+def test_partial_rollout_stays_synchronous_when_awake_vllm_cannot_fit():
+    sc = partial_scenario()
+    plan = priced(sc, colocated(partial_rollout=True))
+    train = next(t for t in plan["breakdown"]["tasks"]
+                 if t["role"] == "actor" and t["stage"] == "training")
+    train["memory_gib"]["memory/transient/activations"] = 79.0  # training fills the GPU
+    result = export(plan, sc, "openrlhf", HEAD)
+    f = flags(result.text, PPO)
+    assert not {"--train.async_enable", "--train.partial_rollout_enable"} & set(f)
+    assert "--vllm.enable_sleep" in f
+    assert any(n.startswith("partial_rollout: OpenRLHF needs async training") and
+               "exported synchronous without them" in n for n in result.notes)
+
+
+def test_partial_rollout_beyond_the_scenarios_staleness_is_refused():
+    plan = priced(partial_scenario(), colocated(partial_rollout=True))
+    with pytest.raises(ExportError, match="inter_model.partial_rollout: OpenRLHF needs async "
+                       "training .--train.async_enable.*max_staleness 1"):
+        export(plan, scenario(), "openrlhf", HEAD)
+
+
+@pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
+def test_eager_engine_sets_enforce_eager(version):
+    sc = scenario(**{"runtime.engine": "eager"})
+    result = export(priced(sc, colocated()), sc, "openrlhf", version)
+    flag = "--enforce_eager" if version == V095 else "--vllm.enforce_eager"
+    f = flags(result.text, PPO)
+    assert flag in f and set(f) <= key_set("openrlhf-train_ppo_ray", version)
+    assert any(n.startswith(f"runtime.engine eager → {flag}") for n in result.notes)
+    plain = flags(export(priced(scenario(), colocated()), scenario(), "openrlhf", version).text,
+                  PPO)
+    assert flag not in plain
+
+
+@pytest.mark.parametrize(("engine", "note"), [
+    ("sglang", "runtime.engine sglang: OpenRLHF's rollouts run on vLLM only"),
+    ("vllm-v0", "runtime.engine vllm-v0: the plan priced a V0-era engine"),
+])
+def test_engines_openrlhf_lacks_are_notes(engine, note):
+    sc = scenario(**{"runtime.engine": engine})
+    result = export(priced(sc, colocated()), sc, "openrlhf")
+    engine_notes = [n for n in result.notes if n.startswith("runtime.engine")]
+    assert [n.startswith(note) for n in engine_notes] == [True]
+    assert "enforce_eager" not in result.text
+
+
+def test_generation_pipeline_parallel_is_refused_with_what_to_do():
+    sc = scenario()
+    plan = priced(sc, colocated(gen={"dp": 4, "pp": 2}))
+    with pytest.raises(ExportError, match="layouts.actor.generation.pp 2: OpenRLHF's vLLM "
+                       "engines have no pipeline-parallel flag; plans pipeline generation when "
+                       "the model does not fit one scale-up domain"):
+        export(plan, sc, "openrlhf")
+
+
+def test_generation_tp_across_nodes_is_a_note():
+    sc = scenario(**{"cluster.nodes": 8, "cluster.gpus_per_node": 1})
+    result = export(priced(sc, colocated(gen={"dp": 4, "tp": 2})), sc, "openrlhf")
+    assert flags(result.text, PPO)["--vllm_tensor_parallel_size"] == "2"
+    assert any(n.startswith("generation tp 2: each engine's 2 GPUs span 2 nodes") and
+               "OpenRLHF places its workers with Ray" in n for n in result.notes)
+
+
+def test_memory_note_quotes_the_kv_cache_in_tokens():
+    sc = scenario()
+    plan = priced(sc, colocated(gen={"dp": 4, "tp": 2, "kv_cache_tokens": 60_000}))
+    text = export(plan, sc, "openrlhf").text
+    assert "60,000 tokens per replica: vLLM logs it as 'GPU KV cache size'" in text

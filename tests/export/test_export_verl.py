@@ -10,6 +10,7 @@ from tests.export.plans import (
     colocated,
     dpo_plan,
     overrides,
+    partial_scenario,
     ppo_disaggregated,
     ppo_scenario,
     priced,
@@ -78,10 +79,90 @@ def test_dpo_is_refused():
         export(priced(sc, dpo_plan()), sc, "verl")
 
 
-def test_pipeline_parallel_rollout_is_refused():
+def test_pipeline_parallel_rollout_is_refused_with_what_to_do():
     sc = scenario()
     plan = priced(sc, colocated(gen={"dp": 4, "pp": 2}))
-    with pytest.raises(ExportError, match="pipeline_model_parallel_size"):
+    with pytest.raises(ExportError, match="pipeline_model_parallel_size 2: verl raises "
+                       "NotImplementedError") as err:
+        export(plan, sc, "verl")
+    message = str(err.value)
+    assert "\n" not in message
+    assert "does not fit one scale-up domain (8 × h100-sxm, 80 GiB each)" in message
+    assert "more GPUs per node or a larger-memory GPU" in message
+    assert "--pipeline-parallel-size 2" in message
+
+
+def test_generation_tp_across_nodes_is_allowed_with_a_note():
+    sc = scenario(**{"cluster.nodes": 8, "cluster.gpus_per_node": 1})
+    result = export(priced(sc, colocated(gen={"dp": 4, "tp": 2})), sc, "verl")
+    assert overrides(result.text)["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "2"
+    assert any(n.startswith("generation tp 2: each engine's 2 GPUs span 2 nodes of 1")
+               for n in result.notes)
+    one_node = export(priced(scenario(), colocated()), scenario(), "verl")
+    assert not any("span" in n for n in one_node.notes)
+
+
+def test_partial_rollout_is_a_note_pointing_at_the_fully_async_recipe():
+    sc = partial_scenario()
+    result = export(priced(sc, colocated(partial_rollout=True)), sc, "verl")
+    note = next(n for n in result.notes if n.startswith("partial_rollout"))
+    assert "main_ppo has no partial-rollout switch" in note
+    assert "verl.experimental.fully_async_policy.fully_async_main" in note
+    assert "async_training.partial_rollout=True" in note
+    assert f"# NOTE: {note}" in result.text
+    assert not any("async_training" in k for k in overrides(result.text))
+    plain = export(priced(sc, colocated()), sc, "verl")
+    assert not any(n.startswith("partial_rollout") for n in plain.notes)
+
+
+@pytest.mark.parametrize(("engine", "name", "eager", "note"), [
+    ("vllm-v1", "vllm", False, None),
+    ("sglang", "sglang", False, None),
+    ("eager", "vllm", True, "runtime.engine eager → actor_rollout_ref.rollout.enforce_eager"),
+    ("vllm-v0", "vllm", False, "runtime.engine vllm-v0: the plan priced a V0-era engine"),
+])
+def test_engine(engine, name, eager, note):
+    sc = scenario(**{"runtime.engine": engine})
+    result = export(priced(sc, colocated()), sc, "verl")
+    o = overrides(result.text)
+    assert o["actor_rollout_ref.rollout.name"] == name
+    assert ("actor_rollout_ref.rollout.enforce_eager" in o) is eager
+    if eager:
+        assert o["actor_rollout_ref.rollout.enforce_eager"] == "True"
+    engine_notes = [n for n in result.notes if n.startswith("runtime.engine")]
+    assert [n.startswith(note) for n in engine_notes] == ([] if note is None else [True])
+    label = "SGLang" if engine == "sglang" else "vLLM"
+    assert f"# gpu_memory_utilization {o['actor_rollout_ref.rollout.gpu_memory_utilization']}: " \
+           f"{label} weights" in result.text
+
+
+def test_memory_fraction_covers_the_planned_kv_cache_and_quotes_its_tokens():
+    sc = scenario()
+    fractions = []
+    for kv in (50_000, 400_000):
+        plan = priced(sc, colocated(gen={"dp": 4, "tp": 2, "kv_cache_tokens": kv}))
+        result = export(plan, sc, "verl")
+        fraction = float(overrides(result.text)["actor_rollout_ref.rollout.gpu_memory_utilization"])
+        gen = next(t for t in plan["breakdown"]["tasks"] if t["stage"] == "generation")
+        mem = gen["memory_gib"]
+        assert fraction * 80 >= mem["memory/persistent/weights"] + mem["memory/transient/kv_cache"]
+        assert f"{kv:,} tokens per replica: vLLM logs it as 'GPU KV cache size'" in result.text
+        fractions.append(fraction)
+    assert fractions[0] < fractions[1]
+
+
+def test_max_num_seqs_is_the_layouts_else_the_priced_cap():
+    sc = scenario()
+    key = "actor_rollout_ref.rollout.max_num_seqs"
+    assert overrides(export(priced(sc, colocated(gen={"dp": 4, "tp": 2, "max_num_seqs": 16})),
+                            sc, "verl").text)[key] == "16"
+    plan = priced(sc, colocated())
+    cap = plan["breakdown"]["generation_batch_per_replica"]
+    assert cap == plan["breakdown"]["rollout"]["max_num_seqs"] > 16
+    assert overrides(export(plan, sc, "verl").text)[key] == str(cap)
+    del plan["breakdown"]["generation_batch_per_replica"], plan["breakdown"]["rollout"]
+    plan["layouts"]["actor"]["generation"]["max_num_seqs"] = None
+    with pytest.raises(ExportError, match="layouts.actor.generation.max_num_seqs is missing"):
         export(plan, sc, "verl")
 
 
