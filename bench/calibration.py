@@ -45,14 +45,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from planner.cost import time as time_model  # noqa: E402
+from planner.cost.activations import (  # noqa: E402
+    KORTHIKANTI_GPT_ACTIVATIONS,
+    MODERN_ACTIVATIONS,
+)
 from planner.cost.constants import (  # noqa: E402
-    DECODE_STEP_OVERHEAD_S,
     DP_COMM_OVERLAP,
+    ENGINES,
     HOST_SECONDS_PER_LAYER_PASS,
 )
 from planner.cost.flops import Head  # noqa: E402
 from planner.cost.iteration import Evaluation, evaluate  # noqa: E402
-from planner.cost.memory import KORTHIKANTI_GPT_ACTIVATIONS, MODERN_ACTIVATIONS  # noqa: E402
 from planner.errors import InfeasibleError, InputError  # noqa: E402
 from planner.plan import Layout, PlanInput  # noqa: E402
 from planner.specs.hardware import (  # noqa: E402
@@ -64,6 +67,9 @@ from planner.specs.hardware import (  # noqa: E402
 )
 from planner.specs.model import ModelSpec, load_model, spec_from_hf_config  # noqa: E402
 from planner.specs.scenario import Scenario, load_scenario  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import decode  # noqa: E402  (bench/decode.py)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = SHARED / "data" / "calibration"
@@ -88,7 +94,7 @@ MIN_GAIN = {"vtrain": 0.005, "rl": 0.01}
 
 VTRAIN_VOCAB = 51200
 A100 = "a100-sxm-80gb"
-TARGETS = {"vtrain multi": 0.15, "vtrain single": 0.10, "rl median": 0.25}
+TARGETS = {"vtrain multi": 0.15, "vtrain single": 0.10, "rl median": 0.15}
 
 
 # --- small helpers ---------------------------------------------------------------------------
@@ -108,17 +114,19 @@ def with_efficiency(gpu: HardwareProfile, compute: float, hbm: float) -> Hardwar
 
 
 @contextlib.contextmanager
-def _framework(host: float, overlap: float,
-               decode: float = DECODE_STEP_OVERHEAD_S) -> Iterator[None]:
-    """Price with these framework constants: swaps `planner.cost.time.DEFAULT_RUNTIME`."""
-    saved = time_model.DEFAULT_RUNTIME
+def _framework(host: float, overlap: float, engines: dict | None = None) -> Iterator[None]:
+    """Price with these framework constants: swaps `planner.cost.time.DEFAULT_RUNTIME` (the
+    training kernels) and the entries of `planner.cost.constants.ENGINES` (the inference
+    engines the scenarios name) for the duration."""
+    saved, saved_engines = time_model.DEFAULT_RUNTIME, dict(ENGINES)
     time_model.DEFAULT_RUNTIME = time_model.Runtime(dp_comm_overlap=overlap,
-                                                    host_s_per_layer_pass=host,
-                                                    decode_step_overhead_s=decode)
+                                                    host_s_per_layer_pass=host)
+    ENGINES.update(engines or {})
     try:
         yield
     finally:
         time_model.DEFAULT_RUNTIME = saved
+        ENGINES.update(saved_engines)
 
 
 def section(title: str) -> None:
@@ -425,6 +433,24 @@ def run_vtrain(fit: bool) -> tuple[dict, VFit, VFit]:
     return errors, after, shipped
 
 
+# --- decode rows of rollout.md §2 (bench/decode.py) --------------------------------------------
+
+
+def run_decode(fit: bool) -> tuple[decode.EngineFit, dict[str, float]]:
+    section("2a. Decode rows of rollout.md §2: one step, or a throughput run, through "
+            "planner.cost.generation")
+    points, skipped = decode.rows()
+    decode.report(points, skipped, decode.SHIPPED, "shipped constants")
+    if not fit:
+        return decode.SHIPPED, decode.report(points, [], decode.SHIPPED, "(--no-fit) after")
+    fitted, notes = decode.fit(points)
+    print("\nFit (coordinate descent over grids; a constant leaves its shipped value only if "
+          f"it gains {100 * decode.MIN_GAIN:g} points and moves {decode.MIN_ROWS}+ rows):")
+    for n in notes:
+        print(f"  {n}")
+    return fitted, decode.report(points, skipped, fitted, "fitted constants")
+
+
 # --- 2. RL rows of runs.csv -------------------------------------------------------------------
 
 
@@ -486,7 +512,7 @@ def _layout(group: str, gpus: int, tp: int = 1, pp: int = 1, cp: int = 1, ep: in
 
 
 def _plan(groups: dict[str, int], gen: Layout, train: Layout, reference: Layout | None,
-          staleness: int, swap: bool = False) -> PlanInput:
+          staleness: int, swap: bool = False, partial: bool = False) -> PlanInput:
     layouts: dict[str, dict[str, Layout]] = {"actor": {"generation": gen, "training": train}}
     if reference is not None:
         layouts["reference"] = {"assessment": reference}
@@ -494,7 +520,8 @@ def _plan(groups: dict[str, int], gen: Layout, train: Layout, reference: Layout 
                      layouts=layouts,
                      inter_model={"placement": "colocated" if staleness == 0 else
                                   "disaggregated", "staleness": staleness,
-                                  "offload_during_generation": swap})
+                                  "offload_during_generation": swap,
+                                  "partial_rollout": partial})
 
 
 def _can_swap(case: RLCase, staleness: int) -> bool:
@@ -685,13 +712,16 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         groups, staleness = {"train": train_n, "rollout": roll}, 1
         gen_group, train_group = "rollout", "train"
         case.assumptions.append(
-            ASYNC_SYNC_ASSUMPTION.format("fully async") + "; the planner cannot "
-            "drop the old-log-prob pass ('old_lp' is '-' in the measured row) nor stream "
-            "partial rollouts, so the trainer group is priced with both passes")
+            ASYNC_SYNC_ASSUMPTION.format("fully async") + "; partial rollouts on (verl's "
+            "fully-async async_training.partial_rollout defaults to True, exports.md §1.10); "
+            "the planner cannot drop the old-log-prob pass ('old_lp' is '-' in the measured "
+            "row: the recipe uses the rollout's log-probs), so the trainer group is priced "
+            "with it")
     gen = _layout(gen_group, groups[gen_group])
     train = _layout(train_group, groups[train_group], zero=3, checkpointing="full",
                     micro_batch=2)
-    case.plan = _plan(groups, gen, train, None, staleness, _can_swap(case, staleness))
+    case.plan = _plan(groups, gen, train, None, staleness, _can_swap(case, staleness),
+                      partial=staleness > 0)
     case.scenario = load_scenario(None, case.overrides)
 
 
@@ -764,41 +794,18 @@ def fit_profile(cases: list[RLCase], base: HardwareProfile, default: tuple[float
     return kept.compute, kept.hbm, notes
 
 
-DECODE_OVERHEAD_GRID = (0.0, 0.002, 0.004, 0.006, 0.008, 0.010, 0.012, 0.015)
-"""Seconds per decode step tried: 0–15 ms, the range of an inference engine's per-step CPU
-work (scheduling, sampling, launches) at RL batch sizes."""
-
-
-def fit_decode_overhead(cases: list[RLCase], vfit: VFit) -> float:
-    """The engine's per-decode-step overhead, fitted on the NeMo-RL rows only (their inputs
-    are all given; verl's mean response length is assumed): least median APE on the grid,
-    kept only if it beats no overhead by `MIN_GAIN["rl"]`."""
-    nemo = [c for c in cases if c.source == "NeMo-RL" and not c.skip and c.scenario]
-    print("\nDecode-step overhead, fitted on the NeMo-RL rows (shipped efficiencies):")
-    scores = {}
-    for value in DECODE_OVERHEAD_GRID:
-        with _framework(vfit.host, vfit.overlap, value):
-            errs = [abs(r.predicted - c.measured_s) / c.measured_s for c in nemo
-                    if (r := price(c)).predicted is not None]
-            every = [abs(r.predicted - c.measured_s) / c.measured_s for c in cases
-                     if not c.skip and c.scenario and (r := price(c)).predicted is not None]
-        scores[value] = float(np.median(errs))
-        print(f"  {value * 1e3:4.0f} ms: NeMo-RL median APE {pct(scores[value])}, mean "
-              f"{pct(float(np.mean(errs)))}; all rows median {pct(float(np.median(every)))}")
-    best = min(scores, key=lambda v: (scores[v], v))
-    if scores[0.0] - scores[best] < MIN_GAIN["rl"]:
-        best = 0.0
-    print(f"  -> {best * 1e3:g} ms (planner/cost/constants.py DECODE_STEP_OVERHEAD_S; shipped "
-          f"{DECODE_STEP_OVERHEAD_S * 1e3:g} ms)")
-    return best
+def _rollout_cell(ev: Evaluation | None) -> str:
+    r = ev.rollout if ev is not None else None
+    return f"{r.peak_batch} {r.regime}" if r is not None else "-"
 
 
 def _profile_of(case: RLCase) -> HardwareProfile:
     return case.scenario.cluster.gpu  # type: ignore[union-attr]
 
 
-def run_rl(vfit: VFit, fit: bool) -> tuple[dict, dict, dict[str, tuple[float, float]]]:
-    section("2. RL rows of runs.csv: whole steps priced with evaluate()")
+def run_rl(vfit: VFit, fit: bool, engines: dict
+           ) -> tuple[dict, dict, dict[str, tuple[float, float]]]:
+    section("2b. RL rows of runs.csv: whole steps priced with evaluate()")
     with tempfile.TemporaryDirectory() as tmp:
         h20 = load_profile("h20")
         raw = h20.model_dump(exclude_none=True)
@@ -818,10 +825,10 @@ def run_rl(vfit: VFit, fit: bool) -> tuple[dict, dict, dict[str, tuple[float, fl
                                  profile=case.profile)
                     _map_verl(alt, MODELS["qwen2.5-math-7b"], int(case.row["n_gpus"]), 8, t)
                     sens[(case.id, t)] = alt
-        return _rl_report(cases, sens, vfit, fit)
+        return _rl_report(cases, sens, vfit, fit, engines)
 
 
-def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
+def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: dict):
     print("Mapping and assumptions per row (shared ones stated once per source):")
     seen: set[str] = set()
     for c in cases:
@@ -852,8 +859,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
             gpu = with_efficiency(_profile_of(group[0]), *before_eff)
             for c in group:
                 results_before[c.id] = price(c, gpu)
-    decode = fit_decode_overhead(cases, vfit) if fit else DECODE_STEP_OVERHEAD_S
-    with _framework(vfit.host, vfit.overlap, decode):
+    with _framework(vfit.host, vfit.overlap, engines):
         for name, group in profiles.items():
             base = _profile_of(group[0])
             if fit:
@@ -885,9 +891,9 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
             for c in cases if c.plan is not None and c.plan.inter_model.staleness}
 
     print("\nPredicted vs measured step time (s). 'after' = fitted efficiencies and framework "
-          "constants; gen batch = concurrent rollouts per replica the memory model allows.")
+          "constants; rollout = the slowest replica's peak running batch and regime.")
     print(f"{'row':>4} {'source':8} {'case':42} {'meas':>7} {'before':>8} {'after':>8} "
-          f"{'APE':>6} {'gen batch':>9}  stages after (gen/assess/train/sync)")
+          f"{'APE':>6} {'rollout':>18}  stages after (gen/assess/train/sync)")
     for c in cases:
         if c.skip:
             print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {'':>7} {'skipped':>8}")
@@ -904,7 +910,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
                   f"{a.ev.sync_s:.1f}")  # type: ignore[union-attr]
         print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {meas:7.1f} {bp} "
               f"{a.predicted:8.1f} {pct(abs(a.predicted - meas) / meas)} "
-              f"{a.ev.generation_batch:9.0f}  {stages}")  # type: ignore[union-attr]
+              f"{_rollout_cell(a.ev):>18}  {stages}")
         if c.source == "verl":
             print(f"{'':>4} {'':8} measured components: {c.row['notes'].split(';')[0]}")
             parts = {t.stage: t.seconds for t in a.ev.tasks if t.role == "actor"}  # type: ignore
@@ -927,8 +933,8 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool):
           "rollout group; after-fit constants):")
     for cid, res in overlapped.items():
         c = next(c for c in cases if c.id == cid)
-        got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, gen batch "
-               f"{res.ev.generation_batch:.0f})" if res.predicted is not None  # type: ignore
+        got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, rollout "
+               f"{_rollout_cell(res.ev)})" if res.predicted is not None
                else f"failed: {res.error}")
         print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
 
@@ -1043,7 +1049,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = wallclock.perf_counter()
     print(f"rlplan calibration bench — {date.today().isoformat()} — data: {DATA}")
     verrors, vfit, vshipped = run_vtrain(not args.no_fit)
-    rl_err, ordered, fitted = run_rl(vfit, not args.no_fit)
+    dfit, dstats = run_decode(not args.no_fit)
+    rl_err, ordered, fitted = run_rl(vfit, not args.no_fit, dfit.engines())
     mem_complete, mem_points = run_memory_points()
 
     section("4. Fitted constants (where they go) and targets")
@@ -1074,6 +1081,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{verdict}; rows: {rows}")
     print("profiles without calibration rows keep the schema defaults "
           f"(compute {Efficiency().compute}, hbm {Efficiency().hbm}).")
+    print("decode constants -> planner/cost/constants.py ENGINES and "
+          "planner/specs/hardware.py DEFAULT_DECODE_HBM_EFFICIENCY (fitted on rollout.md §2):")
+    print(f"  fitted:  {decode.describe(dfit)}")
+    print(f"  shipped: {decode.describe(decode.SHIPPED)}"
+          + ("" if dfit == decode.SHIPPED else "   <- differs: update them"))
 
     print("\nTargets:")
     checks = [
@@ -1081,6 +1093,8 @@ def main(argv: list[str] | None = None) -> int:
         ("vTrain single-node MAPE", verrors["single"][2], TARGETS["vtrain single"]),
         ("RL median APE (all priced rows)", rl_err["after"].get("all", (math.inf,))[0],
          TARGETS["rl median"]),
+        ("decode rows median APE", dstats["median"], decode.TARGET_MEDIAN),
+        ("decode rows worst APE", dstats["max"], decode.TARGET_MAX),
     ]
     for name, value, target in checks:
         ok = value <= target

@@ -15,9 +15,9 @@ from tests.test_search import inter, objectives, scenarios, small
           suppress_health_check=[HealthCheck.too_slow])
 @given(flags=scenarios, option=inter, objective=objectives)
 def test_bounds_hold_on_every_choice(flags, option, objective):
-    staleness, fusion, swap, overlap_sync = option
+    staleness, fusion, swap, overlap_sync, partial = option
     space = build_space(small(**flags, **objective), staleness=staleness, fusion=fusion,
-                        swap=swap, overlap_sync=overlap_sync, slots=2)
+                        swap=swap, overlap_sync=overlap_sync, partial=partial, slots=2)
     floors = stage_floors(space)
     best = None
     for ch in brute.enumerate_choices(space):

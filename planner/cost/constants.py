@@ -180,14 +180,15 @@ class Engine:
     step_overhead_s: host time per decode step the GPUs wait for (scheduling, input
         preparation, sampling, detokenisation), whatever the batch.
     per_seq_s: host time per running sequence per step (the scheduler's bookkeeping).
-    cuda_graphs: False when the kernels are issued one by one from Python (eager): the step
-        then lasts at least the host's issue time, `HOST_SECONDS_PER_LAYER_PASS` per layer.
+    layer_floor_s: the least time a layer's decode kernels take however little work they
+        have (launch and synchronisation; eager engines issue them one by one from Python):
+        a step lasts at least this × the layers, whatever the tensor parallelism.
     """
 
     name: str
     step_overhead_s: float
     per_seq_s: float
-    cuda_graphs: bool = True
+    layer_floor_s: float = 0.0
 
 
 VLLM_V1_PER_SEQ_S = 1.1e-6
@@ -199,16 +200,20 @@ ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", step_overhead_s=0.0, per_seq_s=0.0),
     "vllm-v0": Engine("vllm-v0", step_overhead_s=0.008, per_seq_s=VLLM_V1_PER_SEQ_S),
     "eager": Engine("eager", step_overhead_s=0.0005, per_seq_s=VLLM_V1_PER_SEQ_S,
-                    cuda_graphs=False),
+                    layer_floor_s=4e-4),
 }
 """The engines a scenario's `runtime.engine` names (rollout.md §3):
-- vllm-v1 (default): vLLM V1, persistent batch and CUDA graphs, "near-zero CPU overhead"; the
-  per-step overhead is fitted by bench/calibration.py on the decode rows of current engines
-  (rollout.md §2), within the 0.3–2 ms those engines expose (TRT-LLM: ~0.58 ms of exposed host
-  time per iteration, row 12).
+- vllm-v1 (default): vLLM V1, persistent batch and CUDA graphs, "near-zero CPU overhead":
+  0.5 ms per step, within the 0.3–2 ms current engines expose (TensorRT-LLM: ~0.58 ms of host
+  time per iteration, row 12); bench/decode.py's fit on the current-engine rows (1, 11, 12)
+  prefers 0.25 ms by 0.3 points of error, too little to move it.
 - sglang: SGLang ≥ 0.4's overlapped scheduler leaves no GPU idle between decode batches
   (lm-sys blog 2024-12-04): no exposed host time.
 - vllm-v0: the V0-era engine (before 2025): 5–13 ms of GPU idle per step waiting for the
-  CPU (vllm issue 6854); fitted on the decode rows of that era.
-- eager: no CUDA graphs (e.g. vLLM on ROCm multi-node, verl's AMD guide): kernels issued
-  from Python, the host's issue time per layer bounding each step."""
+  CPU (vllm issue 6854): 8 ms, which the rows of that era (10, 13) do not move.
+- eager: no CUDA graphs (e.g. vLLM on ROCm multi-node, verl's AMD guide; the 2023 engines of
+  rows 3–7): kernels issued one by one, at least 0.4 ms per layer per step — fitted by
+  bench/decode.py on rows 3, 4, 5 and 7 (Llama-2-70B: a step that stops shrinking past TP 4,
+  30–45 ms at batch 1), 2026-11-30.
+
+Per-step figures are from ../shared/data/calibration/rollout.md §2–3."""

@@ -33,7 +33,6 @@ from planner.cost.constants import (
     BYTES_BF16,
     CAUSAL_KEY_VISIT_FRACTION,
     DEFAULT_PREFILL_CHUNK_TOKENS,
-    HOST_SECONDS_PER_LAYER_PASS,
     TP_ALLREDUCES_PER_LAYER_PASS,
     Engine,
 )
@@ -180,7 +179,7 @@ class GenerationTime(Seconds):
     recompute: Num = 0.0  # preempted or carried-over sequences prefilled again
     decode: Num = 0.0  # decode steps until 90% of the step's responses are done
     decode_tail: Num = 0.0  # decode steps after that (the long tail)
-    overhead: Num = 0.0  # the engine's per-step host time (eager: the host's excess)
+    overhead: Num = 0.0  # the engine's per-step host time and per-layer floor's excess
 
 
 @dataclass(frozen=True)
@@ -193,13 +192,14 @@ class DecodeStep:
     — the engine's host time; TP all-reduces (two per layer, latency plus bandwidth) and
     pipeline sends; then the GPU work as a roofline of compute (each sequence's matmuls and
     head, attention over its context) and HBM traffic (the weights shard, the experts the batch
-    touches, the KV read), or an eager host's issue time when that is longer. Affine in `kv`,
+    touches, the KV read), or the engine's floor per layer when that is longer. Affine in `kv`,
     so a segment of steps (kv growing by b per step) sums in closed form (`segment_seconds`).
     Under pipeline parallelism the batch runs as pp micro-batches: each GPU reads its stage's
     weights once per micro-batch, so pp adds KV room but not weight bandwidth."""
 
     spec: ModelSpec
     weight_rate: float  # bytes/s of one GPU's HBM in decode ÷ the TP degree
+    weight_bytes: float
     overhead: float
     per_seq: float
     comm: float
@@ -207,10 +207,11 @@ class DecodeStep:
     flop_seq: float
     flop_kv: float
     byte_kv: float
-    host: float = 0.0
+    host: float = 0.0  # the engine's floor: its least time per layer × the layers
 
     def weights(self, b: Num) -> Num:
-        return bytes_weights_read_fwd(self.spec, b) / self.weight_rate
+        return bytes_weights_read_fwd(self.spec, b, weight_bytes=self.weight_bytes) \
+            / self.weight_rate
 
     def seconds(self, b: Num, kv: Num) -> Num:
         """One step (the calibration rows' inter-token latency)."""
@@ -222,7 +223,7 @@ class DecodeStep:
     def segment_seconds(self, b: np.ndarray, kv: np.ndarray, m: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray]:
         """Σ over j < m of the step at (b, kv + b·j): (the kernels and collectives, the engine
-        overhead and eager host excess), element-wise over segments."""
+        overhead and the excess of its per-layer floor), element-wise over segments."""
         compute = (self.flop_seq * b + self.flop_kv * kv, self.flop_kv * b)
         memory = (self.weights(b) + self.byte_kv * kv, self.byte_kv * b)
         gpu = _sum_max([compute, memory], m)
@@ -254,8 +255,9 @@ def _sum_max(lines: list[tuple[Num, Num]], m: np.ndarray) -> np.ndarray:
 
 
 def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
-                engine: Engine) -> DecodeStep:
-    """The decode step of one replica of `layout` (tp × pp GPUs) on `gpu` under `engine`."""
+                engine: Engine, precision: Precision = MIXED_PRECISION_ADAM) -> DecodeStep:
+    """The decode step of one replica of `layout` (tp × pp GPUs) on `gpu` under `engine`,
+    reading weights and KV cache at `precision`'s bytes per element."""
     tp, pp, L = layout.tp, layout.pp, spec.num_hidden_layers
     flops_rate = tp * pp * compute_rate(gpu)
     hbm = decode_hbm_rate(gpu)
@@ -274,12 +276,13 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
         comm_seq += comm.time_p2p(act, link) - comm.time_p2p(0.0, link)
     per_token = flops_decode_step(spec, 0.0).total
     return DecodeStep(
-        spec=spec, weight_rate=tp * hbm, overhead=engine.step_overhead_s,
+        spec=spec, weight_rate=tp * hbm, weight_bytes=precision.weight_bytes,
+        overhead=engine.step_overhead_s,
         per_seq=engine.per_seq_s, comm=comm_fixed, comm_per_seq=comm_seq,
         flop_seq=per_token / flops_rate,
         flop_kv=flops_fwd_per_key_attn_scores(spec, mla_absorbed=True) / flops_rate,
-        byte_kv=bytes_kv_cache_per_token(spec) / (kv_split * pp * hbm),
-        host=0.0 if engine.cuda_graphs else L * HOST_SECONDS_PER_LAYER_PASS)
+        byte_kv=bytes_kv_cache_per_token(spec, precision.kv_cache_bytes) / (kv_split * pp * hbm),
+        host=L * engine.layer_floor_s)
 
 
 def decode_hbm_rate(gpu: HardwareProfile) -> float:
@@ -288,7 +291,7 @@ def decode_hbm_rate(gpu: HardwareProfile) -> float:
 
 
 @dataclass(frozen=True)
-class _Prefill:
+class PrefillCost:
     """Seconds of prefilling: per sequence (the head on its last position), per token (the
     matmuls and one all-reduce row per TP call), per squared token (causal attention)."""
 
@@ -302,8 +305,8 @@ class _Prefill:
             self.per_seq * n + self.per_token * tokens + self.per_sq * sq)
 
 
-def _prefill(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile
-             ) -> _Prefill:
+def prefill_cost(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile
+                 ) -> PrefillCost:
     """Prefill priced compute-bound (`flops_prefill`: S tokens, S²/2 key visits, one head),
     plus its TP all-reduces."""
     rate = layout.tp * layout.pp * compute_rate(gpu)
@@ -316,7 +319,7 @@ def _prefill(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProf
         latency = calls * comm.time_allreduce(0.0, layout.tp, link)
         per_row = calls * comm.time_allreduce(spec.hidden_size * BYTES_BF16, layout.tp,
                                               link) - latency
-    return _Prefill(per_seq=head / rate, per_token=per_token / rate + per_row,
+    return PrefillCost(per_seq=head / rate, per_token=per_token / rate + per_row,
                     per_sq=CAUSAL_KEY_VISIT_FRACTION * flops_fwd_per_key_attn_scores(spec) / rate,
                     per_batch=latency)
 
@@ -353,25 +356,28 @@ class Rollout:
     def regime(self) -> str:
         """tail-bound (the last 10% of responses take over a third of the rollout), KV-bound
         (the KV cache, not the step's share or max_num_seqs, capped the running batch, or
-        recomputing preempted sequences takes over 5% of the rollout), or throughput-bound."""
+        recomputing preempted sequences takes over 5% of the rollout — not the carried-over
+        ones of partial rollouts, which recompute by design), or throughput-bound."""
         if self.tail_s > self.seconds / 3:
             return "tail-bound"
-        if (self.peak_batch < min(self.max_seqs, self.share)
-                or self.time.recompute > 0.05 * self.seconds):
+        preempted = self.time.recompute > 0.05 * self.seconds and not self.carried_tokens
+        if self.peak_batch < min(self.max_seqs, self.share) or preempted:
             return "KV-bound"
         return "throughput-bound"
 
 
 def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                     engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: int,
-                    max_seqs: int, partial: bool = False) -> Rollout:
+                    max_seqs: int, partial: bool = False,
+                    precision: Precision = MIXED_PRECISION_ADAM) -> Rollout:
     """Rollouts of `lengths` (response tokens per sequence, prompt major) on `layout.dp`
     replicas with `kv_tokens` KV tokens and at most `max_seqs` running sequences each: the
     continuous-batching schedule (`rollout.schedule`) priced segment by segment; the stage
     ends when the slowest replica ends. Under `partial` rollouts, the steady-state step: each
     replica's time per completed share over the periods after the first, the slowest one's."""
     sched = schedule(lengths, layout.dp, prompt_len, kv_tokens, max_seqs, partial)
-    step, pre = decode_step(spec, layout, gpu, engine), _prefill(spec, layout, gpu)
+    step = decode_step(spec, layout, gpu, engine, precision)
+    pre = prefill_cost(spec, layout, gpu)
     decode, overhead = step.segment_seconds(sched.batch, sched.kv, sched.steps)
     fresh = pre.seconds(sched.fresh, sched.fresh_tokens, sched.fresh_sq)
     recompute = pre.seconds(sched.re, sched.re_tokens, sched.re_sq)

@@ -55,8 +55,16 @@ def test_the_engine_adds_its_step_and_per_sequence_time():
 
 def test_an_eager_engine_waits_for_the_host_to_issue_each_layer():
     eager = step(engine=ENGINES["eager"])
-    assert eager.host == pytest.approx(GPT.num_hidden_layers * 9e-4)
+    assert eager.host == pytest.approx(GPT.num_hidden_layers * ENGINES["eager"].layer_floor_s)
+    assert eager.host > 0
     assert eager.seconds(1, 512) >= eager.host  # the tiny model's kernels take less
+
+
+def test_the_layer_floor_does_not_shrink_with_tensor_parallelism():
+    floor = Engine("x", step_overhead_s=0.0, per_seq_s=0.0, layer_floor_s=1e-3)
+    tp2, tp8 = step(QWEN7B, lay(tp=2), engine=floor), step(QWEN7B, lay(tp=8), engine=floor)
+    assert tp2.host == tp8.host == pytest.approx(QWEN7B.num_hidden_layers * 1e-3)
+    assert tp8.seconds(1, 1024) - tp8.comm - tp8.comm_per_seq == pytest.approx(tp8.host)
 
 
 def test_decode_turns_compute_bound_at_large_batch_on_a_low_flop_gpu():
