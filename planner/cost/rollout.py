@@ -42,7 +42,7 @@ import numpy as np
 
 from planner.cost.memo import memo
 
-PARTIAL_PERIODS = 4
+PARTIAL_PERIODS = 3
 """Steps simulated under partial rollouts; the first warms the carried-over pool up, the
 others are measured."""
 
@@ -152,7 +152,7 @@ def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, rep
     length: list[int] = []  # response tokens, per request id
     progress: list[int] = []  # tokens generated before the current admission
     admitted: list[int] = []  # step of the current admission (-1: not running)
-    due: list[int] = []  # step the current admission finishes at
+    due: list[int] = []  # step the current admission finishes at (-1: not running)
     started: list[bool] = []  # admitted at least once
     waiting: deque[int] = deque()
     stack: list[int] = []  # running, in admission order (lazily pruned)
@@ -187,7 +187,7 @@ def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, rep
                 continue  # finished since it was admitted
             g = progress[i] + now - admitted[i]
             used -= prompt + g
-            progress[i], admitted[i] = g, -1
+            progress[i], admitted[i], due[i] = g, -1, -1
             running -= 1
             preemptions += 1
             waiting.appendleft(i)
@@ -207,27 +207,28 @@ def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, rep
                 started[i] = True
                 unstarted -= 1
             admitted[i] = now
-            due[i] = now + length[i] - progress[i]
-            push(heap, (due[i], i))
+            d = due[i] = now + length[i] - progress[i]
+            push(heap, (d, i))
             stack.append(i)
             used += c
             running += 1
-        while admitted[heap[0][1]] < 0 or due[heap[0][1]] != heap[0][0]:
-            pop(heap)  # finished or preempted since it was pushed
+        top, i = heap[0]
+        while due[i] != top:  # finished or preempted since it was pushed
+            pop(heap)
+            top, i = heap[0]
         b = running
-        steps = min(heap[0][0] - now, (capacity - used) // b)
+        steps = min(top - now, (capacity - used) // b)
         kv = used + b
         now += steps
         used += b * steps
         done = 0
         while heap and heap[0][0] == now:
             _, i = pop(heap)
-            if admitted[i] < 0 or due[i] != now:
-                continue
-            used -= prompt + length[i]
-            progress[i], admitted[i] = length[i], -1
-            running -= 1
-            done += 1
+            if due[i] == now:
+                used -= prompt + length[i]
+                progress[i], admitted[i], due[i] = length[i], -1, -1
+                running -= 1
+                done += 1
         rows.append((replica, steps, b, kv, fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq,
                      done, period))
         completed += done
@@ -237,7 +238,7 @@ def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, rep
                 break
             alive = [i for i in stack if admitted[i] >= 0]  # interrupted: wait in front
             for i in alive:
-                progress[i], admitted[i] = progress[i] + now - admitted[i], -1
+                progress[i], admitted[i], due[i] = progress[i] + now - admitted[i], -1, -1
             waiting.extendleft(reversed(alive))
             carried.append(sum(progress[i] for i in waiting))
             stack, heap, used, running = [], [], 0, 0
