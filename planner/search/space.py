@@ -29,8 +29,9 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   state, or of optimizer state and parameters, when the profile gives a host link and host
   memory (offloaded bytes per GPU within its share of the node's host memory).
 Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
-scale-up domains and pipeline stages — and KV cache sizes (tokens per replica, ×4 from one
-sequence of the longest length up to what fits; the largest two under partial rollouts) as
+scale-up domains and pipeline stages — and KV cache sizes (tokens per replica, from one
+sequence of the longest length, doubling, up to what fits; the largest two under partial
+rollouts) as
 `kv_cache_tokens`.
 """
 
@@ -70,7 +71,7 @@ from planner.theory.shape import Head
 MAX_SLOTS = 3
 MAX_PP = 16
 MIN_CP_CHUNK = 4096
-KV_LEVEL_SHIFT = 2  # generation KV sizes grow ×4 (1 << 2) from one longest sequence
+KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence
 PARTIAL_KV_LEVELS = 2  # KV sizes offered under partial rollouts: the largest two
 MICRO_BATCHES = (1, 2, 4, 8)
 MS = 1e-3  # seconds per time unit of the solver
@@ -247,7 +248,7 @@ def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVarian
 
 def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
     """KV cache sizes (tokens per replica) to offer a generation shape: one sequence of the
-    longest length, ×4 at a time, up to what fits on a GPU alone or what the replica can use
+    longest length, doubling, up to what fits on a GPU alone or what the replica can use
     (`useful_kv_tokens`), that top included; under partial rollouts the `PARTIAL_KV_LEVELS`
     largest. Empty when not even one sequence fits. (Each size is a simulation; the ladder is
     shared by the shapes with the same replica count.)"""
