@@ -55,12 +55,14 @@ from planner.cost.constants import (  # noqa: E402
     HOST_SECONDS_PER_LAYER_PASS,
 )
 from planner.cost.flops import Head  # noqa: E402
-from planner.cost.iteration import Evaluation, evaluate  # noqa: E402
+from planner.cost.generation import kv_tokens_that_fit  # noqa: E402
+from planner.cost.iteration import Evaluation, evaluate, max_seqs  # noqa: E402
 from planner.errors import InfeasibleError, InputError  # noqa: E402
 from planner.plan import Layout, PlanInput  # noqa: E402
 from planner.specs.hardware import (  # noqa: E402
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_HBM_EFFICIENCY,
+    GIB,
     Efficiency,
     HardwareProfile,
     load_profile,
@@ -794,6 +796,24 @@ def fit_profile(cases: list[RLCase], base: HardwareProfile, default: tuple[float
     return kept.compute, kept.hbm, notes
 
 
+def _rollout_variants(case: RLCase) -> list[tuple[str, RLCase]]:
+    """The case priced with the vllm-v0 and eager engines, and with a KV cache sized as vLLM
+    does at gpu_memory_utilization 0.6 (weights, workspace and KV within 60% of the GPU)."""
+    sc, plan = case.scenario, case.plan
+    assert sc is not None and plan is not None
+    out = []
+    for engine in ("vllm-v0", "eager"):
+        alt = sc.model_copy(update={"runtime": sc.runtime.model_copy(update={"engine": engine})})
+        out.append((engine, replace(case, scenario=alt)))
+    gen = plan.layouts["actor"]["generation"]
+    gpu = sc.cluster.gpu
+    kv = kv_tokens_that_fit(sc.actor, gen, 0.6 * gpu.memory_gib * GIB, max_seqs(sc, gen))
+    layouts = {**plan.layouts, "actor": {**plan.layouts["actor"], "generation":
+                                         gen.model_copy(update={"kv_cache_tokens": kv})}}
+    out.append(("gmu 0.6", replace(case, plan=plan.model_copy(update={"layouts": layouts}))))
+    return out
+
+
 def _rollout_cell(ev: Evaluation | None) -> str:
     r = ev.rollout if ev is not None else None
     return f"{r.peak_batch} {r.regime}" if r is not None else "-"
@@ -889,6 +909,9 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         overlapped = {c.id: price(_with_overlapped_sync(c), with_efficiency(
             _profile_of(c), *fitted[_profile_of(c).name]))
             for c in cases if c.plan is not None and c.plan.inter_model.staleness}
+        engine_sens = {c.id: {what: price(alt, with_efficiency(
+            _profile_of(c), *fitted[_profile_of(c).name])) for what, alt in _rollout_variants(c)}
+            for c in cases if c.source == "NeMo-RL" and not c.skip and c.plan is not None}
 
     print("\nPredicted vs measured step time (s). 'after' = fitted efficiencies and framework "
           "constants; rollout = the slowest replica's peak running batch and regime.")
@@ -916,6 +939,16 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
             parts = {t.stage: t.seconds for t in a.ev.tasks if t.role == "actor"}  # type: ignore
             print(f"{'':>4} {'':8} predicted components: gen {parts.get('generation', 0):.1f} "
                   f"old_lp {parts.get('assessment', 0):.1f} update {parts.get('training', 0):.1f}")
+
+    print("\nNeMo-RL rows under other rollout assumptions (sensitivity, nothing fitted): the "
+          "engine of the 2024 rows, an engine without CUDA graphs, and vLLM's KV cache at "
+          "NeMo-RL's default gpu_memory_utilization 0.6 (the recipes' value is not in the data)")
+    for cid, alts in engine_sens.items():
+        c = next(c for c in cases if c.id == cid)
+        cells = [f"{what} {r.predicted:6.1f}" if r.predicted is not None else f"{what} failed"
+                 for what, r in alts.items()]
+        print(f"  row {cid:>2} (measured {c.measured_s:6.1f}, shipped "
+              f"{results_after[cid].predicted:6.1f}): " + ", ".join(cells))
 
     if sens:
         print("\nverl sensitivity to the assumed mean response length (after-fit constants):")

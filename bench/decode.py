@@ -151,20 +151,22 @@ def rows() -> tuple[list[Point], list[Skipped]]:
                           "is FP8 or another GPU; not counted"))
     # 3, 4: Llama-2-70B FP16, batch 1, 512-token prompt, TP 2/4/8 (splitwise-sim profile, 2023:
     # an engine before CUDA-graph decode, priced as `eager`)
+    llama2 = ("Llama-2-70B priced as llama-3.1-70b: the same layers; its 32,000-token "
+              "vocabulary is 1.6B parameters (2% of the weights) smaller")
     for row, gpu, figures in (("3", "h100-sxm", (37.1, 29.4, 30.6)),
                               ("4", "a100-sxm-80gb", (59.9, 44.5, 45.0))):
         for tp, t in zip((2, 4, 8), figures, strict=True):
             pts.append(Point(row, f"Llama-2-70B {gpu} TP{tp} batch 1", t * ms,
-                             itl("llama-3.1-70b", gpu, tp, 1, 512 + 64, "eager")))
+                             itl("llama-3.1-70b", gpu, tp, 1, 512 + 64, "eager"), note=llama2))
     # 5: Llama-2-70B FP16 H100 TP 4, batch 1…64, 512-token prompt
     for b, t in zip((1, 8, 16, 32, 64), (29.4, 31.4, 32.8, 36.9, 52.4), strict=True):
         pts.append(Point("5", f"Llama-2-70B H100 TP4 batch {b}", t * ms,
-                         itl("llama-3.1-70b", "h100-sxm", 4, b, 512 + 64, "eager")))
+                         itl("llama-3.1-70b", "h100-sxm", 4, b, 512 + 64, "eager"), note=llama2))
     skipped.append(Skipped("6", "BLOOM-176B H100 TP8", "no BLOOM config in ../shared/data"))
     # 7: Llama-2-70B H100 TP 2, batch 1, prompt 128 → 8192
     for ctx, t in ((128, 37.2), (8192, 37.8)):
         pts.append(Point("7", f"Llama-2-70B H100 TP2 batch 1 context {ctx}", t * ms,
-                         itl("llama-3.1-70b", "h100-sxm", 2, 1, ctx, "eager")))
+                         itl("llama-3.1-70b", "h100-sxm", 2, 1, ctx, "eager"), note=llama2))
     skipped.append(Skipped("8", "OPT-13B A100 (DistServe fit)", "no OPT config in "
                            "../shared/data"))
     skipped.append(Skipped("9", "CodeLlama-34B H100 (TGI 1.2)", "no CodeLlama config in "
@@ -172,7 +174,9 @@ def rows() -> tuple[list[Point], list[Skipped]]:
     # 10: Llama-3-70B FP8, vLLM V0 (mid-2024), 4× H100 TP 4, 128 in, batch 1 / 32
     for b, t in ((1, 19.0), (32, 25.0)):
         pts.append(Point("10", f"Llama-3-70B FP8 H100 TP4 batch {b} (vLLM V0)", t * ms,
-                         itl("llama-3.1-70b", "h100-sxm", 4, b, 128 + 128, "vllm-v0", FP8)))
+                         itl("llama-3.1-70b", "h100-sxm", 4, b, 128 + 128, "vllm-v0", FP8),
+                         note="Llama-3-70B and Llama-3.3-70B priced as llama-3.1-70b (the same "
+                              "architecture)"))
     # 11: Llama-3.1-8B FP8, TensorRT-LLM, saturated throughput per GPU (s per output token)
     for gpu, shape, tok_s in (("h100-sxm", (128, 2048), 22714), ("h200-sxm", (128, 2048), 26221),
                               ("h100-sxm", (1000, 1000), 15220), ("h200-sxm", (1000, 1000),
@@ -191,7 +195,7 @@ def rows() -> tuple[list[Point], list[Skipped]]:
     pts.append(Point("13", "Llama-3-8B H100 light load (vLLM <= 0.5)", 13e-3,
                      itl("llama-3.1-8b", "h100-sxm", 1, 1, 512, "vllm-v0"),
                      note="row 13 assumed: batch 1, 512 tokens of context (ShareGPT, light "
-                          "load)"))
+                          "load); Llama-3-8B priced as llama-3.1-8b (the same architecture)"))
     skipped.append(Skipped("14", "Llama-8B vLLM V1 ~5 ms GPU time", "GPU time only, no batch or "
                            "context: not an inter-token latency"))
     # 15, 16: NCCL all-reduce in CUDA graphs (the collective latencies were fitted on these)
