@@ -23,8 +23,9 @@ import math
 import time
 
 from planner.search import brute, cpsat
+from planner.search.choice import Choice, fits, score, valid
 from planner.search.solve import default_workers, plan
-from planner.search.space import Choice, Space, build_space, fits, score, valid
+from planner.search.space import Space, build_space
 from planner.specs.scenario import load_scenario
 
 ACTORS = {"7B": "qwen2.5-7b", "70B": "llama-3.1-70b", "235B-MoE": "qwen3-235b-a22b"}

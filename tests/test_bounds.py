@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 
 from planner.search import brute
 from planner.search.bounds import incumbent, lower_bound, prune, stage_floors
-from planner.search.space import build_space, fits, meets_target, score, valid
+from planner.search.choice import fits, meets_target, score, valid
+from planner.search.space import build_space
 from tests.test_search import inter, objectives, scenarios, small
 
 

@@ -20,17 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from planner.search.space import (
-    STAGES,
-    Candidate,
-    Choice,
-    Space,
-    fits,
-    meets_target,
-    objective_value,
-    score,
-    valid,
-)
+from planner.search.choice import Choice, fits, meets_target, objective_value, score, valid
+from planner.search.space import STAGES, Candidate, Space
 
 
 def stage_floors(space: Space) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """Brute force over exactly the CP-SAT model's space: every slot-size tuple, placement and
-candidate choice, scored by `space.score` under `space.valid`, `space.fits` and (gpus
-objective) `space.meets_target`. Exponential:
+candidate choice, scored by `choice.score` under `choice.valid`, `choice.fits` and (gpus
+objective) `choice.meets_target`. Exponential:
 for small instances and for proving the solver's answers in the tests."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from itertools import product
 
-from planner.search.space import Choice, Space, fits, meets_target, score, valid
+from planner.search.choice import Choice, fits, meets_target, score, valid
+from planner.search.space import Space
 
 
 def enumerate_choices(space: Space):

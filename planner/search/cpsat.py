@@ -2,8 +2,8 @@
 
 Phases (STYLE.md §7.9): variables → one `add_<rule>` per rule family → objective → solve →
 extract a `Choice` (no solver types escape). Units are the space's: milliseconds and MiB.
-The rules and the objective are exactly `space.valid`, `space.fits`, `space.meets_target`
-and `space.score`.
+The rules and the objective are exactly `choice.valid`, `choice.fits`, `choice.meets_target`
+and `choice.score`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.search.bounds import incumbent, prune
+from planner.search.choice import Choice, score
 from planner.search.space import (
     FUSION_REST,
     FUSION_SCALE,
     GPU_WEIGHT,
     STAGES,
     SWAP_SCALE,
-    Choice,
     Space,
-    score,
 )
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",

@@ -21,11 +21,11 @@ from planner.cost.iteration import evaluate, to_plan, tokens_per_step
 from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
+from planner.search.choice import Choice
 from planner.search.space import (
     GPU_WEIGHT,
     MIB,
     MS,
-    Choice,
     PriceCache,
     Space,
     build_space,

@@ -1,0 +1,144 @@
+"""A point of the search space (`Choice`) and how both solvers judge it, in the solvers' integer
+units: the structural rules (`valid`), memory on every group (`fits`), and the objective
+(`score`: the iteration time with fusion and asynchrony, ms × GPUs, or GPUs first). CP-SAT
+(`cpsat.py`) states the same rules as constraints; brute force (`brute.py`) calls these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.search.space import (
+    FUSION_REST,
+    FUSION_SCALE,
+    GPU_WEIGHT,
+    STAGES,
+    SWAP_SCALE,
+    Candidate,
+    Space,
+)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A point of the space: each slot's size (0 = unused), each task's slot and candidate."""
+
+    sizes: tuple[int, ...]
+    slot: dict[str, int]
+    candidate: dict[str, Candidate]
+
+
+def valid(space: Space, ch: Choice) -> bool:
+    """Structural rules both solvers share: slot 0 holds the actor's training; used slots come
+    first with non-increasing sizes after slot 0; each used slot holds a task; the groups fit
+    the cluster; under fusion no assessment shares the generation group; swapping state out
+    during generation needs the generation co-located (slot 0), an overlapped weight sync a
+    separate rollout group."""
+    used = [s > 0 for s in ch.sizes]
+    if not used[0] or ch.slot["actor.training"] != 0 or sum(ch.sizes) > space.total_gpus:
+        return False
+    if any(used[k + 1] and not used[k] for k in range(len(used) - 1)):
+        return False
+    if any(ch.sizes[k] < ch.sizes[k + 1] for k in range(1, len(ch.sizes) - 1)):
+        return False
+    if any(u and not any(ch.slot[t.name] == k for t in space.tasks) for k, u in enumerate(used)):
+        return False
+    gen = space.generation
+    if space.swap and (gen is None or ch.slot[gen.name] != 0):
+        return False
+    if space.overlap_sync and (gen is None or ch.slot[gen.name] == 0):
+        return False
+    if space.fusion and gen is not None:
+        gk = ch.slot[gen.name]
+        if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
+            return False
+    return True
+
+
+def fits(space: Space, ch: Choice) -> bool:
+    """Memory on every slot in every stage: resident state + what the stage needs. Resident:
+    every non-generation task's persistent state, and a rollout group's weights (generation off
+    slot 0); the generation stage needs the actor's inference weights either way. Offloaded
+    state (and, when swapping, slot 0's resident state) fits the GPU's share of host memory."""
+    gen = space.generation
+    for k, size in enumerate(ch.sizes):
+        if not size:
+            continue
+        on_k = [t for t in space.tasks if ch.slot[t.name] == k]
+        resident = sum(ch.candidate[t.name].persistent_mib for t in on_k if t is not gen)
+        rollout = (ch.candidate[gen.name].persistent_mib
+                   if gen is not None and gen in on_k and k != 0 else 0)
+        if resident + rollout > space.budget_mib:
+            return False
+        host = sum(ch.candidate[t.name].host_mib for t in on_k)
+        swapped = space.swap and k == 0
+        if host + (resident if swapped else 0) > space.host_budget_mib:
+            return False
+        for t in on_k:
+            c = ch.candidate[t.name]
+            for need in c.transient_mib.values():
+                need += c.reshard_mib if (t is gen and k == 0) else 0  # re-laid in place
+                own = c.persistent_mib if t is gen else rollout
+                held = 0 if (swapped and t is gen) else resident
+                if held + own + need > space.budget_mib:
+                    return False
+    return True
+
+
+def stage_loads(space: Space, ch: Choice) -> dict[int, dict[str, int]]:
+    loads = {k: dict.fromkeys(STAGES, 0) for k, s in enumerate(ch.sizes) if s}
+    for t in space.tasks:
+        for stage, ms in ch.candidate[t.name].time_ms.items():
+            loads[ch.slot[t.name]][stage] += ms
+    return loads
+
+
+def score(space: Space, ch: Choice) -> int:
+    """What the solvers minimise: the iteration time in ms (objective "time"), ms × GPUs
+    ("cost"), or GPUs × `GPU_WEIGHT` + ms ("gpus": fewest GPUs, then the fastest of those)."""
+    return objective_value(space, iteration_ms(space, ch), sum(ch.sizes))
+
+
+def objective_value(space: Space, time_ms: int, gpus: int) -> int:
+    if space.objective == "cost":
+        return time_ms * gpus
+    if space.objective == "gpus":
+        return gpus * GPU_WEIGHT + time_ms
+    return time_ms
+
+
+def meets_target(space: Space, ch: Choice) -> bool:
+    """The gpus objective's throughput target: the iteration within `target_ms`."""
+    return space.target_ms is None or iteration_ms(space, ch) <= space.target_ms
+
+
+def iteration_ms(space: Space, ch: Choice) -> int:
+    """The iteration time in ms: stage maxima over groups, sync, fusion overlap, asynchrony."""
+    loads = stage_loads(space, ch)
+    S = {s: max(load[s] for load in loads.values()) for s in STAGES}
+    gen = space.generation
+    sync = 0
+    gen_slot = ch.slot[gen.name] if gen else None
+    if gen:
+        c = ch.candidate[gen.name]
+        sync = c.reshard_ms if gen_slot == 0 else space.sync_ms
+        if space.swap:
+            held = sum(ch.candidate[t.name].persistent_mib for t in space.tasks
+                       if t is not gen and ch.slot[t.name] == 0)
+            sync += -(-space.swap_q * held // SWAP_SCALE)
+    ga = S["generation"] + S["assessment"]
+    if space.fusion and gen:  # `iteration.fused_generation_assessment`, in integers
+        c = ch.candidate[gen.name]
+        ga = max(S["generation"], *(-(-(FUSION_SCALE * done + rest * S["assessment"])
+                                      // FUSION_SCALE)
+                                    for done, rest in zip(c.done_ms, FUSION_REST,
+                                                          strict=True)))
+    sequential = ga + sync + S["training"]
+    if space.staleness >= 1:
+        busy = [sum(load.values())
+                + (sync if k == 0 or (k == gen_slot and not space.overlap_sync) else 0)
+                for k, load in loads.items()]
+        time_ms = max(max(busy), -(-sequential // (space.staleness + 1)))
+    else:
+        time_ms = sequential
+    return time_ms
