@@ -5,12 +5,12 @@ runs on disjoint groups, overlap under stage fusion and bounded asynchrony.
 Composition (staleness 0): generation → assessment → training → resharding/weight sync, each
 stage lasting the longest of its groups (tasks on one group run one after another). With
 inter-stage fusion and assessment on other groups than generation, assessment streams in as
-rollouts finish: earlier waves are assessed while later ones decode, and the last wave's
-assessment overlaps the straggler tail — max(G, G − tail + A/waves). With
-staleness s ≥ 1 the groups pipeline across iterations: the period is the busiest group's work
-per iteration, but no shorter than the dependency cycle G → A → T → sync spread over s + 1
-iterations. Each group's breakdown (generation, assessment, training, sync, idle) sums to the
-iteration time.
+rollouts finish, in completion order: the fraction r of responses still running at time c
+cannot be assessed before c + r·A (`fused_generation_assessment`, at the completion times the
+rollout simulation gives). With staleness s ≥ 1 the groups pipeline across iterations: the
+period is the busiest group's work per iteration, but no shorter than the dependency cycle
+G → A → T → sync spread over s + 1 iterations. Each group's breakdown (generation,
+assessment, training, sync, idle) sums to the iteration time.
 
 Memory per GPU of a group in a stage: the runtime reserve, the persistent state of every model
 resident on the group (a trainable model's weights, gradients and optimizer state on its
@@ -20,7 +20,9 @@ plus the largest transient need of the stage's tasks there. The actor's inferenc
 own training group is resharded in before generation and released after (hybrid engine):
 transient. With `offload_during_generation` the group's resident state moves to CPU memory
 for the generation stage (priced over the host link, both ways, with the resharding) and the
-KV cache gets the room.
+KV cache gets the room. Generation itself — its KV cache, memory and time — is priced by
+`generation.py` through `kv_cache_layout`, `generation_memory` and `generation_rollout`, the
+functions the search prices its candidates with.
 """
 
 from __future__ import annotations
