@@ -93,14 +93,6 @@ def bytes_resharding_buffer(spec: ModelSpec, generation: Layout,
     return weight_bytes * max(units)
 
 
-def kv_bytes_per_token(spec: ModelSpec, layout: Layout | LayoutVariants,
-                       precision: Precision = MIXED_PRECISION_ADAM) -> float:
-    """KV-cache bytes one token of a replica puts on its most loaded GPU (the pipeline stage
-    with the most layers)."""
-    return float(bytes_kv_cache_per_gpu(spec, 1, 1, tp=layout.tp, pp=layout.pp, stage=0,
-                                        kv_bytes=precision.kv_cache_bytes))
-
-
 def _stages(spec: ModelSpec, layout: Layout | LayoutVariants, kv_tokens: Num, decode_batch: Num,
             prefill_tokens: Num, shadow_weights: bool, resharding: bool, precision: Precision,
             options: ActivationOptions, reserve_bytes: float) -> list[MemoryBreakdown]:
@@ -227,7 +219,8 @@ class DecodeStep:
         compute = (self.flop_seq * b + self.flop_kv * kv, self.flop_kv * b)
         memory = (self.weights(b) + self.byte_kv * kv, self.byte_kv * b)
         gpu = _sum_max([compute, memory], m)
-        host = _sum_max([compute, memory, (np.full_like(gpu, self.host), 0.0)], m) - gpu
+        host = (_sum_max([compute, memory, (np.full_like(gpu, self.host), 0.0)], m) - gpu
+                if self.host else 0.0)
         fixed = m * (self.comm + self.comm_per_seq * b)
         return gpu + fixed, m * (self.overhead + self.per_seq * b) + host
 

@@ -56,7 +56,7 @@ from planner.cost.memory import (
     MemoryWorkload,
     memory_per_gpu,
 )
-from planner.cost.time import Runtime, hbm_rate, time_forward, time_train
+from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
@@ -67,9 +67,9 @@ from planner.specs.workload import Family
 
 BREAKDOWN_KEYS = ("generation", "assessment", "training", "sync", "idle")
 DEFAULT_MAX_NUM_SEQS = 1024
-"""The most sequences a replica runs at once unless the plan says (`max_num_seqs`): vLLM V1's
-default on GPUs of 70 GB and more, and verl's for its reward-model rollout (exports.md §1.8);
-its sampler and CUDA graphs are sized for it."""
+"""The most sequences a replica runs at once unless the plan says (`max_num_seqs`): verl's
+default for its reward-model rollout (exports.md §1.8); the engine's sampler is sized for it
+(`generation_memory` prices its logits)."""
 
 
 @dataclass
@@ -364,11 +364,6 @@ def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: 
     return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
 
 
-def runtime(sc: Scenario) -> Runtime:
-    """How the scenario's software runs: the inference engine it names."""
-    return Runtime(engine=ENGINES[sc.runtime.engine])
-
-
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
                 head: Head) -> MemoryBreakdown:
     """Peak bytes per GPU of one assessment or training task: sequences at the longest length;
@@ -449,7 +444,7 @@ def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: b
                        ) -> Rollout:
     """The actor's rollouts on `layout` (its `kv_cache_tokens` set): the continuous-batching
     schedule of the step's response lengths priced by the decode step (`generation.py`)."""
-    return time_generation(sc.actor, layout, sc.cluster.gpu, runtime(sc).engine,
+    return time_generation(sc.actor, layout, sc.cluster.gpu, ENGINES[sc.runtime.engine],
                            sc.response_lengths, sc.workload.prompt_len,
                            int(layout.kv_cache_tokens), max_seqs(sc, layout), partial)
 

@@ -75,10 +75,6 @@ class Schedule:
     preemptions: int
     carried: tuple[int, ...] = ()  # tokens of unfinished responses at each step boundary
 
-    @property
-    def replicas(self) -> int:
-        return int(self.replica[-1]) + 1 if len(self.replica) else 0
-
 
 _FIELDS = ("replica", "steps", "batch", "kv", "fresh", "fresh_tokens", "fresh_sq", "re",
            "re_tokens", "re_sq", "done", "period")

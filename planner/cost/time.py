@@ -63,7 +63,6 @@ from planner.cost.constants import (
     DP_COMM_OVERLAP,
     DROPOUT_MASK_BYTES,
     ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
-    ENGINES,
     EP_ALLTOALLS_PER_LAYER_PASS,
     HOST_BACKWARD_PASSES_PER_FORWARD,
     HOST_SECONDS_PER_LAYER_PASS,
@@ -75,7 +74,6 @@ from planner.cost.constants import (
     TP_ALLREDUCES_PER_LAYER_PASS,
     UNFUSED_SCORE_DROPOUT_IO_TENSORS,
     UNFUSED_SCORE_IO_TENSORS,
-    Engine,
 )
 from planner.cost.flops import (
     Head,
@@ -121,13 +119,11 @@ class Runtime:
     kernels: FlashAttention or the unfused softmax; dropout on or off (`memory.py`'s options).
     dp_comm_overlap: fraction of DP/ZeRO traffic hidden behind the backward.
     host_s_per_layer_pass: host time to issue one layer's forward kernels (the host floor).
-    engine: the inference engine the rollouts run on (`constants.ENGINES`; `generation.py`).
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
-    engine: Engine = ENGINES["vllm-v1"]
 
 
 DEFAULT_RUNTIME = Runtime()

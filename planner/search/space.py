@@ -255,6 +255,7 @@ def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
     sc = space.scenario
     gpu = sc.cluster.gpu
     reserve = gpu.runtime_reserve_gib * 2**30
+    # the candidate's two memory numbers are rounded up to whole MiB: keep 2 MiB for that
     room = kv_tokens_that_fit(sc.actor, shape, (space.budget_mib - 2) * MIB + reserve,
                               max_seqs(sc, shape), shadow_weights=space.overlap_sync,
                               resharding=True, reserve_bytes=reserve)

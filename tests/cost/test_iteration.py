@@ -270,3 +270,11 @@ def test_timeline_shows_overlap_under_asynchrony_and_fusion():
     plain = evaluate(scenario(), disaggregated())
     gen_end = max(s["end_s"] for s in plain.timeline if s["kind"] == "generation")
     assert min(starts(plain, "assessment")) >= gen_end - 1e-9
+
+
+def test_the_scenario_engine_prices_the_rollout():
+    def generation(engine):
+        ev = evaluate(scenario(**{"runtime.engine": engine}), colocated())
+        return ev.stage_times["generation"]
+
+    assert generation("sglang") < generation("vllm-v1") < generation("vllm-v0")
