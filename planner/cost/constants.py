@@ -170,6 +170,47 @@ backward, recompute) whatever the layer's size; 0.9 ms lowers their error by 13 
 HOST_BACKWARD_PASSES_PER_FORWARD = 2
 """Autograd issues about two kernels (input and weight gradients) per forward kernel."""
 
+# --- host offload: CPU Adam and host transfers (`offload.py`) ---------------------------------
+# The host figures a profile may state (`host_memory_bandwidth_gbps`, `host_cpu_cores`, per
+# node) default to a DGX H100/H200-class host: 2 × Xeon Platinum 8480C
+# (../shared/data/hardware_host_domain_prices.md Table 1, the DGX H200 row).
+
+CPU_ADAM_DRAM_BYTES_PER_PARAM = 36
+"""CPU DRAM bytes one CPU Adam step moves per offloaded parameter, fused in one pass as
+DeepSpeed's `DeepSpeedCPUAdam` runs it (ZeRO-Offload): the fp32 master, momentum and variance
+each read and written, 3 × (4 + 4) = 24; the fp32 gradient written as it lands from the GPU
+and read by the step, 4 + 4 = 8; the bf16 weight copy written by the step and read by the copy
+back to the GPU, 2 + 2 = 4. Total 24 + 8 + 4 = 36. A framework converting the gradient or the
+weights in separate CPU passes moves more (read bf16 2 + write fp32 4 for the gradient, read
+fp32 4 + write bf16 2 for the weights: 44), so 36 is the fused, least count."""
+
+HOST_MEMORY_BANDWIDTH_GBPS = 614.4
+"""Peak CPU DRAM bandwidth of a node, GB/s, when the profile gives none: 2 sockets × 8 DDR5-4800
+channels × 38.4 GB/s = 614.4 (Xeon Platinum 8480C: 8 channels of DDR5-4800 per socket, Intel's
+specification). [assumption] for nodes of other CPUs; a profile sets its own."""
+
+HOST_MEMORY_EFFICIENCY = 0.6
+"""Fraction of peak DRAM bandwidth CPU Adam and offload streams sustain. [assumption]: STREAM
+triad on two-socket servers reaches roughly 70–80% of peak with every thread NUMA-local; CPU
+Adam mixes seven streams of reads and writes and its ranks' threads are not always bound to
+their socket (the public point below loses 23% to unbound cores), so 0.6."""
+
+HOST_CPU_CORES = 112
+"""CPU cores of a node when the profile gives none: 2 × 56 (Xeon Platinum 8480C, Intel's
+specification; the DGX H100/H200 host). [assumption] for nodes of other CPUs."""
+
+CPU_ADAM_PARAMS_PER_S_PER_CORE = 2.5e8
+"""Parameters one core updates per second in DeepSpeed's vectorised CPU Adam (AVX-512/AVX2,
+one fused pass) when DRAM keeps up. [assumption]: a server core streams about 10 GB/s on its
+own (its outstanding cache-line misses bound it), and one parameter moves
+`CPU_ADAM_DRAM_BYTES_PER_PARAM` = 36 bytes: ≈ 2.8e8/s; the SIMD arithmetic (≈ 16 FLOPs,
+`ADAM_FLOPS_PER_PARAM`, a square root and a division per parameter) is faster than that. The
+kernel is memory-bound, which is why DeepSpeed's fused CPU Adam is 5–7× faster than PyTorch's
+(ZeRO-Offload, Ren et al., USENIX ATC'21), which makes about ten separate element-wise passes
+over the state. With 112 cores the node's DRAM binds; the cores bind below ≈ 40 cores.
+Sanity point (issue 12): Qwen2.5-3B on 2× A100-40GB with a 128-core host, 3.08 s per step,
+2.38 s with cores bound to ranks — `bench/offload.py` sets it beside the model."""
+
 # --- inference engines: the rollout's decode step (`generation.py`) --------------------------
 
 

@@ -19,8 +19,8 @@ weights on a separate rollout group, with a shadow copy when the sync overlaps g
 plus the largest transient need of the stage's tasks there. The actor's inference copy on its
 own training group is resharded in before generation and released after (hybrid engine):
 transient. With `offload_during_generation` the group's resident state moves to CPU memory
-for the generation stage (priced over the host link, both ways, with the resharding) and the
-KV cache gets the room. Generation itself — its KV cache, memory and time — is priced by
+for the generation stage (`offload.swap_time`, both ways, in the sync with the resharding;
+`breakdown.sync` names it) and the KV cache gets the room. Generation itself — its KV cache, memory and time — is priced by
 `generation.py` through `kv_cache_layout`, `generation_memory` and `generation_rollout`, the
 functions the search prices its candidates with.
 """
@@ -56,6 +56,7 @@ from planner.cost.memory import (
     MemoryWorkload,
     memory_per_gpu,
 )
+from planner.cost.offload import swap_time
 from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
@@ -97,6 +98,8 @@ class Evaluation:
     bounds: dict[str, float]
     rollout: Rollout | None = None
     timeline: list[dict] = field(default_factory=list)  # segments per group (see _timeline)
+    swap_s: float = 0.0  # of sync_s: state offloaded during generation, out and back
+    swap_bytes: float = 0.0  # the bytes per GPU it moves each way
 
     @property
     def tokens_per_s(self) -> float:
@@ -179,11 +182,6 @@ def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProf
     return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
 
 
-def swap_time(nbytes: float, gpu: HardwareProfile) -> float:
-    """Move `nbytes` per GPU of resident state to CPU memory and back over the host link."""
-    return 2 * nbytes / comm.link_host(gpu).bandwidth
-
-
 def weight_sync_time(actor: ModelSpec, head: Head) -> float:
     """Send the actor's weights from its training group to a separate rollout group."""
     return params_with_head(actor, head) * BYTES_BF16 / WEIGHT_SYNC_BYTES_PER_S
@@ -234,7 +232,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                          "set it to false")
 
     # Generation: the KV cache is the plan's, or gets what the group leaves free.
-    rollout, swap_s = None, 0.0
+    rollout, swap_s, swap_bytes = None, 0.0, 0.0
     swap_out = plan.inter_model.offload_during_generation
     partial = plan.inter_model.partial_rollout
     if partial and staleness < 1 and sc.search.max_staleness < 1:
@@ -258,7 +256,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                     f"group {t.layout.group}, stage generation: offloading "
                     f"{others / GIB:.1f} GiB per GPU exceeds each GPU's share of host memory "
                     f"({share / GIB:.0f} GiB); turn off offload_during_generation")
-            swap_s = swap_time(others, gpu)
+            swap_s = swap_time(others, gpu, sc.cluster.gpus_per_node)
+            swap_bytes = others
             others = 0.0
         t.layout = kv_cache_layout(sc, t.layout, shadow, hybrid, capacity - others)
         t.memory = generation_memory(sc, t.layout, shadow, hybrid)
@@ -326,7 +325,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
         groups=busy, memory=memory, tokens_per_step=tokens_per_step(sc), total_gpus=used,
-        bounds=_bounds(sc, tasks, heads, n, used), rollout=rollout, timeline=timeline)
+        bounds=_bounds(sc, tasks, heads, n, used), rollout=rollout, timeline=timeline,
+        swap_s=swap_s, swap_bytes=swap_bytes)
 
 
 def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],
@@ -381,10 +381,12 @@ def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVarian
     (arrays for layout variants); generation is `generation_rollout`."""
     w, gpu, spec = sc.workload, sc.cluster.gpu, sc.roles[role]
     n = sequences(sc)
+    per_node = sc.cluster.gpus_per_node
     if stage == "assessment":
-        t = time_forward(spec, head, layout, gpu, n, w.seq_len)
+        t = time_forward(spec, head, layout, gpu, n, w.seq_len, gpus_per_node=per_node)
     else:
-        t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs)
+        t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs,
+                       gpus_per_node=per_node)
     return t.total, t.as_dict()
 
 
@@ -560,6 +562,9 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                    "generation_batch_per_replica": (ev.rollout.max_seqs if ev.rollout
                                                     else 0),
                    "rollout": rollout_summary(sc, ev.rollout) if ev.rollout else None,
+                   "sync": {"time_s": ev.sync_s,
+                            "offload_during_generation_s": ev.swap_s,
+                            "offload_during_generation_gib_per_gpu": ev.swap_bytes / GIB},
                    "timeline": ev.timeline})
 
 

@@ -91,6 +91,7 @@ from planner.cost.flops import (
     params_with_head,
 )
 from planner.cost.memo import memo
+from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
 from planner.cost.states import pipeline_stage_layers
 from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout
@@ -154,8 +155,9 @@ class TrainTime(Seconds):
     cp_comm: Num = 0.0
     ep_comm: Num = 0.0
     dp_comm: Num = 0.0  # the exposed (not overlapped) part
-    optimizer: Num = 0.0
-    offload: Num = 0.0
+    optimizer: Num = 0.0  # the optimizer step on the GPU (0 when the optimizer is offloaded)
+    optimizer_cpu: Num = 0.0  # CPU Adam of an offloaded optimizer (`offload.py`)
+    offload: Num = 0.0  # host-link transfers, the exposed part (`offload.py`)
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ class ForwardTime(Seconds):
     cp_comm: Num = 0.0
     ep_comm: Num = 0.0
     dp_comm: Num = 0.0  # ZeRO-3 / FSDP parameter gathers, exposed part
+    offload: Num = 0.0  # offloaded parameters streamed over the host link
 
 
 def compute_rate(gpu: HardwareProfile) -> float:
@@ -402,17 +405,21 @@ def _dp_link(gpu: HardwareProfile, layout: Layout | LayoutVariants) -> tuple[int
 
 def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                n_seqs: int, seq_len: float, mini_batches: int = 1, epochs: int = 1,
-               grad_bytes: float = BYTES_BF16, *,
-               runtime: Runtime | None = None) -> TrainTime:
+               grad_bytes: float = BYTES_BF16, *, runtime: Runtime | None = None,
+               gpus_per_node: int | None = None) -> TrainTime:
     """One training stage of one role: `epochs` × `mini_batches` optimizer steps over n_seqs.
 
     Per optimizer step each DP rank runs M = seqs/(dp·micro_batch) micro-batches through the
     1F1B pipeline (module docstring: per-stage matmuls, element-wise traffic, host floor, TP /
     EP / CP collectives, sends between stages; bubble and imbalance). Then the DP/ZeRO
     gradient collective (ZeRO-3 adds the parameter all-gathers of every micro-batch, forward
-    and backward) of which `runtime.dp_comm_overlap` hides behind the backward, the optimizer
-    step at HBM speed on the local shard, and offloaded optimizer state moving over the host
-    link each step. With `LayoutVariants` every component is an array over the variants.
+    and backward) of which `runtime.dp_comm_overlap` hides behind the backward, and the
+    optimizer step: at HBM speed on the local shard, or, offloaded, CPU Adam on the host
+    (`optimizer_cpu`) with the gradient and weight copies over the host link (`offload`,
+    exposed part); offloaded parameters stream in for every micro-batch's forward and backward
+    (`offload`). `offload.py` prices the host side. With `LayoutVariants` every component is an
+    array over the variants. `gpus_per_node`: the cluster's (default the profile's), for the
+    GPUs sharing a node's host.
     """
     rt = runtime or DEFAULT_RUNTIME
     L = layout
@@ -434,36 +441,41 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
 
     local = shard / where(L.zero >= 1, replicas, 1)
     optimizer = steps * bytes_optimizer_step(local, grad_bytes=grad_bytes) / hbm_rate(gpu)
-    offload = 0.0  # the host link is read only when some variant offloads (profiles may lack it)
+    # the host is read only when some variant offloads (profiles may lack a host link)
+    optimizer_cpu, offload = 0.0, 0.0
     optim_host = isin(L.offload, ("optimizer", "both"))
     params_host = isin(L.offload, ("params", "both"))
-    if np.any(optim_host):  # gradients down, updated weights back up
-        offload = where(optim_host, steps * local * (grad_bytes + BYTES_BF16)
-                        / comm.link_host(gpu).bandwidth, 0.0)
-        # the step runs on the CPU, overlapped with the transfers (ZeRO-Offload); CPU Adam's own
-        # speed is not in the shipped data, so it is not priced — optimistic for large shards
+    sharing = gpus_sharing_host(gpu, L.dp * L.tp * L.pp * L.cp, gpus_per_node)
+    if np.any(optim_host):  # CPU Adam on the host; gradients down, updated weights up
+        off = time_optimizer_offload(local, gpu, sharing, grad_bytes, rt.dp_comm_overlap)
         optimizer = where(optim_host, 0.0, optimizer)
+        optimizer_cpu = where(optim_host, steps * off.cpu_step, 0.0)
+        offload = where(optim_host, steps * off.transfers, 0.0)
     if np.any(params_host):  # weights streamed in for forward and backward
         # each GPU streams the parameters it holds: its ZeRO-3 shard (gathered from the other
-        # ranks as above), else the whole TP/PP shard, once per micro-batch and pass
+        # ranks as above), else the whole TP/PP shard, once per micro-batch and pass (a full
+        # recompute runs inside its unit's backward, whose weights are already fetched)
         held = shard / where(L.zero == 3, replicas, 1)
-        offload = offload + where(params_host, steps * micro * 2 * held * BYTES_BF16
-                                  / comm.link_host(gpu).bandwidth, 0.0)
+        offload = offload + where(params_host, steps * time_host_stream(
+            micro * 2 * held * BYTES_BF16, gpu, sharing), 0.0)
     return TrainTime(**{k: steps * v for k, v in pipe.parts.items()},
                      pp_bubble=steps * pipe.bubble, pp_imbalance=steps * pipe.imbalance,
-                     dp_comm=dp, optimizer=optimizer, offload=offload)
+                     dp_comm=dp, optimizer=optimizer, optimizer_cpu=optimizer_cpu,
+                     offload=offload)
 
 
 def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
                  gpu: HardwareProfile, n_seqs: int, seq_len: float, *,
-                 runtime: Runtime | None = None) -> ForwardTime:
+                 runtime: Runtime | None = None, gpus_per_node: int | None = None
+                 ) -> ForwardTime:
     """A teacher-forced forward over n_seqs sequences (reference, reward, critic, old log-probs).
 
     The training pipeline's forward alone: micro-batches of `micro_batch` sequences through
     the stages (bubble, imbalance), per-layer matmuls, element-wise traffic (the log-softmax
     over the vocabulary on the last stage), host floor, TP/EP/CP collectives; a ZeRO-3 (FSDP)
     layout gathers its parameters for every micro-batch, `runtime.dp_comm_overlap` of it
-    hidden by prefetch. With `LayoutVariants` every component is an array over the variants.
+    hidden by prefetch; offloaded parameters stream in over the host link for every
+    micro-batch (`offload`). With `LayoutVariants` every component is an array over the variants.
     """
     rt = runtime or DEFAULT_RUNTIME
     L = layout
@@ -474,5 +486,12 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     shard = params_with_head(spec, head) / (L.tp * L.pp)
     dp = where(L.zero == 3, micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
         1 - rt.dp_comm_overlap), 0.0)
+    offload = 0.0
+    params_host = isin(L.offload, ("params", "both"))
+    if np.any(params_host):  # the held weights streamed in for every micro-batch's forward
+        held = shard / where(L.zero == 3, replicas, 1)
+        offload = where(params_host, time_host_stream(
+            micro * held * BYTES_BF16, gpu,
+            gpus_sharing_host(gpu, L.dp * L.tp * L.pp * L.cp, gpus_per_node)), 0.0)
     return ForwardTime(**pipe.parts, pp_bubble=pipe.bubble, pp_imbalance=pipe.imbalance,
-                       dp_comm=dp)
+                       dp_comm=dp, offload=offload)

@@ -53,7 +53,6 @@ from planner.cost.iteration import (
     max_seqs,
     resharding_time,
     sequences,
-    swap_time,
     task_memory,
     task_time,
     tokens_per_step,
@@ -61,6 +60,7 @@ from planner.cost.iteration import (
     weight_sync_time,
 )
 from planner.cost.memory import ROLE_HEADS
+from planner.cost.offload import swap_time
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
 from planner.specs.model import ModelSpec
@@ -458,7 +458,8 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])),
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
                    if sc.search.objective == "gpus" else None),
-        swap_q=round(SWAP_SCALE * swap_time(MIB, gpu) / MS) if gpu.host_link_gbps else 0)
+        swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
+                if gpu.host_link_gbps else 0))
     for task in tasks:
         variant = ((overlap_sync, partial) if task.kind == "generation" else None,
                    shared if task.role == "actor" else None)

@@ -88,6 +88,12 @@ class HardwareProfile(BaseModel):
     host_memory_gib: float | None = Field(None, gt=0, description="CPU memory per node, GiB")
     host_link_gbps: float | None = Field(
         None, gt=0, description="GPU–host link (PCIe) per GPU per direction, GB/s")
+    host_memory_bandwidth_gbps: float | None = Field(
+        None, gt=0, description="CPU DRAM bandwidth per node, peak, GB/s (CPU Adam, offload "
+                                "streams); default planner/cost/constants.py")
+    host_cpu_cores: int | None = Field(
+        None, gt=0, description="CPU cores per node (CPU Adam); default "
+                                "planner/cost/constants.py")
     price_usd_per_gpu_hour: float | None = Field(None, gt=0)
     runtime_reserve_gib: float = Field(DEFAULT_RUNTIME_RESERVE_GIB, ge=0)
     intra_node_latency_us: float = Field(DEFAULT_INTRA_NODE_LATENCY_US, ge=0)
