@@ -76,6 +76,8 @@ def show_plan(plan: Plan, title: str) -> None:
                                               "recompute", "micro_batch", "offload")),
                       f"{t['time_s']:.2f}")
     console.print(table)
+    for line in offload_lines(plan.breakdown):
+        console.print(line)
     im = plan.inter_model
     console.print(f"inter-model: {', '.join([im.placement, *im.choices()])}")
 
@@ -118,6 +120,27 @@ def show_plan(plan: Plan, title: str) -> None:
         console.print(f"alternative: {alt['summary']}")
     for note in explanation.get("what_if", []):
         console.print(f"what if: {note}")
+
+
+def offload_lines(breakdown: dict) -> list[str]:
+    """What CPU offload costs, named apart: per task its CPU Adam step and exposed host-link
+    transfers (`parts.optimizer_cpu`, `parts.offload`), and the state swapped out for
+    generation and back (`breakdown.sync`)."""
+    out = []
+    for t in breakdown.get("tasks", []):
+        parts = t["parts"]
+        named = [f"{label} {parts[k]:.2f} s" for k, label in
+                 (("optimizer_cpu", "optimizer (CPU Adam)"), ("offload", "offload transfers"))
+                 if parts.get(k, 0) > 0]
+        if named:
+            out.append(f"  {t['role']} {t['stage']}: {', '.join(named)} of {t['time_s']:.2f} s")
+    sync = breakdown.get("sync") or {}
+    if sync.get("offload_during_generation_s", 0) > 0:
+        out.append(f"  sync {sync['time_s']:.2f} s: state offloaded during generation "
+                   f"{sync['offload_during_generation_s']:.2f} s "
+                   f"({sync['offload_during_generation_gib_per_gpu']:.1f} GiB per GPU out "
+                   "and back over the host link)")
+    return out
 
 
 def rollout_section(rollout: dict, layout: dict | None,
