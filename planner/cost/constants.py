@@ -193,7 +193,8 @@ HOST_MEMORY_EFFICIENCY = 0.6
 """Fraction of peak DRAM bandwidth CPU Adam and offload streams sustain. [assumption]: STREAM
 triad on two-socket servers reaches roughly 70–80% of peak with every thread NUMA-local; CPU
 Adam mixes seven streams of reads and writes and its ranks' threads are not always bound to
-their socket (the public point below loses 23% to unbound cores), so 0.6."""
+their socket (in the public point under `CPU_ADAM_PARAMS_PER_S_PER_CORE` binding cores to
+ranks cut the step by 23%), so 0.6."""
 
 HOST_CPU_CORES = 112
 """CPU cores of a node when the profile gives none: 2 × 56 (Xeon Platinum 8480C, Intel's

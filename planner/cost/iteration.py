@@ -20,9 +20,10 @@ plus the largest transient need of the stage's tasks there. The actor's inferenc
 own training group is resharded in before generation and released after (hybrid engine):
 transient. With `offload_during_generation` the group's resident state moves to CPU memory
 for the generation stage (`offload.swap_time`, both ways, in the sync with the resharding;
-`breakdown.sync` names it) and the KV cache gets the room. Generation itself — its KV cache, memory and time — is priced by
-`generation.py` through `kv_cache_layout`, `generation_memory` and `generation_rollout`, the
-functions the search prices its candidates with.
+`breakdown.sync` names it) and the KV cache gets the room. Generation itself — its KV cache,
+memory and time — is priced by `generation.py` through `kv_cache_layout`,
+`generation_memory` and `generation_rollout`, the functions the search prices its candidates
+with.
 """
 
 from __future__ import annotations
