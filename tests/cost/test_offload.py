@@ -143,3 +143,35 @@ def test_the_search_does_not_offload_a_model_that_fits():
     offloads = {(role, stage): lay.offload for role, stages in result.layouts.items()
                 for stage, lay in stages.items()}
     assert set(offloads.values()) == {"none"}, offloads
+
+
+def test_state_offloaded_during_generation_moves_the_resident_bytes_at_the_host_rate():
+    sc = load_scenario(None, SMALL)
+    data = _plan("none").model_dump()
+    data["inter_model"]["offload_during_generation"] = True
+    plan_in = PlanInput.model_validate(data)
+    ev = evaluate(sc, plan_in)
+    # what is resident on g0 between stages: the actor's training state and the reference
+    resident = sum(float(t.memory.persistent) for t in ev.tasks
+                   if t.stage == "training" or t.role == "reference")
+    assert ev.swap_bytes == pytest.approx(resident, rel=1e-12) and resident > 0
+    # all 8 GPUs of the node swap at once: their DRAM share (46.1 GB/s) binds, not the link
+    assert ev.swap_s == pytest.approx(2 * resident / (DRAM / 8), rel=1e-12)
+    assert ev.sync_s == pytest.approx(evaluate(sc, _plan("none")).sync_s + ev.swap_s,
+                                      rel=1e-12)
+    sync = to_plan(sc, plan_in, ev).model_dump(mode="json")["breakdown"]["sync"]
+    assert sync["offload_during_generation_s"] == pytest.approx(ev.swap_s, rel=1e-12)
+
+
+def test_the_view_names_the_cpu_step_and_the_host_transfers_apart():
+    from planner.cli.views import offload_lines
+
+    sc = load_scenario(None, SMALL)
+    ev = evaluate(sc, _plan("optimizer"))
+    breakdown = to_plan(sc, _plan("optimizer"), ev).model_dump(mode="json")["breakdown"]
+    train = next(t for t in breakdown["tasks"] if t["stage"] == "training")
+    assert offload_lines(breakdown) == [
+        f"  actor training: optimizer (CPU Adam) {train['parts']['optimizer_cpu']:.2f} s, "
+        f"offload transfers {train['parts']['offload']:.2f} s of {train['time_s']:.2f} s"]
+    assert offload_lines(to_plan(sc, _plan("none"), evaluate(sc, _plan("none"))).model_dump(
+        mode="json")["breakdown"]) == []
