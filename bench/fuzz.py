@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fuzzing import check_case, draw_case  # noqa: E402
+from tests.fuzzing import check_case, draw_case
 
 
 def main() -> int:
