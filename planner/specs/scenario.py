@@ -18,7 +18,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
-from planner.specs.files import looks_like_path, read_mapping, unknown_name, validate_as
+from planner.specs.files import (
+    looks_like_path,
+    path_kind,
+    read_mapping,
+    unknown_name,
+    validate_as,
+)
 from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
 from planner.specs.lengths import LengthDistribution, resolve_lengths, sample_lengths
 from planner.specs.model import ModelSpec, load_model
@@ -214,7 +220,7 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     def anchor(value: Any) -> Any:
         if isinstance(value, str) and looks_like_path(value) and not Path(value).is_absolute():
             candidate = base / value
-            return str(candidate) if candidate.exists() else value
+            return str(candidate) if path_kind(candidate) else value
         return value
 
     if isinstance(out.get("models"), dict):
