@@ -183,9 +183,11 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     """One line for a pydantic error: every failing field with what is wrong."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
+        if not field:  # a check across fields: its message names them itself
+            parts.append(msg)
+        elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":
             parts.append(f"field '{field}' is not known; remove it or check its spelling")

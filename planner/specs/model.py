@@ -260,6 +260,9 @@ class ModelSpec(BaseModel):
         return {"name": self.name, "params_total": self.params_total,
                 "params_active": self.params_active, "attention": self.attention_kind,
                 "kv_cache_elements_per_token": self.kv_cache_elements_per_token,
+                "moe_layers_described": self.moe.moe_layers.describe() if self.moe else None,
+                "quantization_described": (self.quantization.describe() if self.quantization
+                                           else None),
                 **self.model_dump(exclude={"name"})}
 
 
