@@ -193,6 +193,9 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
             parts.append(f"field '{field}' is not known; remove it or check its spelling")
         elif (strict := _strict_problem(err)) is not None:
             parts.append(f"field '{field}': {strict}")
+        elif err["type"] == "less_than_equal" and isinstance(err.get("input"), int | float):
+            parts.append(f"field '{field}': {err['input']:,} is over the most rlplan reads, "
+                         f"{err['ctx']['le']:,}; check the value")
         else:
             got = err.get("input")
             shown = ("" if isinstance(got, dict | list) or "input" not in err
