@@ -60,9 +60,17 @@ class Layout(BaseModel):
     @classmethod
     def _read_recompute(cls, data: Any) -> Any:
         """DESIGN.md's JSON writes `checkpointing` as true/false (true = full recomputation);
-        `recompute` (none|selective|full), which rlplan also writes, says which and wins."""
+        `recompute` (none|selective|full), which rlplan also writes, says which. Both given,
+        they must agree (true with selective or full, false with none, a mode with itself):
+        an edit to one alone is refused, not silently overruled by the other."""
         if isinstance(data, dict) and "recompute" in data:
-            data = {**data, "checkpointing": data["recompute"]}
+            mode, flag = data["recompute"], data.get("checkpointing")
+            if "checkpointing" in data and not _agree(flag, mode):
+                shown = str(flag).lower() if isinstance(flag, bool) else repr(flag)
+                raise ValueError(
+                    f"checkpointing {shown} contradicts recompute {mode!r}; give one of them "
+                    "(recompute: none|selective|full) or make them agree")
+            data = {**data, "checkpointing": mode}
             del data["recompute"]
         return data
 
@@ -93,6 +101,13 @@ class Layout(BaseModel):
     @property
     def gpus(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
+
+
+def _agree(flag: Any, mode: Any) -> bool:
+    """Whether a `checkpointing` value says the same as a `recompute` mode."""
+    if isinstance(flag, bool):
+        return flag == (mode != "none")
+    return flag == mode
 
 
 class Group(BaseModel):
@@ -143,7 +158,9 @@ class PlanInput(BaseModel):
 
     groups: list[Group] = Field(min_length=1)
     layouts: dict[str, dict[str, Layout]]
-    inter_model: InterModel = InterModel()
+    inter_model: InterModel = Field(description="required (README): the placement and the "
+                                    "choices between models, e.g. {placement: colocated, "
+                                    "staleness: 0}")
 
     @model_validator(mode="after")
     def _check(self) -> PlanInput:
@@ -167,7 +184,26 @@ class PlanInput(BaseModel):
                     raise ValueError(
                         f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
                         f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
+        self._check_staleness()
         return self
+
+    def _check_staleness(self) -> None:
+        """Staleness s ≥ 1 pipelines generation of step n+1 against training of step n: it needs
+        the actor generating on a group of its own (a co-located group cannot do both at once;
+        priced anyway, it would overlap work that shares the same GPUs)."""
+        s = self.inter_model.staleness
+        if s < 1:
+            return
+        actor = self.layouts.get("actor", {})
+        gen = actor.get("generation")
+        home = actor.get("training") or actor.get("assessment")
+        if gen is None or home is None or gen.group == home.group:
+            where = (f"on group '{gen.group}' with its training" if gen and home
+                     else "nowhere" if gen is None else "with no training layout")
+            raise ValueError(
+                f"inter_model.staleness: {s} needs the actor generating on a group of its own, "
+                f"separate from training (it generates {where}); set staleness to 0 or give "
+                "layouts.actor.generation its own group")
 
 
 class StageTime(BaseModel):

@@ -68,9 +68,9 @@ def test_moe_spellings_and_layouts():
     assert (mixtral.moe.num_experts, mixtral.moe.experts_per_token) == (8, 2)  # local_experts
     assert mixtral.moe.expert_intermediate_size == 14336  # intermediate_size is per expert
     assert (qwen_moe.moe.num_experts, qwen_moe.moe.expert_intermediate_size) == (128, 768)
-    assert len(qwen_moe.moe.moe_layers) == 48  # every layer
+    assert qwen_moe.moe.moe_layers.count() == 48  # every layer
     assert deepseek.moe.num_experts == 256  # n_routed_experts
-    assert deepseek.moe.moe_layers[0] == 3 and len(deepseek.moe.moe_layers) == 58
+    assert deepseek.moe.moe_layers.first == 3 and deepseek.moe.moe_layers.count() == 58
     assert deepseek.moe.num_shared_experts == 1
 
 

@@ -118,5 +118,12 @@ def validate(
         console.print(f"  {summary['model_type']}, {billions(summary['params_total'])} params "
                       f"({billions(summary['params_active'])} active), "
                       f"{summary['attention']} attention")
+        if summary["moe_layers_described"]:
+            console.print(f"  MoE layers: {summary['moe_layers_described']}")
+        if summary["quantization_described"]:
+            console.print(f"  quantization: {summary['quantization_described']} — read, not yet "
+                          "used for pricing")
+        for note in summary["notes"]:
+            console.print(f"  [yellow]note[/yellow]: {note}")
     else:
         console.print(f"  {summary['name']}: {summary.get('description', '')}")

@@ -227,8 +227,7 @@ def bytes_activation_training_stage(
     """
     kw = dict(tp=tp, cp=cp, sp=sp, options=options, activation_bytes=activation_bytes)
     layers = pipeline_stage_layers(spec.num_hidden_layers, pp)[stage]
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    n_moe = sum(1 for i in layers if i in moe_set)
+    n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
     n_dense = len(layers) - n_moe
     kinds = [(n, moe) for n, moe in ((n_dense, False), (n_moe, True)) if n]
     stored = {moe: bytes_activation_per_layer(spec, s, b, checkpointing=checkpointing, moe=moe,

@@ -183,7 +183,7 @@ def ffn_matrices(spec: ModelSpec) -> int:
 
 def moe_layer_count(spec: ModelSpec) -> int:
     """Layers whose FFN is a mixture of experts (0 for a dense model)."""
-    return len(spec.moe.moe_layers) if spec.moe else 0
+    return spec.moe.moe_layers.count() if spec.moe else 0
 
 
 def _embed_dim(spec: ModelSpec) -> int:

@@ -197,8 +197,7 @@ def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int =
     """
     L, H = spec.num_hidden_layers, spec.hidden_size
     layers = pipeline_stage_layers(L, pp)[stage]
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    n_moe = sum(1 for i in layers if i in moe_set)
+    n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
     n_dense = len(layers) - n_moe
     dense_layer, moe_layer, routed_layer = _layer_params(spec, tp, ep)
     counts = count_params(spec)

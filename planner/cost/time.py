@@ -341,8 +341,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
                       ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
 
     kinds = {False: layer(False)}
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    if moe_set:
+    if moe_layer_count(spec):
         kinds[True] = layer(True)
 
     # the vocabulary (or scalar) head and the loss / log-probs, on the last stage
@@ -363,7 +362,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
 
     out = []
     for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp)):
-        n_moe = sum(1 for i in layers if i in moe_set)
+        n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
         counts = {False: len(layers) - n_moe, True: n_moe}
         parts = {f.name: sum(n * getattr(kinds[moe], f.name) for moe, n in counts.items() if n)
                  for f in fields(_Stage)}

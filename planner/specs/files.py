@@ -2,12 +2,18 @@
 
 Every reader here turns a failure (missing file, malformed YAML/JSON, a field pydantic rejects,
 an unknown catalog name) into one `InputError` line naming the file, the field and the fix.
+Nothing is read loosely: a key written twice in one mapping is refused (YAML and JSON parsers
+would keep the last silently), and fields are validated strictly (a boolean or a string is not
+a count, 8.0 is not an integer).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import json.decoder
+import json.scanner
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,22 +40,78 @@ def data_dir(name: str) -> Path:
                      "reinstall rlplan (pip install .)")
 
 
+def path_kind(path: Path) -> str | None:
+    """"file", "dir" or None (nothing there). A string that cannot be a path on this system
+    (too long, a NUL byte) is nothing there: it is a name, not a path."""
+    try:
+        return "dir" if path.is_dir() else "file" if path.exists() else None
+    except (OSError, ValueError):
+        return None
+
+
 def read_text(path: Path, what: str) -> str:
-    if path.is_dir():
+    if path_kind(path) == "dir":
         raise InputError(f"{path}: is a folder, expected a {what} file")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read it as text ({exc.__class__.__name__})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{shorten(str(path))}: cannot read it as text "
+                         f"({exc.__class__.__name__}); check the path") from None
+
+
+def shorten(text: str, limit: int = 120) -> str:
+    """`text` cut to `limit` characters for a message (a 5,000-character name stays readable)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(key, line)
+        self.key, self.line = key, line
+
+
+def _duplicate_message(path: Path, dup: _DuplicateKey) -> str:
+    return (f"{path}: key '{dup.key}' appears twice in one mapping (again at line {dup.line}); "
+            "keep one (a parser would silently take the last)")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key repeated within one mapping (merge keys `<<` aside: a
+    mapping may override what it merges in)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: SafeLoader reports it itself below
+                continue
+            if repeated:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map", _UniqueKeyLoader.construct_yaml_map)
+# YAML 1.1 reads `5e4` (no dot) as a string; strict fields would then refuse a plain number.
+# YAML 1.2 and JSON read it as a float: so does rlplan (checked after int, so `5` stays an int).
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error names the line and column."""
+    """Parse a YAML file; a syntax error names the line and column, a repeated key its line."""
     text = read_text(path, "YAML")
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as dup:
+        raise InputError(_duplicate_message(path, dup)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -57,11 +119,52 @@ def read_yaml(path: Path) -> Any:
         raise InputError(f"{path}: malformed YAML{where}: {problem}; fix the syntax") from None
 
 
+def _object_keys(text: str, start: int) -> list[tuple[str, int]]:
+    """The keys of the JSON object whose body starts at `start` (just after its '{'), with
+    their offsets; nested objects' keys are skipped. The text is already known to parse."""
+    keys, depth, i = [], 0, start
+    while depth >= 0:
+        c = text[i]
+        if c == '"':
+            value, end = json.decoder.scanstring(text, i + 1)
+            if depth == 0 and text.startswith(":", json.decoder.WHITESPACE.match(text, end).end()):
+                keys.append((value, i))
+            i = end
+            continue
+        depth += 1 if c in "{[" else -1 if c in "}]" else 0
+        i += 1
+    return keys
+
+
+class _UniqueKeyDecoder(json.JSONDecoder):
+    """json.JSONDecoder that refuses a key repeated within one object, naming its line. The
+    pure-Python scanner is used so each object's start offset is known (files are small)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parse_object = self._parse_object
+        self.scan_once = json.scanner.py_make_scanner(self)
+
+    def _parse_object(self, s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
+        text, start = s_and_end
+        value, end = json.decoder.JSONObject(s_and_end, *args)
+        keys = _object_keys(text, start)
+        if len(value) < len(keys):  # the dict kept fewer: some key was repeated
+            seen: set[str] = set()
+            for key, at in keys:
+                if key in seen:
+                    raise _DuplicateKey(key, text.count("\n", 0, at) + 1)
+                seen.add(key)
+        return value, end
+
+
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; a syntax error names the line and column."""
+    """Parse a JSON file; a syntax error names the line and column, a repeated key its line."""
     text = read_text(path, "JSON")
     try:
-        return json.loads(text)
+        return json.loads(text, cls=_UniqueKeyDecoder)
+    except _DuplicateKey as dup:
+        raise InputError(_duplicate_message(path, dup)) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: "
                          f"{exc.msg}; fix the syntax") from None
@@ -80,23 +183,56 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     """One line for a pydantic error: every failing field with what is wrong."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
+        if not field:  # a check across fields: its message names them itself
+            parts.append(msg)
+        elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":
             parts.append(f"field '{field}' is not known; remove it or check its spelling")
+        elif (strict := _strict_problem(err)) is not None:
+            parts.append(f"field '{field}': {strict}")
+        elif err["type"] == "less_than_equal" and isinstance(err.get("input"), int | float):
+            parts.append(f"field '{field}': {err['input']:,} is over the most rlplan reads, "
+                         f"{err['ctx']['le']:,}; check the value")
         else:
             got = err.get("input")
-            shown = "" if isinstance(got, dict | list) or "input" not in err else f" (got {got!r})"
+            shown = ("" if isinstance(got, dict | list) or "input" not in err
+                     else f" (got {shorten(repr(got))})")
             parts.append(f"field '{field}': {msg}{shown}")
     return f"{source}: " + "; ".join(parts)
 
 
+_KIND = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
+         "string_type": "a string"}
+
+
+def _strict_problem(err: Any) -> str | None:
+    """What strict validation refused, in words: a boolean or a quoted number where a number
+    goes, 8.0 where a count goes, 1 where true/false goes."""
+    want = _KIND.get(err["type"])
+    if want is None or "input" not in err:
+        return None
+    got = err["input"]
+    if isinstance(got, bool):
+        shown = "true" if got else "false"
+        return f"expects {want}, got {shown} (a boolean); write {want}"
+    if isinstance(got, float) and got.is_integer() and err["type"] == "int_type":
+        return f"expects {want}, got {got!r}; write {int(got)}"
+    if isinstance(got, str) and err["type"] in ("int_type", "float_type"):
+        return f"expects {want}, got {shorten(repr(got))} (a string); write the number unquoted"
+    if isinstance(got, int | float) and err["type"] in ("bool_type", "string_type"):
+        fix = "true or false" if err["type"] == "bool_type" else "it in quotes"
+        return f"expects {want}, got {got!r}; write {fix}"
+    return None
+
+
 def validate_as(model: type[ModelT], data: Any, source: str) -> ModelT:
-    """`model.model_validate(data)`, with a failure turned into one InputError line."""
+    """`model.model_validate(data)` in strict mode (no bool → 1, no "8" → 8, no 8.0 → 8; ints
+    are still taken where floats go), with a failure turned into one InputError line."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=True)
     except ValidationError as exc:
         raise InputError(describe_validation_error(exc, source)) from None
 
@@ -113,7 +249,7 @@ def unknown_name(kind: str, name: str, known: list[str], hint: str) -> InputErro
     if not close:  # prefixes ('h100') are what people type most
         close = [k for k in known if k.startswith(name.lower())][:3]
     suggestion = f"; did you mean {', '.join(close)}?" if close else ""
-    return InputError(f"unknown {kind} '{name}'{suggestion} ({hint})")
+    return InputError(f"unknown {kind} '{shorten(name)}'{suggestion} ({hint})")
 
 
 def looks_like_path(ref: str) -> bool:

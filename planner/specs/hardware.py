@@ -17,6 +17,7 @@ from planner.specs.files import (
     catalog_names,
     data_dir,
     looks_like_path,
+    path_kind,
     read_mapping,
     unknown_name,
     validate_as,
@@ -231,7 +232,7 @@ def load_profile_file(path: Path) -> HardwareProfile:
 def load_profile(ref: str) -> HardwareProfile:
     """A profile by shipped name (case-insensitive) or by path to a YAML file."""
     path = Path(ref).expanduser()
-    if looks_like_path(ref) or path.is_file():
+    if looks_like_path(ref) or path_kind(path) == "file":  # a name too long for a path: a name
         return load_profile_file(path)
     known = catalog_names(profiles_dir(), _YAML)
     if ref.lower() not in known:
@@ -249,7 +250,7 @@ def load_preset_file(path: Path) -> ClusterPreset:
 
 def load_preset(ref: str) -> ClusterPreset:
     path = Path(ref).expanduser()
-    if looks_like_path(ref) or path.is_file():
+    if looks_like_path(ref) or path_kind(path) == "file":
         return load_preset_file(path)
     known = catalog_names(presets_dir(), _YAML)
     if ref.lower() not in known:

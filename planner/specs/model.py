@@ -6,6 +6,10 @@ dense first layers, router), DeepSeek MLA. Facts that live in a family's modelin
 than in its config (Qwen2's q/k/v bias, Qwen3's per-head QK-norm, Gemma-2's four norms per
 layer, ...) come from `ARCHITECTURE_TRAITS`; a config may state them itself under an `rlplan`
 key, e.g. `"rlplan": {"qkv_bias": true}`.
+
+Read strictly: sizes are bounded (`MAX_*` below), the MoE layers are kept as a pattern
+(`planner.specs.layers`, never a per-layer list), `quantization_config` is read into the spec
+as information, and what rlplan decides on the reader's behalf is listed in `ModelSpec.notes`.
 """
 
 from __future__ import annotations
@@ -20,13 +24,29 @@ from planner.specs.files import (
     catalog_names,
     data_dir,
     looks_like_path,
+    path_kind,
     read_json,
+    shorten,
     unknown_name,
     validate_as,
 )
+from planner.specs.layers import MoELayers
+from planner.specs.quantization import QuantizationSpec, read_quantization
 
 QKNorm = Literal["none", "head", "full"]
 NormKind = Literal["rmsnorm", "layernorm"]
+
+# Sane maxima of a config's sizes: far beyond any published model, small enough that a typo or a
+# fuzzed 10^16 is refused at load (naming the field) instead of running the search for hours.
+# Published extremes: 126 layers (Llama 3.1 405B); FFN width 73,728 (PaLM 540B); 128 query heads
+# (DeepSeek-V3); vocabulary 262,144 (Gemma 3); contexts of 10M tokens (Llama 4 Scout); 384
+# routed experts (Kimi K2).
+MAX_LAYERS = 10_000
+MAX_WIDTH = 1 << 20  # hidden_size, FFN widths, head_dim, LoRA ranks: 14× PaLM's FFN
+MAX_HEADS = 1 << 14
+MAX_VOCAB = 1 << 24
+MAX_POSITIONS = 1 << 30
+MAX_EXPERTS = 1 << 16
 
 
 class Traits(BaseModel):
@@ -37,7 +57,7 @@ class Traits(BaseModel):
     gated_ffn: bool = True  # SwiGLU/GeGLU: gate, up and down projections
     qkv_bias: bool = False  # bias on q/k/v only (Qwen2); `attention_bias` in config means q/k/v/o
     qk_norm: QKNorm = "none"  # "head": one norm of head_dim for q and for k; "full": over q and k
-    norms_per_layer: int = Field(2, ge=0)
+    norms_per_layer: int = Field(2, ge=0, le=16)
     norm: NormKind = "rmsnorm"  # layernorm carries a bias as well as a weight
     final_norm: bool = True
     attention_sinks: bool = False  # one learned scalar per head (gpt-oss)
@@ -46,7 +66,8 @@ class Traits(BaseModel):
     shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate (hidden → 1) on the shared expert
     all_linear_bias: bool = False  # every projection has a bias (GPT-2, OPT, GPT-NeoX)
     learned_positions: bool = False  # a position-embedding table instead of RoPE
-    position_offset: int = Field(0, ge=0)  # OPT's table has max_position_embeddings + 2 rows
+    # OPT's table has max_position_embeddings + 2 rows
+    position_offset: int = Field(0, ge=0, le=MAX_POSITIONS)
     tie_default: bool = False  # tie_word_embeddings when the config omits it
 
 
@@ -90,43 +111,49 @@ class HFConfig(BaseModel):
 
     model_type: str | None = None
     architectures: list[str] | None = None
-    hidden_size: int = Field(gt=0, validation_alias=AliasChoices("hidden_size", "n_embd"))
-    num_hidden_layers: int = Field(gt=0, validation_alias=AliasChoices("num_hidden_layers",
-                                                                       "n_layer"))
-    num_attention_heads: int = Field(gt=0, validation_alias=AliasChoices("num_attention_heads",
-                                                                         "n_head"))
-    num_key_value_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
+    rlplan_hf_id: str | None = Field(None, validation_alias="_rlplan_hf_id")
+    name_or_path: str | None = Field(None, validation_alias="_name_or_path")
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH,
+                             validation_alias=AliasChoices("hidden_size", "n_embd"))
+    num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS, validation_alias=AliasChoices(
+        "num_hidden_layers", "n_layer"))
+    num_attention_heads: int = Field(gt=0, le=MAX_HEADS, validation_alias=AliasChoices(
+        "num_attention_heads", "n_head"))
+    num_key_value_heads: int | None = Field(None, gt=0, le=MAX_HEADS)
+    head_dim: int | None = Field(None, gt=0, le=MAX_WIDTH)
     intermediate_size: int | None = Field(
-        None, gt=0, validation_alias=AliasChoices("intermediate_size", "ffn_dim", "n_inner"))
-    vocab_size: int = Field(gt=0)
+        None, gt=0, le=MAX_WIDTH,
+        validation_alias=AliasChoices("intermediate_size", "ffn_dim", "n_inner"))
+    vocab_size: int = Field(gt=0, le=MAX_VOCAB)
     max_position_embeddings: int | None = Field(
-        None, gt=0, validation_alias=AliasChoices("max_position_embeddings", "n_positions"))
+        None, gt=0, le=MAX_POSITIONS,
+        validation_alias=AliasChoices("max_position_embeddings", "n_positions"))
     tie_word_embeddings: bool | None = None
     attention_bias: bool = False
     mlp_bias: bool = False
     # MoE, under its three spellings
-    num_experts: int | None = Field(None, ge=0)
-    num_local_experts: int | None = Field(None, ge=0)
-    n_routed_experts: int | None = Field(None, ge=0)
-    num_experts_per_tok: int | None = Field(None, gt=0)
-    moe_intermediate_size: int | None = Field(None, gt=0)
-    n_shared_experts: int | None = Field(None, ge=0)
-    shared_expert_intermediate_size: int | None = Field(None, ge=0)
-    first_k_dense_replace: int | None = Field(None, ge=0)
-    moe_layer_freq: int = Field(1, gt=0)
-    decoder_sparse_step: int = Field(1, gt=0)
-    mlp_only_layers: list[int] = Field(default_factory=list)
+    num_experts: int | None = Field(None, ge=0, le=MAX_EXPERTS)
+    num_local_experts: int | None = Field(None, ge=0, le=MAX_EXPERTS)
+    n_routed_experts: int | None = Field(None, ge=0, le=MAX_EXPERTS)
+    num_experts_per_tok: int | None = Field(None, gt=0, le=MAX_EXPERTS)
+    moe_intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    n_shared_experts: int | None = Field(None, ge=0, le=MAX_EXPERTS)
+    shared_expert_intermediate_size: int | None = Field(None, ge=0, le=MAX_WIDTH)
+    first_k_dense_replace: int | None = Field(None, ge=0, le=MAX_LAYERS)
+    moe_layer_freq: int = Field(1, gt=0, le=MAX_LAYERS)
+    decoder_sparse_step: int = Field(1, gt=0, le=MAX_LAYERS)
+    mlp_only_layers: list[int] = Field(default_factory=list, max_length=MAX_LAYERS)
     topk_method: str | None = None
     # DeepSeek multi-head latent attention
-    q_lora_rank: int | None = Field(None, gt=0)
-    kv_lora_rank: int | None = Field(None, gt=0)
-    qk_nope_head_dim: int | None = Field(None, gt=0)
-    qk_rope_head_dim: int | None = Field(None, ge=0)
-    v_head_dim: int | None = Field(None, gt=0)
+    q_lora_rank: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    kv_lora_rank: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    qk_nope_head_dim: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    qk_rope_head_dim: int | None = Field(None, ge=0, le=MAX_WIDTH)
+    v_head_dim: int | None = Field(None, gt=0, le=MAX_WIDTH)
     # OPT
-    word_embed_proj_dim: int | None = Field(None, gt=0)
+    word_embed_proj_dim: int | None = Field(None, gt=0, le=MAX_WIDTH)
     do_layer_norm_before: bool = True
+    quantization_config: Any = None  # read by `read_quantization`
     # explicit traits, overriding ARCHITECTURE_TRAITS
     rlplan: dict[str, Any] = Field(default_factory=dict)
 
@@ -148,7 +175,8 @@ class MoESpec(BaseModel):
     expert_intermediate_size: int = Field(gt=0)
     num_shared_experts: int = Field(0, ge=0)
     shared_expert_intermediate_size: int = Field(0, ge=0, description="width of each shared expert")
-    moe_layers: tuple[int, ...] = Field(description="indices of the MoE layers; the rest are dense")
+    moe_layers: MoELayers = Field(description="which layers are MoE (a pattern, see "
+                                  "planner.specs.layers); the rest are dense")
     score_correction_bias: bool = False  # DeepSeek-V3 noaux_tc routing: E biases per layer
 
 
@@ -190,6 +218,9 @@ class ModelSpec(BaseModel):
     traits: Traits
     moe: MoESpec | None = None
     mla: MLASpec | None = None
+    quantization: QuantizationSpec | None = Field(None, description="the checkpoint's "
+                                                  "quantization_config: read, not yet priced")
+    notes: tuple[str, ...] = Field((), description="what was decided on the config's behalf")
 
     @property
     def gated_ffn(self) -> bool:
@@ -229,6 +260,9 @@ class ModelSpec(BaseModel):
         return {"name": self.name, "params_total": self.params_total,
                 "params_active": self.params_active, "attention": self.attention_kind,
                 "kv_cache_elements_per_token": self.kv_cache_elements_per_token,
+                "moe_layers_described": self.moe.moe_layers.describe() if self.moe else None,
+                "quantization_described": (self.quantization.describe() if self.quantization
+                                           else None),
                 **self.model_dump(exclude={"name"})}
 
 
@@ -236,12 +270,22 @@ def _fail(source: str, field: str, problem: str) -> InputError:
     return InputError(f"{source}: field '{field}': {problem}")
 
 
-def _moe_spec(cfg: HFConfig, source: str) -> MoESpec | None:
-    experts = cfg.num_experts or cfg.num_local_experts or cfg.n_routed_experts
-    if not experts:
+def _moe_spec(cfg: HFConfig, source: str, notes: list[str]) -> MoESpec | None:
+    spelled = [(f, n) for f in ("num_experts", "num_local_experts", "n_routed_experts")
+               if (n := getattr(cfg, f)) is not None]
+    if not spelled:
         return None
-    field = next(f for f in ("num_experts", "num_local_experts", "n_routed_experts")
-                 if getattr(cfg, f))
+    field, experts = spelled[0]
+    if experts == 0:
+        if field != "num_experts":  # Mixtral/DeepSeek code builds a router over 0 experts
+            raise _fail(source, field, "0 experts; an MoE model needs at least 1 routed expert "
+                        f"— remove {field} for a dense model")
+        # Qwen2/Qwen3-MoE modeling code builds the dense MLP in every layer when num_experts is
+        # 0 (its MoE test is `num_experts > 0 and ...`): the config is a dense model
+        notes.append("num_experts 0: a dense model (Qwen-MoE's convention: no layer gets "
+                     "experts)")
+        return None
+    L = cfg.num_hidden_layers
     if cfg.num_experts_per_tok is None:
         raise _fail(source, "num_experts_per_tok", f"missing for an MoE model ({field}="
                     f"{experts}); add how many experts each token is routed to")
@@ -251,16 +295,17 @@ def _moe_spec(cfg: HFConfig, source: str) -> MoESpec | None:
     width = cfg.moe_intermediate_size or cfg.intermediate_size
     if width is None:
         raise _fail(source, "moe_intermediate_size", "missing; add the expert FFN width")
-    L = cfg.num_hidden_layers
     if cfg.first_k_dense_replace is not None:  # DeepSeek: dense first layers, then every freq-th
         if cfg.first_k_dense_replace > L:
             raise _fail(source, "first_k_dense_replace", f"{cfg.first_k_dense_replace} exceeds "
                         f"num_hidden_layers ({L})")
-        layers = [i for i in range(L)
-                  if i >= cfg.first_k_dense_replace and i % cfg.moe_layer_freq == 0]
+        layers = MoELayers.deepseek(L, cfg.first_k_dense_replace, cfg.moe_layer_freq)
     else:  # Qwen-MoE convention; Mixtral and gpt-oss (no such fields) are MoE in every layer
-        layers = [i for i in range(L) if i not in cfg.mlp_only_layers
-                  and (i + 1) % cfg.decoder_sparse_step == 0]
+        outside = [i for i in cfg.mlp_only_layers if not 0 <= i < L]
+        if outside:
+            raise _fail(source, "mlp_only_layers", f"{outside[0]} is not a layer index (0 to "
+                        f"{L - 1}); list layers of the model")
+        layers = MoELayers.qwen(L, cfg.decoder_sparse_step, cfg.mlp_only_layers)
     if cfg.shared_expert_intermediate_size:  # Qwen2-MoE: one shared expert of its own width
         shared, shared_width = 1, cfg.shared_expert_intermediate_size
     else:  # DeepSeek: n_shared_experts of the routed width
@@ -268,7 +313,7 @@ def _moe_spec(cfg: HFConfig, source: str) -> MoESpec | None:
     return MoESpec(num_experts=experts, experts_per_token=cfg.num_experts_per_tok,
                    expert_intermediate_size=width, num_shared_experts=shared,
                    shared_expert_intermediate_size=shared_width if shared else 0,
-                   moe_layers=tuple(layers), score_correction_bias=cfg.topk_method == "noaux_tc")
+                   moe_layers=layers, score_correction_bias=cfg.topk_method == "noaux_tc")
 
 
 def _mla_spec(cfg: HFConfig, source: str) -> MLASpec | None:
@@ -301,8 +346,10 @@ def spec_from_hf_config(data: Any, name: str, source: str) -> ModelSpec:
     if cfg.head_dim is None and cfg.hidden_size % h:
         raise _fail(source, "head_dim", f"missing and hidden_size {cfg.hidden_size} is not "
                     f"divisible by {h} heads; add head_dim")
+    notes: list[str] = []
     mla = _mla_spec(cfg, source)
-    moe = _moe_spec(cfg, source)
+    moe = _moe_spec(cfg, source, notes)
+    quantization = read_quantization(cfg.quantization_config, source)
     d_ff = cfg.intermediate_size
     if d_ff is None:
         if model_type != "gpt2":  # GPT-2's n_inner null means 4·hidden
@@ -313,7 +360,7 @@ def spec_from_hf_config(data: Any, name: str, source: str) -> ModelSpec:
     bias_all = traits.all_linear_bias
     return ModelSpec(
         name=name, model_type=model_type, source=source,
-        hf_id=data.get("_rlplan_hf_id") or data.get("_name_or_path") or None,
+        hf_id=cfg.rlplan_hf_id or cfg.name_or_path or None,
         hidden_size=cfg.hidden_size,
         intermediate_size=d_ff, num_hidden_layers=cfg.num_hidden_layers,
         num_attention_heads=h, num_key_value_heads=kv,
@@ -325,7 +372,7 @@ def spec_from_hf_config(data: Any, name: str, source: str) -> ModelSpec:
         o_bias=cfg.attention_bias or bias_all, mlp_bias=cfg.mlp_bias or bias_all,
         word_embed_proj_dim=(cfg.word_embed_proj_dim
                              if cfg.word_embed_proj_dim != cfg.hidden_size else None),
-        traits=traits, moe=moe, mla=mla)
+        traits=traits, moe=moe, mla=mla, quantization=quantization, notes=tuple(notes))
 
 
 def models_dir() -> Path:
@@ -334,9 +381,9 @@ def models_dir() -> Path:
 
 def load_model_path(path: Path) -> ModelSpec:
     """A config.json file, or a model folder holding one."""
-    if path.is_dir():
+    if path_kind(path) == "dir":
         config = path / "config.json"
-        if not config.is_file():
+        if path_kind(config) != "file":
             raise InputError(f"{path}: folder has no config.json; point to a Hugging Face "
                              "model folder or to its config.json file")
         return spec_from_hf_config(read_json(config), path.name, str(config))
@@ -352,10 +399,11 @@ def shipped_models() -> dict[str, Path]:
 def load_model(ref: str) -> ModelSpec:
     """A model by shipped name (case-insensitive, `rlplan models`), or by file/folder path."""
     path = Path(ref).expanduser()
-    if looks_like_path(ref) or path.exists():
-        if not path.exists():
-            raise InputError(f"{ref}: no such file or folder; give a shipped model name "
-                             "(`rlplan models`) or a path to a config.json")
+    kind = path_kind(path)  # None too for a name that cannot be a path (5,000 characters)
+    if looks_like_path(ref) or kind:
+        if not kind:
+            raise InputError(f"{shorten(ref)}: no such file or folder; give a shipped model "
+                             "name (`rlplan models`) or a path to a config.json")
         return load_model_path(path)
     known = shipped_models()
     if ref.lower() not in known:

@@ -88,7 +88,7 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     H, L, V = spec.hidden_size, spec.num_hidden_layers, spec.vocab_size
     emb_dim = spec.word_embed_proj_dim or H
     moe = spec.moe
-    moe_layers = len(moe.moe_layers) if moe else 0
+    moe_layers = moe.moe_layers.count() if moe else 0
     routed = expert = shared = router = 0
     if moe:
         expert = ffn_params(spec, moe.expert_intermediate_size, spec.traits.expert_bias)

@@ -18,7 +18,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
-from planner.specs.files import looks_like_path, read_mapping, unknown_name, validate_as
+from planner.specs.files import (
+    looks_like_path,
+    path_kind,
+    read_mapping,
+    unknown_name,
+    validate_as,
+)
 from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
 from planner.specs.lengths import LengthDistribution, resolve_lengths, sample_lengths
 from planner.specs.model import ModelSpec, load_model
@@ -214,7 +220,7 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     def anchor(value: Any) -> Any:
         if isinstance(value, str) and looks_like_path(value) and not Path(value).is_absolute():
             candidate = base / value
-            return str(candidate) if candidate.exists() else value
+            return str(candidate) if path_kind(candidate) else value
         return value
 
     if isinstance(out.get("models"), dict):
@@ -237,6 +243,22 @@ def _load_role(ref: str, field: str, source: str) -> ModelSpec:
         return load_model(ref)
     except InputError as exc:
         raise InputError(f"{source}: field 'models.{field}': {exc}") from None
+
+
+def _model_notes(roles: dict[str, ModelSpec | None]) -> list[str]:
+    """What each model's config left to rlplan (its notes) and a quantized checkpoint, once
+    per model (roles sharing a spec share the note)."""
+    out: list[str] = []
+    seen: set[int] = set()
+    for role, spec in roles.items():
+        if spec is None or id(spec) in seen:
+            continue
+        seen.add(id(spec))
+        out += [f"{role} {spec.name}: {note}" for note in spec.notes]
+        if spec.quantization:
+            out.append(f"{role} {spec.name}: quantization {spec.quantization.describe()} read, "
+                       "not yet used for pricing (weights priced in bf16)")
+    return out
 
 
 def resolve(inp: ScenarioInput, source: str) -> Scenario:
@@ -313,12 +335,16 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
         raise bad("search.target_tokens_per_s", "the gpus objective (fewest GPUs reaching a "
                   "throughput) needs a target; set it, e.g. --target-tokens-per-s 50000")
     if inp.search.target_tokens_per_s is not None and inp.search.objective != "gpus":
-        notes.append("search.target_tokens_per_s ignored: it is the gpus objective's target "
-                     f"(objective is {inp.search.objective})")
+        # Only the gpus objective has a target (search/space.py: target_ms); time and cost
+        # would drop it. Refused rather than ignored: a user who gives a target expects it met.
+        raise bad("search.target_tokens_per_s", f"the {inp.search.objective} objective takes no "
+                  "throughput target (search.objective); use --objective gpus for the fewest "
+                  "GPUs reaching it, or drop --target-tokens-per-s")
     if inp.search.allow_shared_actor_critic and family is not Family.PPO:
         notes.append(f"search.allow_shared_actor_critic ignored: {inp.algorithm} has no critic")
 
     roles = {"actor": actor, "reference": reference, "reward": reward, "critic": critic}
+    notes += _model_notes(roles)
     for role, spec in roles.items():
         if spec and spec.max_position_embeddings and w.max_seq_len > spec.max_position_embeddings:
             notes.append(f"{role} {spec.name}: prompt_len + max_response_len = {w.max_seq_len} "

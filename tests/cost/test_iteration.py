@@ -29,7 +29,8 @@ def colocated(gpus=16, gen_tp=1):
         "layouts": {"actor": {"generation": {"group": "g0", "dp": gpus // gen_tp, "tp": gen_tp},
                               "training": {"group": "g0", "dp": gpus, "zero": 3,
                                            "checkpointing": "full", "micro_batch": 2}},
-                    "reference": {"assessment": {"group": "g0", "dp": gpus, "zero": 3}}}})
+                    "reference": {"assessment": {"group": "g0", "dp": gpus, "zero": 3}}},
+        "inter_model": {"placement": "colocated"}})
 
 
 def disaggregated(staleness=0, fusion=False, overlap_sync=False):
@@ -93,7 +94,7 @@ def test_overlapped_weight_sync_holds_a_shadow_copy_and_leaves_the_rollout_busy_
 @pytest.mark.parametrize("plan", [
     disaggregated(staleness=0, overlap_sync=True),
     PlanInput.model_validate({**colocated().model_dump(), "inter_model": {
-        "staleness": 1, "overlap_weight_sync": True}})])
+        "overlap_weight_sync": True}})])  # co-located with staleness ≥ 1: PlanInput refuses
 def test_overlapped_weight_sync_needs_staleness_and_a_rollout_group(plan):
     with pytest.raises(InputError, match="inter_model.overlap_weight_sync"):
         evaluate(scenario(), plan)
@@ -132,7 +133,8 @@ def test_out_of_memory_names_group_stage_and_bytes():
         "groups": [{"name": "g0", "gpus": 8}],
         "layouts": {"actor": {"generation": {"group": "g0", "dp": 1, "tp": 8},
                               "training": {"group": "g0", "dp": 8, "zero": 0}},
-                    "reference": {"assessment": {"group": "g0", "dp": 1, "tp": 8}}}})
+                    "reference": {"assessment": {"group": "g0", "dp": 1, "tp": 8}}},
+        "inter_model": {"placement": "colocated"}})
     with pytest.raises(InfeasibleError, match=r"group g0, stage \w+: .* GiB over"):
         evaluate(sc, plan)
 
@@ -141,7 +143,8 @@ def test_plan_must_cover_every_task():
     plan = PlanInput.model_validate({
         "groups": [{"name": "g0", "gpus": 16}],
         "layouts": {"actor": {"generation": {"group": "g0", "dp": 16},
-                              "training": {"group": "g0", "dp": 16, "zero": 3}}}})
+                              "training": {"group": "g0", "dp": 16, "zero": 3}}},
+        "inter_model": {"placement": "colocated"}})
     with pytest.raises(InputError, match=r"layouts\.reference\.assessment is missing"):
         evaluate(scenario(), plan)
 

@@ -69,7 +69,8 @@ def dpo_plan(train: dict | None = None) -> dict[str, Any]:
     return {"groups": [{"name": "g0", "gpus": 8}],
             "layouts": {"actor": {"training": layout(**(train or {"dp": 8, "zero": 2,
                                                                   "micro_batch": 2}))},
-                        "reference": {"assessment": layout(dp=8, micro_batch=2)}}}
+                        "reference": {"assessment": layout(dp=8, micro_batch=2)}},
+            "inter_model": {"placement": "colocated"}}
 
 
 def command_words(script: str, module: str) -> list[str]:

@@ -68,7 +68,8 @@ def test_constraint_violation_writes_nothing(cli, write, tmp_path):
     sc = scenario("dpo")
     plan = priced(sc, {"groups": [{"name": "g0", "gpus": 8}],
                        "layouts": {"actor": {"training": {"group": "g0", "dp": 8}},
-                                   "reference": {"assessment": {"group": "g0", "dp": 8}}}})
+                                   "reference": {"assessment": {"group": "g0", "dp": 8}}},
+                       "inter_model": {"placement": "colocated"}})
     result = cli("export", str(write("dpo.json", plan)), "--format", "verl", "--out", str(out))
     assert_bad_input(result, "no dpo trainer")
     assert not out.exists()
