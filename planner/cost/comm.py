@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.errors import InputError
 from planner.specs.hardware import HardwareProfile
 
 
@@ -42,14 +43,16 @@ class Link:
 
 def link_intra_node(gpu: HardwareProfile) -> Link:
     if gpu.intra_node_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no intra_node_gbps")
+        raise InputError(f"profile {gpu.name} has no intra_node_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.intra_node_gbps * 1e9 * gpu.efficiency.intra_node,
                 gpu.intra_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
 def link_inter_node(gpu: HardwareProfile) -> Link:
     if gpu.inter_node_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no inter_node_gbps")
+        raise InputError(f"profile {gpu.name} has no inter_node_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.inter_node_gbps * 1e9 * gpu.efficiency.inter_node,
                 gpu.inter_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
@@ -57,7 +60,8 @@ def link_inter_node(gpu: HardwareProfile) -> Link:
 def link_host(gpu: HardwareProfile) -> Link:
     """GPU ↔ CPU memory (PCIe), for offload traffic."""
     if gpu.host_link_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no host_link_gbps")
+        raise InputError(f"profile {gpu.name} has no host_link_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.host_link_gbps * 1e9 * gpu.efficiency.host_link, 0.0)
 
 

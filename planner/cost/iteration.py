@@ -112,7 +112,7 @@ def sequences(sc: Scenario) -> int:
 
 def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
                   ) -> float | None:
-    """USD of one step on `gpus` GPUs at the profile's hourly price (None: no price)."""
+    """USD of one step on `gpus` GPUs at an hourly price per GPU (None: no price)."""
     if price_per_gpu_hour is None:
         return None
     return iteration_time_s * gpus * price_per_gpu_hour / 3600
@@ -519,7 +519,7 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
 def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evaluated",
             search: dict | None = None) -> Plan:
     """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
-    price = sc.cluster.gpu.price_usd_per_gpu_hour
+    price = sc.cluster.price
     capacity = sc.cluster.gpu.memory_bytes
     peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
     bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
@@ -533,6 +533,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
         cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
+        cost={"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source},
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,
