@@ -26,6 +26,7 @@ came out 3–4× slower than vTrain's measurements (bench/calibration.py). Point
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.errors import InputError
@@ -39,6 +40,10 @@ class Link:
     bandwidth: float
     latency: float
     launch: float = 0.0  # per call
+
+
+LOCAL = Link(math.inf, 0.0, 0.0)
+"""A group of one rank: nothing crosses a link (a profile without link figures prices 1 GPU)."""
 
 
 def link_intra_node(gpu: HardwareProfile) -> Link:
@@ -80,6 +85,8 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     r ranks per domain drive r NICs in parallel (module docstring): bandwidth
     min(scale-up, r × NIC), latency the network's.
     """
+    if ranks <= 1:
+        return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
         return link_intra_node(gpu)
     inter = link_inter_node(gpu)
@@ -93,6 +100,8 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
 def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     """The link of point-to-point traffic within a group (pipeline neighbours, the CP ring,
     all-to-all): scale-up inside one domain, else each rank's own NIC."""
+    if ranks <= 1:
+        return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
         return link_intra_node(gpu)
     return link_inter_node(gpu)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_BYTES_PER_S
+from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_LINK_SHARE
 from planner.cost.flops import (
     Head,
     Num,
@@ -60,7 +60,7 @@ from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
-from planner.specs.hardware import HardwareProfile
+from planner.specs.hardware import ClusterSpec, HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -184,9 +184,13 @@ def swap_time(nbytes: float, gpu: HardwareProfile) -> float:
     return 2 * nbytes / comm.link_host(gpu).bandwidth
 
 
-def weight_sync_time(actor: ModelSpec, head: Head) -> float:
-    """Send the actor's weights from its training group to a separate rollout group."""
-    return params_with_head(actor, head) * BYTES_BF16 / WEIGHT_SYNC_BYTES_PER_S
+def weight_sync_time(actor: ModelSpec, head: Head, cluster: ClusterSpec) -> float:
+    """Send the actor's weights from its training group to a separate rollout group, at the
+    measured share of the link between the groups (`WEIGHT_SYNC_LINK_SHARE`): NVLink when
+    the cluster is one scale-up domain (the planner does not place groups on nodes, so two
+    groups of a larger cluster are taken to be in different domains), else the network."""
+    link = comm.link_p2p(cluster.gpu, cluster.total_gpus)
+    return params_with_head(actor, head) * BYTES_BF16 / (WEIGHT_SYNC_LINK_SHARE * link.bandwidth)
 
 
 def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
@@ -279,7 +283,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu) + swap_s
             sync_groups = {train.group}
         else:
-            sync_s = weight_sync_time(sc.actor, heads["actor"])
+            sync_s = weight_sync_time(sc.actor, heads["actor"], sc.cluster)
             # an overlapped sync lands in the rollout group's shadow copy while it generates
             sync_groups = {train.group} if shadow else {train.group, gen_task.layout.group}
 
