@@ -110,7 +110,12 @@ class HardwareProfile(BaseModel):
         return self
 
     _hash: int = PrivateAttr(0)
+    _shipped: HardwareProfile | None = PrivateAttr(None)
 
+    @property
+    def shipped(self) -> HardwareProfile:
+        """The profile as written, before a cluster narrowed its scale-up domain."""
+        return self._shipped or self
     def model_post_init(self, context: object, /) -> None:
         # the `sources` dict defeats pydantic's generated hash; the cost model memoises on
         # profiles (planner/cost/memo.py), so hash the values once
@@ -181,19 +186,17 @@ class ClusterSpec(BaseModel):
                 f"a {self.gpu.name} node holds; use more nodes with at most "
                 f"{self.gpu.gpus_per_node} GPUs each")
         require_links(self.gpu, self.nodes, self.gpus_per_node)
-        self._profile = self.gpu
-        domain = cluster_domain_gpus(self.gpu, self.gpus_per_node)
+        shipped = self.gpu.shipped  # validation runs again on a copy: derive from the original
+        domain = cluster_domain_gpus(shipped, self.gpus_per_node)
         if domain != self.gpu.scale_up_gpus:
             # frozen model: set once, here, the profile as this cluster deploys it
-            object.__setattr__(self, "gpu", with_domain(self.gpu, domain, self.gpus_per_node))
+            object.__setattr__(self, "gpu", with_domain(shipped, domain, self.gpus_per_node))
         return self
-
-    _profile: HardwareProfile | None = PrivateAttr(None)
 
     def reshaped(self, nodes: int, gpus_per_node: int) -> ClusterSpec:
         """The same profile and price in another node shape (sweep sizes, the fewest-GPU
         search): the domain is derived again from the profile as shipped."""
-        return ClusterSpec(name=self.name, gpu=self._profile or self.gpu, nodes=nodes,
+        return ClusterSpec(name=self.name, gpu=self.gpu.shipped, nodes=nodes,
                            gpus_per_node=gpus_per_node,
                            price_usd_per_gpu_hour=self.price_usd_per_gpu_hour,
                            price_from=self.price_from)
@@ -229,8 +232,10 @@ def with_domain(gpu: HardwareProfile, domain: int, gpus_per_node: int) -> Hardwa
     sources = {**gpu.sources, "scale_up_domain_gpus":
                f"the cluster's {gpus_per_node} of {gpu.gpus_per_node} GPUs per node × "
                f"{domain // gpus_per_node} node(s) per domain"}
-    return HardwareProfile(**{**gpu.model_dump(), "scale_up_domain_gpus": domain,
-                              "sources": sources})
+    deployed = HardwareProfile(**{**gpu.model_dump(), "scale_up_domain_gpus": domain,
+                                  "sources": sources})
+    deployed._shipped = gpu
+    return deployed
 
 
 def require_links(gpu: HardwareProfile, nodes: int, gpus_per_node: int) -> None:
