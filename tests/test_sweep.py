@@ -228,8 +228,8 @@ def test_svg_holds_the_labels(run):
 
 
 def test_png_and_infeasible_sizes(cli, write, tmp_path):
-    """A profile with no network and no price: multi-node sizes are infeasible rows saying why, crossed out
-    on the picture's GPU axis."""
+    """A profile with no network and no price: multi-node sizes are infeasible rows saying
+    why, crossed out on the picture's GPU axis."""
     path = write("s.yaml", SMALL)
     png, svg = tmp_path / "chart.png", tmp_path / "chart.svg"
     result = cli("sweep", str(path), "--gpu", "mi250x-gcd", "--gpus", "1,16", "--json",
