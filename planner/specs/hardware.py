@@ -116,6 +116,7 @@ class HardwareProfile(BaseModel):
     def shipped(self) -> HardwareProfile:
         """The profile as written, before a cluster narrowed its scale-up domain."""
         return self._shipped or self
+
     def model_post_init(self, context: object, /) -> None:
         # the `sources` dict defeats pydantic's generated hash; the cost model memoises on
         # profiles (planner/cost/memo.py), so hash the values once
