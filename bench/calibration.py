@@ -466,7 +466,8 @@ VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
 
 
 ASYNC_SYNC_ASSUMPTION = (
-    "{}: two groups, staleness 1; weight sync by the planner's WEIGHT_SYNC_BYTES_PER_S, "
+    "{}: two groups, staleness 1; weight sync at the planner's WEIGHT_SYNC_LINK_SHARE of the "
+    "link between the groups (NVLink inside one NVL72 rack, else the network), "
     "blocking (generation pauses for it, one rollout copy): whether the recipe overlaps it "
     "(NeMo-RL grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
     "overlap_broadcast_and_consume) is not in the data; the overlapped mode (shadow copy) is "
@@ -576,8 +577,9 @@ def map_row(row: dict[str, str], h20_path: Path) -> RLCase:
                                 "it differs in rope_theta and max_position_embeddings only)")
     if case.profile == str(h20_path) and gpus > per_node:
         case.assumptions.append(
-            f"h20 has no inter-node bandwidth (no source): bench-local copy with "
-            f"inter_node_gbps = {H20_INTER_NODE_GBPS:g} (a 400 Gb/s NIC per GPU, as DGX H100)")
+            f"h20's inter_node_gbps is the lowest user-reported figure ([U] 100 Gb/s per GPU); "
+            f"bench-local copy with inter_node_gbps = {H20_INTER_NODE_GBPS:g} (a 400 Gb/s NIC "
+            f"per GPU, as DGX H100 and another H20 report), as before")
     if source == "NeMo-RL":
         _map_nemo(case, model, gpus, per_node)
     else:

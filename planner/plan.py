@@ -221,6 +221,9 @@ class Plan(PlanInput):
     iteration_time_s: float
     tokens_per_s: float
     cost_per_step_usd: float | None
+    cost: dict[str, Any] | None = Field(None, description="the price the cost was computed "
+                                        "with: price_usd_per_gpu_hour and price_source "
+                                        "('flag', 'scenario' or 'profile NAME (source)')")
     stages: dict[str, StageTime]
     memory: dict[str, Any]
     bounds: dict[str, float]

@@ -123,7 +123,7 @@ def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
         raise InputError(f"{gpu_count(gpus)} span {nodes} nodes, but profile {c.gpu.name} has no "
                          f"inter_node_gbps to price traffic between nodes; set it in the profile "
                          f"or sweep up to {node} GPUs")
-    return ClusterSpec(name=c.name, gpu=c.gpu, nodes=nodes, gpus_per_node=per_node)
+    return c.reshaped(nodes, per_node)
 
 
 # --- solving ----------------------------------------------------------------------------------
@@ -208,6 +208,7 @@ class Sweep:
     target_tokens_per_s: float | None = None
     target_gpus: int | None = None
     target_message: str | None = None
+    price: dict | None = None  # price_usd_per_gpu_hour and price_source, as a plan's `cost`
 
     def to_json(self) -> dict:
         return {
@@ -216,6 +217,7 @@ class Sweep:
             "rows": [asdict(r) for r in self.rows],
             "smallest_feasible_gpus": self.smallest_feasible,
             "knee_gpus": self.knee,
+            "cost": self.price,
             "target": None if self.target_tokens_per_s is None else {
                 "tokens_per_s": self.target_tokens_per_s, "gpus": self.target_gpus,
                 "message": self.target_message},
@@ -364,5 +366,7 @@ def run_sweep(sc: Scenario, sizes: list[int], time_limit_s: float | None = None,
               on_done: OnDone | None = None) -> Sweep:
     """Search every size and tabulate the answers."""
     answers = solve_sizes(sc, sizes, time_limit_s, jobs, on_done)
-    return summarize(list(zip(sizes, answers, strict=True)), sc.cluster.gpus_per_node,
-                     sc.cluster.gpu.price_usd_per_gpu_hour, target_tokens_per_s)
+    swept = summarize(list(zip(sizes, answers, strict=True)), sc.cluster.gpus_per_node,
+                      sc.cluster.price, target_tokens_per_s)
+    return replace(swept, price={"price_usd_per_gpu_hour": sc.cluster.price,
+                                 "price_source": sc.cluster.price_source})

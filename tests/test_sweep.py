@@ -228,11 +228,11 @@ def test_svg_holds_the_labels(run):
 
 
 def test_png_and_infeasible_sizes(cli, write, tmp_path):
-    """A profile with no network: multi-node sizes are infeasible rows saying why, crossed out
-    on the picture's GPU axis."""
+    """A profile with no network and no price: multi-node sizes are infeasible rows saying
+    why, crossed out on the picture's GPU axis."""
     path = write("s.yaml", SMALL)
     png, svg = tmp_path / "chart.png", tmp_path / "chart.svg"
-    result = cli("sweep", str(path), "--gpu", "h100-pcie", "--gpus", "1,16", "--json",
+    result = cli("sweep", str(path), "--gpu", "mi250x-gcd", "--gpus", "1,16", "--json",
                  "--picture", str(png), "--json-out", str(tmp_path / "out.json"))
     assert result.exit_code == 0, result.output
     assert png.read_bytes().startswith(b"\x89PNG")
@@ -240,7 +240,7 @@ def test_png_and_infeasible_sizes(cli, write, tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["rows"] == rows
     assert rows[1]["status"] == "infeasible" and "inter_node_gbps" in rows[1]["reason"]
     assert rows[1]["plan"] is None
-    result = cli("sweep", str(path), "--gpu", "h100-pcie", "--gpus", "1,16", "--picture", str(svg))
+    result = cli("sweep", str(path), "--gpu", "mi250x-gcd", "--gpus", "1,16", "--picture", str(svg))
     assert result.exit_code == 0, result.output
     assert "infeasible (no plan)" in svg.read_text()
     assert "no price in the profile" in svg.read_text()

@@ -47,17 +47,19 @@ def gpus(as_json: JsonFlag = False) -> None:
         return
     table = Table(title="Hardware profiles (hardware_profiles/); bandwidths per GPU per direction")
     for col in ("name", "memory GiB", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM TB/s",
-                "intra-node GB/s", "inter-node GB/s", "GPUs/node", "$/GPU-h"):
+                "intra-node GB/s", "inter-node GB/s", "GPUs/node", "host GiB/node",
+                "host link GB/s", "$/GPU-h"):
         table.add_column(col, justify="left" if col == "name" else "right")
     for p in profiles:
         table.add_row(p.name, fmt(p.memory_gib), fmt(p.bf16_tflops), fmt(p.fp8_tflops),
                       fmt(p.hbm_tbps), fmt(p.intra_node_gbps), fmt(p.inter_node_gbps),
                       str(p.gpus_per_node) + (f" ({p.scale_up_gpus} NVLink)"
                                               if p.scale_up_gpus != p.gpus_per_node else ""),
+                      fmt(p.host_memory_gib), fmt(p.host_link_gbps),
                       fmt(p.price_usd_per_gpu_hour))
     console.print(table)
-    console.print("'—' = no published figure in the shipped sources. "
-                  "`rlplan clusters` lists node presets.")
+    console.print("'—' = no published figure in the shipped sources. Prices are defaults: "
+                  "--price overrides them. `rlplan clusters` lists node presets.")
 
 
 @reports_errors

@@ -29,6 +29,7 @@ def evaluate(
     out: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
     timeline: o.Timeline = None,
     nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, gpu: o.Gpu = None,
+    price: o.Price = None,
     prompts: o.Prompts = None, samples: o.Samples = None, prompt_len: o.PromptLen = None,
     response_len: o.ResponseLen = None, max_response_len: o.MaxResponseLen = None,
     engine: o.Engine = None,

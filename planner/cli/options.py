@@ -37,6 +37,8 @@ Engine = Annotated[str | None, _opt("Inference engine of the rollouts: vllm-v1 (
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
+Price = Annotated[float | None, _opt("Price in USD per GPU-hour (default: the scenario's "
+                                     "cluster.price_usd_per_gpu_hour, else the profile's).")]
 Objective = Annotated[str | None, _opt("Objective: time, cost, or gpus (fewest GPUs reaching "
                                        "--target-tokens-per-s).")]
 TargetTokensPerS = Annotated[float | None, _opt("Throughput the gpus objective must reach.")]

@@ -41,7 +41,8 @@ def plan(
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
     max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
     ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, price: o.Price = None,
+    objective: o.Objective = None,
     target_tokens_per_s: o.TargetTokensPerS = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from planner.cli import options as o
 from planner.cli.output import console, fail, print_json, reports_errors
+from planner.cli.views import price_origin
 from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
 from planner.specs.scenario import Scenario, load_scenario
@@ -48,7 +49,7 @@ def sweep(
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
     max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
     ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
+    gpus_per_node: o.GpusPerNode = None, price: o.Price = None, objective: o.Objective = None,
     max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
 ) -> None:
     """The best plan on each cluster size: time, tokens/s, scaling, cost, placement; the
@@ -156,8 +157,11 @@ def show(result: Sweep, heading: str) -> None:
             _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
             escape(r.placement or _short(r.reason)))
     console.print(table)
+    price = (result.price or {}).get("price_usd_per_gpu_hour")
+    at = (f" at ${price:g} per GPU-hour ({price_origin(result.price['price_source'])})"
+          if price is not None else " (no price: pass --price)")
     console.print("scaling: tokens/s per GPU against the smallest feasible size; cost counts "
-                  "every GPU of the size")
+                  f"every GPU of the size{at}", markup=False)
     if result.smallest_feasible is not None:
         console.print(f"smallest feasible: {gpu_count(result.smallest_feasible)}")
     console.print(f"knee: {gpu_count(result.knee)} (the next step gains less than half of the "

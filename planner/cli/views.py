@@ -108,6 +108,11 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(table)
     b, it = plan.bounds, plan.iteration_time_s
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
+    if plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
+        cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
+                 f"{price_origin(plan.cost['price_source'])})")
+    elif plan.cost_per_step_usd is None:
+        cost += " (no price: pass --price)"
     console.print(f"throughput {plan.tokens_per_s:,.0f} tokens/s; cost per step {cost}; "
                   f"bottleneck stage: {plan.explanation['bottleneck']}")
     decode = (f"; decode chain at full HBM bandwidth {b['decode_s']:.2f} s "
@@ -219,3 +224,14 @@ def _either(options: list[str]) -> str:
     if len(options) < 3:
         return " or ".join(options)
     return f"{', '.join(options[:-1])}, or {options[-1]}"
+
+
+def price_origin(source: str | None) -> str:
+    """Where a plan's price came from, in words for the view (the JSON keeps the full
+    source: the profile's citation)."""
+    if source == "flag":
+        return "from --price"
+    if source == "scenario":
+        return "from the scenario's cluster.price_usd_per_gpu_hour"
+    profile = (source or "profile").split(" (", 1)[0]
+    return f"the {profile} default; --price overrides it"

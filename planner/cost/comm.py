@@ -26,8 +26,10 @@ came out 3–4× slower than vTrain's measurements (bench/calibration.py). Point
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from planner.errors import InputError
 from planner.specs.hardware import HardwareProfile
 
 
@@ -40,16 +42,22 @@ class Link:
     launch: float = 0.0  # per call
 
 
+LOCAL = Link(math.inf, 0.0, 0.0)
+"""A group of one rank: nothing crosses a link (a profile without link figures prices 1 GPU)."""
+
+
 def link_intra_node(gpu: HardwareProfile) -> Link:
     if gpu.intra_node_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no intra_node_gbps")
+        raise InputError(f"profile {gpu.name} has no intra_node_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.intra_node_gbps * 1e9 * gpu.efficiency.intra_node,
                 gpu.intra_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
 def link_inter_node(gpu: HardwareProfile) -> Link:
     if gpu.inter_node_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no inter_node_gbps")
+        raise InputError(f"profile {gpu.name} has no inter_node_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.inter_node_gbps * 1e9 * gpu.efficiency.inter_node,
                 gpu.inter_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
@@ -57,7 +65,8 @@ def link_inter_node(gpu: HardwareProfile) -> Link:
 def link_host(gpu: HardwareProfile) -> Link:
     """GPU ↔ CPU memory (PCIe), for offload traffic."""
     if gpu.host_link_gbps is None:
-        raise ValueError(f"profile {gpu.name} has no host_link_gbps")
+        raise InputError(f"profile {gpu.name} has no host_link_gbps; set it in a copy of the "
+                         "profile and pass its path with --gpu")
     return Link(gpu.host_link_gbps * 1e9 * gpu.efficiency.host_link, 0.0)
 
 
@@ -76,6 +85,8 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     r ranks per domain drive r NICs in parallel (module docstring): bandwidth
     min(scale-up, r × NIC), latency the network's.
     """
+    if ranks <= 1:
+        return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
         return link_intra_node(gpu)
     inter = link_inter_node(gpu)
@@ -89,6 +100,8 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
 def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     """The link of point-to-point traffic within a group (pipeline neighbours, the CP ring,
     all-to-all): scale-up inside one domain, else each rank's own NIC."""
+    if ranks <= 1:
+        return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
         return link_intra_node(gpu)
     return link_inter_node(gpu)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_BYTES_PER_S
+from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_LINK_SHARE
 from planner.cost.flops import (
     Head,
     Num,
@@ -62,7 +62,7 @@ from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
-from planner.specs.hardware import HardwareProfile
+from planner.specs.hardware import ClusterSpec, HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -116,7 +116,7 @@ def sequences(sc: Scenario) -> int:
 
 def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
                   ) -> float | None:
-    """USD of one step on `gpus` GPUs at the profile's hourly price (None: no price)."""
+    """USD of one step on `gpus` GPUs at an hourly price per GPU (None: no price)."""
     if price_per_gpu_hour is None:
         return None
     return iteration_time_s * gpus * price_per_gpu_hour / 3600
@@ -183,9 +183,13 @@ def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProf
     return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
 
 
-def weight_sync_time(actor: ModelSpec, head: Head) -> float:
-    """Send the actor's weights from its training group to a separate rollout group."""
-    return params_with_head(actor, head) * BYTES_BF16 / WEIGHT_SYNC_BYTES_PER_S
+def weight_sync_time(actor: ModelSpec, head: Head, cluster: ClusterSpec) -> float:
+    """Send the actor's weights from its training group to a separate rollout group, at the
+    measured share of the link between the groups (`WEIGHT_SYNC_LINK_SHARE`): NVLink when
+    the cluster is one scale-up domain (the planner does not place groups on nodes, so two
+    groups of a larger cluster are taken to be in different domains), else the network."""
+    link = comm.link_p2p(cluster.gpu, cluster.total_gpus)
+    return params_with_head(actor, head) * BYTES_BF16 / (WEIGHT_SYNC_LINK_SHARE * link.bandwidth)
 
 
 def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
@@ -279,7 +283,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu) + swap_s
             sync_groups = {train.group}
         else:
-            sync_s = weight_sync_time(sc.actor, heads["actor"])
+            sync_s = weight_sync_time(sc.actor, heads["actor"], sc.cluster)
             # an overlapped sync lands in the rollout group's shadow copy while it generates
             sync_groups = {train.group} if shadow else {train.group, gen_task.layout.group}
 
@@ -522,7 +526,7 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
 def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evaluated",
             search: dict | None = None) -> Plan:
     """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
-    price = sc.cluster.gpu.price_usd_per_gpu_hour
+    price = sc.cluster.price
     capacity = sc.cluster.gpu.memory_bytes
     peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
     bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
@@ -536,6 +540,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
         cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
+        cost={"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source},
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,

@@ -31,7 +31,7 @@ from planner.search.space import (
     build_space,
     host_budget_mib,
 )
-from planner.specs.hardware import ClusterSpec, gpu_count
+from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -277,6 +277,8 @@ def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -
     within `time_limit_s`."""
     c = sc.cluster
     per_node, nodes = c.gpus_per_node, c.nodes
+    if c.gpu.intra_node_gbps is None:  # no scale-up figure: one GPU is all it can price
+        return None
     deadline = time.monotonic() + time_limit_s
     while per_node * nodes <= c.total_gpus * factor_limit and time.monotonic() < deadline:
         if per_node < c.gpu.gpus_per_node:
@@ -285,8 +287,7 @@ def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -
             nodes *= 2
         else:  # one node is all the profile allows
             return None
-        bigger = sc.model_copy(update={"cluster": ClusterSpec(
-            name=c.name, gpu=c.gpu, nodes=nodes, gpus_per_node=per_node)})
+        bigger = sc.model_copy(update={"cluster": c.reshaped(nodes, per_node)})
         remaining = max(0.1, deadline - time.monotonic())
         if _feasible(_search(bigger, [Option(0, False, False)], remaining, 1)):
             return nodes * per_node

@@ -455,7 +455,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
         host_budget_mib=host_budget_mib(sc),
-        sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"])),
+        sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"], cluster)),
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
                    if sc.search.objective == "gpus" else None),
         swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from planner.errors import InputError
 from planner.specs.files import (
     catalog_names,
     data_dir,
@@ -116,6 +117,12 @@ class HardwareProfile(BaseModel):
         return self
 
     _hash: int = PrivateAttr(0)
+    _shipped: HardwareProfile | None = PrivateAttr(None)
+
+    @property
+    def shipped(self) -> HardwareProfile:
+        """The profile as written, before a cluster narrowed its scale-up domain."""
+        return self._shipped or self
 
     def model_post_init(self, context: object, /) -> None:
         # the `sources` dict defeats pydantic's generated hash; the cost model memoises on
@@ -160,7 +167,13 @@ def gpu_count(n: int) -> str:
 
 
 class ClusterSpec(BaseModel):
-    """A cluster: `nodes` nodes of `gpus_per_node` GPUs of one profile."""
+    """A cluster: `nodes` nodes of `gpus_per_node` GPUs of one profile.
+
+    `gpu` is the profile as this cluster deploys it: its scale-up domain counts the cluster's
+    GPUs (a cluster using 4 of an 8-GPU node's GPUs has a 4-GPU NVLink domain; one using all 4
+    GPUs of each GB200 tray keeps the 72-GPU rack), so the cost model reads every link from
+    `gpu` alone. The price is the profile's unless the scenario or a flag overrides it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -168,6 +181,10 @@ class ClusterSpec(BaseModel):
     gpu: HardwareProfile
     nodes: int = Field(gt=0)
     gpus_per_node: int = Field(gt=0)
+    price_usd_per_gpu_hour: float | None = Field(
+        None, gt=0, description="overrides the profile's price (from a flag or the scenario)")
+    price_from: Literal["flag", "scenario"] | None = Field(
+        None, description="where the override came from")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
@@ -176,14 +193,74 @@ class ClusterSpec(BaseModel):
                 f"gpus_per_node ({self.gpus_per_node}) exceeds the {self.gpu.gpus_per_node} GPUs "
                 f"a {self.gpu.name} node holds; use more nodes with at most "
                 f"{self.gpu.gpus_per_node} GPUs each")
-        if self.nodes > 1 and self.gpu.inter_node_gbps is None:
-            raise ValueError(f"{self.nodes} nodes, but profile {self.gpu.name} has no "
-                             "inter_node_gbps; set it in the profile or use nodes: 1")
+        require_links(self.gpu, self.nodes, self.gpus_per_node)
+        shipped = self.gpu.shipped  # validation runs again on a copy: derive from the original
+        domain = cluster_domain_gpus(shipped, self.gpus_per_node)
+        if domain != self.gpu.scale_up_gpus:
+            # frozen model: set once, here, the profile as this cluster deploys it
+            object.__setattr__(self, "gpu", with_domain(shipped, domain, self.gpus_per_node))
         return self
+
+    def reshaped(self, nodes: int, gpus_per_node: int) -> ClusterSpec:
+        """The same profile and price in another node shape (sweep sizes, the fewest-GPU
+        search): the domain is derived again from the profile as shipped."""
+        return ClusterSpec(name=self.name, gpu=self.gpu.shipped, nodes=nodes,
+                           gpus_per_node=gpus_per_node,
+                           price_usd_per_gpu_hour=self.price_usd_per_gpu_hour,
+                           price_from=self.price_from)
 
     @property
     def total_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def price(self) -> float | None:
+        """USD per GPU-hour: flag > scenario > profile; None when none gives one."""
+        return self.price_usd_per_gpu_hour or self.gpu.price_usd_per_gpu_hour
+
+    @property
+    def price_source(self) -> str | None:
+        """Where `price` comes from: 'flag', 'scenario' or 'profile NAME (its source)'."""
+        if self.price_usd_per_gpu_hour is not None:
+            return self.price_from or "scenario"
+        if self.gpu.price_usd_per_gpu_hour is None:
+            return None
+        cited = self.gpu.sources.get("price_usd_per_gpu_hour")
+        return f"profile {self.gpu.name}" + (f" ({cited})" if cited else "")
+
+
+def cluster_domain_gpus(gpu: HardwareProfile, gpus_per_node: int) -> int:
+    """GPUs of a cluster with `gpus_per_node` GPUs per node in one scale-up domain: the nodes a
+    domain spans (1, or 18 GB200 trays) times the GPUs the cluster uses in each."""
+    return max(1, gpu.scale_up_gpus // gpu.gpus_per_node) * gpus_per_node
+
+
+def with_domain(gpu: HardwareProfile, domain: int, gpus_per_node: int) -> HardwareProfile:
+    """A copy of `gpu` whose scale-up domain is `domain` GPUs (validated, so freshly hashed)."""
+    sources = {**gpu.sources, "scale_up_domain_gpus":
+               f"the cluster's {gpus_per_node} of {gpu.gpus_per_node} GPUs per node × "
+               f"{domain // gpus_per_node} node(s) per domain"}
+    deployed = HardwareProfile(**{**gpu.model_dump(), "scale_up_domain_gpus": domain,
+                                  "sources": sources})
+    deployed._shipped = gpu
+    return deployed
+
+
+def require_links(gpu: HardwareProfile, nodes: int, gpus_per_node: int) -> None:
+    """The link figures a cluster of this shape needs to price its traffic: the scale-up link
+    as soon as two GPUs talk, the network once there are two nodes."""
+    total = nodes * gpus_per_node
+    if total > 1 and gpu.intra_node_gbps is None:
+        raise InputError(
+            f"profile {gpu.name} has no intra_node_gbps (scale-up link per GPU per direction, "
+            f"GB/s) to price traffic among {total} GPUs; set intra_node_gbps in a copy of the "
+            f"profile (`rlplan gpus --json` prints it; `rlplan schema hardware` the format) and "
+            f"pass its path with --gpu, or plan on 1 GPU")
+    if nodes > 1 and gpu.inter_node_gbps is None:
+        raise InputError(
+            f"{nodes} nodes, but profile {gpu.name} has no inter_node_gbps (network per GPU per "
+            f"direction, GB/s); set it in a copy of the profile and pass its path with --gpu, "
+            f"or use 1 node")
 
 
 class ClusterPreset(BaseModel):
@@ -208,6 +285,9 @@ class ClusterInput(BaseModel):
     gpu: str | None = None
     nodes: int | None = Field(None, gt=0)
     gpus_per_node: int | None = Field(None, gt=0)
+    price_usd_per_gpu_hour: float | None = Field(
+        None, gt=0, description="USD per GPU-hour; overrides the profile's (a --price flag "
+                                "overrides this)")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterInput:
@@ -262,10 +342,12 @@ def list_presets() -> list[ClusterPreset]:
     return [load_preset_file(p) for p in catalog_names(presets_dir(), _YAML).values()]
 
 
-def resolve_cluster(spec: ClusterInput | str, source: str = "cluster") -> ClusterSpec:
+def resolve_cluster(spec: ClusterInput | str, source: str = "cluster",
+                    price_from: Literal["flag", "scenario"] = "scenario") -> ClusterSpec:
     """Turn a scenario's `cluster:` (a preset name, or a mapping) into a ClusterSpec.
 
-    Precedence: fields given in the mapping > the preset's > the profile's own node shape.
+    Precedence: fields given in the mapping > the preset's > the profile's own node shape; a
+    price in the mapping (`price_from` says whether a flag set it) > the profile's.
     """
     if isinstance(spec, str):
         spec = ClusterInput(preset=spec)
@@ -273,7 +355,10 @@ def resolve_cluster(spec: ClusterInput | str, source: str = "cluster") -> Cluste
     gpu = load_profile(spec.gpu or preset.gpu)  # type: ignore[union-attr]
     nodes = spec.nodes or (preset.nodes if preset else 1)
     per_node = spec.gpus_per_node or (preset.gpus_per_node if preset else gpu.gpus_per_node)
+    price = spec.price_usd_per_gpu_hour
     return validate_as(ClusterSpec, {"name": preset.name if preset else None, "gpu": gpu,
-                                     "nodes": nodes, "gpus_per_node": per_node}, source)
+                                     "nodes": nodes, "gpus_per_node": per_node,
+                                     "price_usd_per_gpu_hour": price,
+                                     "price_from": price_from if price else None}, source)
 
 

@@ -53,6 +53,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",
+    "price": "cluster.price_usd_per_gpu_hour",
     "objective": "search.objective",
     "target_tokens_per_s": "search.target_tokens_per_s",
     "max_staleness": "search.max_staleness",
@@ -261,8 +262,9 @@ def _model_notes(roles: dict[str, ModelSpec | None]) -> list[str]:
     return out
 
 
-def resolve(inp: ScenarioInput, source: str) -> Scenario:
-    """Load models and cluster and check the scenario's pieces against each other."""
+def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenario:
+    """Load models and cluster and check the scenario's pieces against each other
+    (`price_flag`: the cluster's price came from --price, not the file)."""
     info = ALGORITHMS[inp.algorithm]
     family, m, w_in = info.family, inp.models, inp.workload
     notes: list[str] = []
@@ -351,10 +353,15 @@ def resolve(inp: ScenarioInput, source: str) -> Scenario:
                          f"exceeds its max_position_embeddings {spec.max_position_embeddings} "
                          "(needs RoPE scaling)")
     try:
-        cluster = resolve_cluster(inp.cluster, f"{source}: cluster")
+        cluster = resolve_cluster(inp.cluster, f"{source}: cluster",
+                                  "flag" if price_flag else "scenario")
     except InputError as exc:
         msg = str(exc)
         raise InputError(msg if msg.startswith(source) else f"{source}: cluster: {msg}") from None
+    if inp.search.objective == "cost" and cluster.price is None:
+        raise bad("search.objective", f"the cost objective needs a price, and profile "
+                  f"{cluster.gpu.name} has none; pass --price USD_PER_GPU_HOUR (or set "
+                  "cluster.price_usd_per_gpu_hour)")
     return Scenario(algorithm=inp.algorithm, family=family, workload=w,
                     length_distribution=lengths, runtime=inp.runtime, cluster=cluster,
                     search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
@@ -383,7 +390,8 @@ def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -
 def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
     """The scenario at `path` (or from overrides alone), validated and resolved."""
     inp = scenario_input(path, overrides)
-    return resolve(inp, str(path) if path else "scenario")
+    price_flag = (overrides or {}).get(SCENARIO_FLAGS["price"]) is not None
+    return resolve(inp, str(path) if path else "scenario", price_flag)
 
 
 def scenario_from_plan(plan: dict[str, Any], source: str) -> Scenario:

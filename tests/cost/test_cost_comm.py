@@ -8,6 +8,7 @@ import math
 import pytest
 
 from planner.cost import comm
+from planner.errors import InputError
 from planner.specs.hardware import load_profile
 
 LINK = comm.Link(bandwidth=100e9, latency=0.0)
@@ -103,6 +104,6 @@ def test_nvl72_domain_spans_nodes():
 
 
 def test_crossing_nodes_without_a_network_figure_is_an_error():
-    gpu = load_profile("h20")  # no inter_node_gbps in the profile (no source)
-    with pytest.raises(ValueError, match="inter_node_gbps"):
+    gpu = load_profile("l40s")  # no inter_node_gbps in the profile (no source)
+    with pytest.raises(InputError, match="inter_node_gbps"):
         comm.link_for(gpu, 16)
