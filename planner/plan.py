@@ -227,6 +227,9 @@ class Plan(PlanInput):
     stages: dict[str, StageTime]
     memory: dict[str, Any]
     bounds: dict[str, float]
+    precision: dict[str, str] = Field(default_factory=dict, description="what each stage "
+                                      "computes in: generation (rollout weights and KV "
+                                      "cache), assessment, training")
     search: dict[str, Any] = Field(default_factory=dict)
     explanation: dict[str, Any] = Field(default_factory=dict)
     breakdown: dict[str, Any] = Field(default_factory=dict)

@@ -114,12 +114,14 @@ ONE_PRICE = {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
              "cluster.nodes": 1, "cluster.gpus_per_node": 4}
 
 
-@pytest.fixture(scope="module")
-def one_price():
-    """A memory-tight GRPO space (1.5B on 40 GB GPUs, 4K-token tail) and its optimum."""
+@pytest.fixture(scope="module", params=["bf16", "fp8"])
+def one_price(request):
+    """A memory-tight GRPO space (1.5B on 40 GB GPUs, 4K-token tail) and its optimum, with
+    BF16 rollouts and with FP8 weights and KV cache."""
     from planner.search.solve import Option
 
-    sc = load_scenario(None, ONE_PRICE)
+    fp8 = {"runtime.rollout_weights": "fp8", "runtime.kv_cache_dtype": "fp8"}
+    sc = load_scenario(None, {**ONE_PRICE, **(fp8 if request.param == "fp8" else {})})
     option = Option(0, True, False)  # with fusion, whose completion times the search uses
     space = build_space(sc, fusion=True, slots=2)
     return sc, space, option, cpsat.solve(space, 30).choice

@@ -225,7 +225,7 @@ def test_quantization_config_is_read_and_shown(cli):
     q = spec.quantization
     assert (q.method, q.weight_format, q.weight_bits, q.block) == ("fp8", "e4m3", 8, (128, 128))
     result = cli("validate", str(models_dir() / "deepseek-v3.json"))
-    assert "quantization: fp8 (e4m3, block 128×128) — read, not yet used for pricing" \
+    assert "quantization: fp8 (e4m3, block 128×128) — read (FP8 checkpoints roll out in FP8" \
         in result.stdout
     assert load_model("gpt-oss-20b").quantization.weight_bits == 4
     assert load_model("qwen3-8b").quantization is None
@@ -234,7 +234,11 @@ def test_quantization_config_is_read_and_shown(cli):
 def test_quantization_is_a_scenario_note(cli):
     result = cli("validate", str(SCENARIO), "--actor", "gpt-oss-20b", "--json")
     notes = json.loads(result.stdout)["resolved"]["notes"]
-    assert any(n.startswith("actor gpt-oss-20b: quantization mxfp4") for n in notes)
+    assert any(n.startswith("actor gpt-oss-20b: checkpoint quantization mxfp4")
+               and n.endswith("trained and scored in bf16") for n in notes)
+    fp8 = cli("validate", str(SCENARIO), "--actor", "deepseek-v3", "--json")
+    assert any("rolled out with FP8 weights as stored" in n
+               for n in json.loads(fp8.stdout)["resolved"]["notes"])
 
 
 @pytest.mark.parametrize(("quant", "fragment"), [

@@ -121,8 +121,8 @@ def validate(
         if summary["moe_layers_described"]:
             console.print(f"  MoE layers: {summary['moe_layers_described']}")
         if summary["quantization_described"]:
-            console.print(f"  quantization: {summary['quantization_described']} — read, not yet "
-                          "used for pricing")
+            console.print(f"  quantization: {summary['quantization_described']} — read (FP8 "
+                          "checkpoints roll out in FP8; training in bf16)")
         for note in summary["notes"]:
             console.print(f"  [yellow]note[/yellow]: {note}")
     else:

@@ -165,9 +165,10 @@ def rollout_section(rollout: dict, layout: dict | None,
                     else "—" for k, _ in PARTS))
     out: list[RenderableType] = [
         table,
-        f"  KV cache {rollout['kv_cache_tokens']:,} tokens per replica: peak "
-        f"{rollout['peak_running']} running of max_num_seqs {rollout['max_num_seqs']}, "
-        f"mean {rollout['mean_running']:.1f}"]
+        f"  {rollout.get('precision', 'bf16 weights, bf16 KV cache')} of "
+        f"{rollout['kv_cache_tokens']:,} tokens per replica",
+        f"  running sequences: peak {rollout['peak_running']} of max_num_seqs "
+        f"{rollout['max_num_seqs']}, mean {rollout['mean_running']:.1f}"]
     redo = ([f"{rollout['preemptions']:,} preemptions"] if rollout["preemptions"] > 0 else []) \
         + ([f"{rollout['recomputed_tokens']:,} tokens recomputed"]
            if rollout["recomputed_tokens"] > 0 else [])

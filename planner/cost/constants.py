@@ -41,6 +41,10 @@ weight decay p ← p − lr·λ·p (2). Our tally; Calculon uses 11 (no decay/bi
 BYTES_BF16 = 2
 """bf16 / fp16 element (weights, activations, KV cache in mixed precision)."""
 
+BYTES_FP8 = 1
+"""FP8 (e4m3/e5m2) weights or KV-cache elements; block scales are not counted (one fp32 scale per
+128×128 block: 0.02%)."""
+
 BYTES_FP32 = 4
 """fp32 element (master weights, Adam moments, accumulated gradients, loss logits)."""
 

@@ -31,6 +31,7 @@ from planner.cost.activations import (
 )
 from planner.cost.constants import (
     BYTES_BF16,
+    BYTES_FP8,
     CAUSAL_KEY_VISIT_FRACTION,
     DEFAULT_PREFILL_CHUNK_TOKENS,
     TP_ALLREDUCES_PER_LAYER_PASS,
@@ -59,6 +60,16 @@ from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.theory.shape import Head
+
+
+def rollout_precision(weights: str, kv_cache: str) -> Precision:
+    """The rollout engine's precision (`runtime.rollout_weights`, `runtime.kv_cache_dtype`,
+    resolved): FP8 weights are 1 byte and run their matmuls on FP8 tensor cores (vLLM's FP8
+    checkpoints and `--quantization fp8`); an FP8 KV cache is 1 byte per element (vLLM
+    `kv_cache_dtype=fp8`). Everything else stays BF16."""
+    fp8 = weights == "fp8"
+    return Precision(weight_bytes=BYTES_FP8 if fp8 else BYTES_BF16, fp8_matmuls=fp8,
+                     kv_cache_bytes=BYTES_FP8 if kv_cache == "fp8" else BYTES_BF16)
 
 # --- memory ----------------------------------------------------------------------------------
 
@@ -250,9 +261,11 @@ def _sum_max(lines: list[tuple[Num, Num]], m: np.ndarray) -> np.ndarray:
 def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                 engine: Engine, precision: Precision = MIXED_PRECISION_ADAM) -> DecodeStep:
     """The decode step of one replica of `layout` (tp × pp GPUs) on `gpu` under `engine`,
-    reading weights and KV cache at `precision`'s bytes per element."""
+    reading weights and KV cache at `precision`'s bytes per element; the weight matmuls at the
+    FP8 rate under `precision.fp8_matmuls`, attention over the KV cache in BF16."""
     tp, pp, L = layout.tp, layout.pp, spec.num_hidden_layers
     flops_rate = tp * pp * compute_rate(gpu)
+    matmul_rate = tp * pp * compute_rate(gpu, fp8=precision.fp8_matmuls)
     hbm = decode_hbm_rate(gpu)
     kv_split = 1 if spec.mla else min(tp, spec.num_key_value_heads)  # replicated past a_kv
     comm_fixed = comm_seq = 0.0
@@ -267,12 +280,13 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
         link = comm.link_p2p(gpu, pp, stride=tp)
         comm_fixed += pp * comm.time_p2p(0.0, link)
         comm_seq += comm.time_p2p(act, link) - comm.time_p2p(0.0, link)
-    per_token = flops_decode_step(spec, 0.0).total
+    head = flops_fwd_per_token_head(spec, Head.POLICY)  # BF16 in FP8 checkpoints too
+    matmuls = flops_decode_step(spec, 0.0).total - head
     return DecodeStep(
         spec=spec, weight_rate=tp * hbm, weight_bytes=precision.weight_bytes,
         overhead=engine.step_overhead_s,
         per_seq=engine.per_seq_s, comm=comm_fixed, comm_per_seq=comm_seq,
-        flop_seq=per_token / flops_rate,
+        flop_seq=matmuls / matmul_rate + head / flops_rate,
         flop_kv=flops_fwd_per_key_attn_scores(spec, mla_absorbed=True) / flops_rate,
         byte_kv=bytes_kv_cache_per_token(spec, precision.kv_cache_bytes) / (kv_split * pp * hbm),
         host=L * engine.layer_floor_s)
@@ -298,11 +312,14 @@ class PrefillCost:
             self.per_seq * n + self.per_token * tokens + self.per_sq * sq)
 
 
-def prefill_cost(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile
-                 ) -> PrefillCost:
+def prefill_cost(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+                 precision: Precision = MIXED_PRECISION_ADAM) -> PrefillCost:
     """Prefill priced compute-bound (`flops_prefill`: S tokens, S²/2 key visits, one head),
-    plus its TP all-reduces."""
+    plus its TP all-reduces. The weight matmuls run at the FP8 rate under
+    `precision.fp8_matmuls`; attention and the output head (kept in BF16 by FP8 checkpoints and
+    vLLM's online FP8) at the BF16 rate."""
     rate = layout.tp * layout.pp * compute_rate(gpu)
+    matmul_rate = layout.tp * layout.pp * compute_rate(gpu, fp8=precision.fp8_matmuls)
     head = flops_fwd_per_token_head(spec, Head.POLICY)
     per_token = flops_prefill(spec, 1.0).total - head - flops_fwd_per_key_attn_scores(spec) / 2
     latency = per_row = 0.0
@@ -312,7 +329,7 @@ def prefill_cost(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardware
         latency = calls * comm.time_allreduce(0.0, layout.tp, link)
         per_row = calls * comm.time_allreduce(spec.hidden_size * BYTES_BF16, layout.tp,
                                               link) - latency
-    return PrefillCost(per_seq=head / rate, per_token=per_token / rate + per_row,
+    return PrefillCost(per_seq=head / rate, per_token=per_token / matmul_rate + per_row,
                     per_sq=CAUSAL_KEY_VISIT_FRACTION * flops_fwd_per_key_attn_scores(spec) / rate,
                     per_batch=latency)
 
@@ -370,7 +387,7 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     replica's time per completed share over the periods after the first, the slowest one's."""
     sched = schedule(lengths, layout.dp, prompt_len, kv_tokens, max_seqs, partial)
     step = decode_step(spec, layout, gpu, engine, precision)
-    pre = prefill_cost(spec, layout, gpu)
+    pre = prefill_cost(spec, layout, gpu, precision)
     decode, overhead = step.segment_seconds(sched.batch, sched.kv, sched.steps)
     fresh = pre.seconds(sched.fresh, sched.fresh_tokens, sched.fresh_sq)
     recompute = pre.seconds(sched.re, sched.re_tokens, sched.re_sq)

@@ -49,6 +49,7 @@ from planner.cost.generation import (
     Rollout,
     kv_tokens_that_fit,
     memory_generation_per_gpu,
+    rollout_precision,
     time_generation,
 )
 from planner.cost.memory import (
@@ -58,6 +59,7 @@ from planner.cost.memory import (
     memory_per_gpu,
 )
 from planner.cost.offload import swap_time
+from planner.cost.states import Precision
 from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
@@ -418,8 +420,13 @@ def generation_memory(sc: Scenario, layout: Layout | LayoutVariants, shadow: boo
     kv = layout.kv_cache_tokens if kv_tokens is None else kv_tokens
     return memory_generation_per_gpu(
         sc.actor, layout, kv_tokens=kv, decode_batch=max_seqs(sc, layout),
-        shadow_weights=shadow, resharding=resharding,
+        shadow_weights=shadow, resharding=resharding, precision=rollout_precision_of(sc),
         reserve_bytes=sc.cluster.gpu.runtime_reserve_gib * GIB)
+
+
+def rollout_precision_of(sc: Scenario) -> Precision:
+    """The rollout engine's precision for this scenario (`Scenario.rollout_weights`)."""
+    return rollout_precision(sc.rollout_weights, sc.runtime.kv_cache_dtype)
 
 
 def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool,
@@ -430,7 +437,8 @@ def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool,
     gpu, w = sc.cluster.gpu, sc.workload
     room = kv_tokens_that_fit(sc.actor, layout, budget, max_seqs(sc, layout),
                               shadow_weights=shadow, resharding=hybrid,
-                              reserve_bytes=gpu.runtime_reserve_gib * GIB)
+                              reserve_bytes=gpu.runtime_reserve_gib * GIB,
+                              precision=rollout_precision_of(sc))
     longest = w.prompt_len + int(sc.response_lengths.max())
     kv = layout.kv_cache_tokens or min(room, useful_kv_tokens(sc, layout))
     where = f"group {layout.group}, stage generation"
@@ -453,7 +461,8 @@ def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: b
     schedule of the step's response lengths priced by the decode step (`generation.py`)."""
     return time_generation(sc.actor, layout, sc.cluster.gpu, ENGINES[sc.runtime.engine],
                            sc.response_lengths, sc.workload.prompt_len,
-                           int(layout.kv_cache_tokens), max_seqs(sc, layout), partial)
+                           int(layout.kv_cache_tokens), max_seqs(sc, layout), partial,
+                           rollout_precision_of(sc))
 
 
 def fused_generation_assessment(gen_s: float, assess_s: float,
@@ -499,27 +508,32 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
             gpus: int) -> dict[str, float]:
     """Lower bounds: all FLOPs at the cluster's peak; the decode chain at full HBM bandwidth.
 
-    compute_s = the FLOPs of every task the plan runs / (GPUs × peak); decode_s = the
-    T_max − 1 dependent decode steps of the longest rollout, each reading the actor's weights
-    once, spread over one scale-up domain at peak HBM bandwidth.
+    compute_s = the FLOPs of every task the plan runs / (GPUs × peak; the rollouts' at the FP8
+    peak when they run FP8 matmuls); decode_s = the T_max − 1 dependent decode steps of the
+    longest rollout, each reading the actor's weights once (at the rollout's bytes per
+    weight), spread over one scale-up domain at peak HBM bandwidth.
     """
     gpu, w = sc.cluster.gpu, sc.workload
-    work = 0.0
+    rollout = rollout_precision_of(sc)
+    fp8_peak = (gpu.fp8_tflops * 1e12 if rollout.fp8_matmuls and gpu.fp8_tflops
+                else gpu.peak_bf16_flops)
+    compute_s = 0.0
     for t in tasks:
         spec, head = sc.roles[t.role], heads[t.role]
         if t.stage == "generation":
-            work += n * flops_generation(spec, w.prompt_len, w.response_len).total
+            work, peak = n * flops_generation(spec, w.prompt_len, w.response_len).total, fp8_peak
         elif t.stage == "assessment":
-            work += n * flops_fwd_seq(spec, w.seq_len, head).total
+            work, peak = n * flops_fwd_seq(spec, w.seq_len, head).total, gpu.peak_bf16_flops
         else:
-            work += w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total
-    compute_s = work / (gpus * gpu.peak_bf16_flops)
+            work = w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total
+            peak = gpu.peak_bf16_flops
+        compute_s += work / (gpus * peak)
     decode_s = 0.0
     if any(t.stage == "generation" for t in tasks):
         domain = min(gpus, gpu.scale_up_gpus)
         longest = int(sc.response_lengths.max())
-        decode_s = (longest - 1) * bytes_weights_read_fwd(sc.actor, 1) / (
-            domain * gpu.hbm_bytes_per_s)
+        decode_s = (longest - 1) * bytes_weights_read_fwd(
+            sc.actor, 1, weight_bytes=rollout.weight_bytes) / (domain * gpu.hbm_bytes_per_s)
     return {"compute_s": compute_s, "decode_s": decode_s}
 
 
@@ -552,6 +566,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
                   if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
+        precision=sc.precisions,
         explanation={"bottleneck": bottleneck,
                      "binding_constraint": f"group {peak_group} in {binding['stage']}: "
                                            f"{float(binding['peak_bytes']) / GIB:.1f} of "
@@ -592,7 +607,7 @@ def rollout_summary(sc: Scenario, r: Rollout) -> dict:
             curve.append([float(lo), float((overlap * run[:, 2]).sum() / (hi - lo))])
     return {
         "kv_cache_tokens": r.kv_tokens, "max_num_seqs": r.max_seqs,
-        "share_per_replica": r.share,
+        "share_per_replica": r.share, "precision": sc.precisions["generation"],
         "peak_running": r.peak_batch, "mean_running": r.mean_batch, "regime": r.regime,
         "parts": r.time.as_dict(), "tail_s": r.tail_s, "preemptions": r.preemptions,
         "recomputed_tokens": r.recomputed_tokens,

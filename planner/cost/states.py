@@ -55,6 +55,8 @@ class Precision:
         master copy + m + v = 12).
     activation_bytes: stored activations (bf16: 2).
     kv_cache_bytes: KV-cache elements (bf16: 2; fp8 KV cache: 1).
+    fp8_matmuls: the weight matmuls run on FP8 tensor cores (W8A8, as vLLM runs FP8 weights on
+        GPUs that have them; elsewhere FP8 weights are dequantized to BF16 matmuls).
     """
 
     weight_bytes: float = BYTES_BF16
@@ -62,6 +64,7 @@ class Precision:
     optimizer_bytes: float = ADAM_STATE_BYTES_PER_PARAM
     activation_bytes: float = BYTES_BF16
     kv_cache_bytes: float = BYTES_BF16
+    fp8_matmuls: bool = False
 
     @property
     def model_state_bytes(self) -> float:

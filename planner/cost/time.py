@@ -175,9 +175,12 @@ class ForwardTime(Seconds):
     offload: Num = 0.0  # offloaded parameters streamed over the host link
 
 
-def compute_rate(gpu: HardwareProfile) -> float:
-    """Achievable FLOP/s of one GPU on dense BF16 matmuls."""
-    return gpu.peak_bf16_flops * gpu.efficiency.compute
+def compute_rate(gpu: HardwareProfile, fp8: bool = False) -> float:
+    """Achievable FLOP/s of one GPU on dense BF16 matmuls, or FP8 ones (`fp8`) where the GPU
+    has FP8 tensor cores (a profile without `fp8_tflops` runs them at its BF16 rate). The
+    profile's one compute efficiency applies to both."""
+    peak = gpu.fp8_tflops * 1e12 if fp8 and gpu.fp8_tflops else gpu.peak_bf16_flops
+    return peak * gpu.efficiency.compute
 
 
 def hbm_rate(gpu: HardwareProfile) -> float:

@@ -52,6 +52,7 @@ from planner.cost.iteration import (
     generation_rollout,
     max_seqs,
     resharding_time,
+    rollout_precision_of,
     sequences,
     task_memory,
     task_time,
@@ -258,7 +259,8 @@ def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
     # the candidate's two memory numbers are rounded up to whole MiB: keep 2 MiB for that
     room = kv_tokens_that_fit(sc.actor, shape, (space.budget_mib - 2) * MIB + reserve,
                               max_seqs(sc, shape), shadow_weights=space.overlap_sync,
-                              resharding=True, reserve_bytes=reserve)
+                              resharding=True, reserve_bytes=reserve,
+                              precision=rollout_precision_of(sc))
     longest = sc.workload.prompt_len + int(sc.response_lengths.max())
     top = min(room, useful_kv_tokens(sc, shape))
     if top < longest:
@@ -329,7 +331,8 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
             layout=lay, time_ms={"generation": _ms(np.array([r.seconds for r in rollouts]))},
             persistent_mib=_mib(mem.persistent), transient_mib={"generation": _mib(mem.transient)},
             reshard_ms=_ms(resharding_time(sc.actor, head, lay, sc.cluster.gpu)),
-            reshard_mib=_mib(bytes_resharding_buffer(sc.actor, lay)),
+            reshard_mib=_mib(bytes_resharding_buffer(sc.actor, lay,
+                                                     rollout_precision_of(sc).weight_bytes)),
             done_ms=_ms(np.array([[c for c, _ in r.completions] for r in rollouts])))
     if task.kind == "forward":
         mem = task_memory(sc, role, "assessment", lay, head)

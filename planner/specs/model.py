@@ -219,7 +219,8 @@ class ModelSpec(BaseModel):
     moe: MoESpec | None = None
     mla: MLASpec | None = None
     quantization: QuantizationSpec | None = Field(None, description="the checkpoint's "
-                                                  "quantization_config: read, not yet priced")
+                                                  "quantization_config: FP8 checkpoints are rolled "
+                                                  "out in FP8 (runtime.rollout_weights)")
     notes: tuple[str, ...] = Field((), description="what was decided on the config's behalf")
 
     @property

@@ -1,9 +1,10 @@
-"""A checkpoint's `quantization_config`, read and kept as information (not yet priced).
+"""A checkpoint's `quantization_config`, read into the model spec.
 
-rlplan prices weights, gradients and optimizer state in bf16/fp32 (RL training updates
-full-precision weights); a checkpoint shipped quantized (DeepSeek-V3's FP8 block scales,
-gpt-oss's MXFP4 experts) is still recorded, so `rlplan validate` can say what it read instead
-of dropping the field silently.
+rlplan prices training and assessment in bf16/fp32 (RL training updates full-precision
+weights). The actor's rollouts follow the checkpoint where vLLM does: an FP8 checkpoint
+(DeepSeek-V3's block-scaled e4m3, `FP8_METHODS`) is rolled out with FP8 weights unless the
+scenario says `runtime.rollout_weights: bf16`. Other methods (gpt-oss's MXFP4 experts, AWQ,
+GPTQ) are recorded and shown, and their rollouts priced in bf16.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from planner.errors import InputError
 # Bits per weight value of methods whose config does not state `bits` (the values alone; block
 # scales come on top): FP8 formats (e4m3/e5m2) and the 4-bit microscaling formats.
 _METHOD_BITS = {"fp8": 8, "fbgemm_fp8": 8, "mxfp4": 4, "nvfp4": 4}
+# Methods whose checkpoints vLLM serves with FP8 weights (rlplan then rolls them out in FP8
+# unless the scenario says otherwise: runtime.rollout_weights).
+FP8_METHODS = frozenset({"fp8", "fbgemm_fp8"})
 
 
 class QuantizationSpec(BaseModel):

@@ -28,6 +28,7 @@ from planner.specs.files import (
 from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
 from planner.specs.lengths import LengthDistribution, resolve_lengths, sample_lengths
 from planner.specs.model import ModelSpec, load_model
+from planner.specs.quantization import FP8_METHODS
 from planner.specs.workload import ALGORITHMS, Family, Workload, WorkloadInput
 
 ROLES = ("actor", "reference", "reward", "critic")
@@ -50,6 +51,8 @@ SCENARIO_FLAGS: dict[str, str] = {
     "ppo_epochs": "workload.ppo_epochs",
     "mini_batches": "workload.mini_batches",
     "engine": "runtime.engine",
+    "rollout_weights": "runtime.rollout_weights",
+    "kv_cache_dtype": "runtime.kv_cache_dtype",
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",
@@ -99,8 +102,16 @@ class RuntimeInput(BaseModel):
         "CUDA graphs, default), sglang (SGLang ≥ 0.4, overlapped scheduler), vllm-v0 (vLLM "
         "V0-era engine, pre-2025), eager (no CUDA graphs, e.g. vLLM on ROCm multi-node as "
         "verl's AMD guide reports)")
+    rollout_weights: Literal["auto", "bf16", "fp8"] = Field(
+        "auto", description="precision of the actor's weights in the rollout engine: auto = "
+        "fp8 when the actor's checkpoint is stored in FP8 (its config's quantization_config, "
+        "e.g. DeepSeek-V3), else bf16; fp8 = FP8 weights with FP8 matmuls (vLLM --quantization "
+        "fp8); training keeps BF16 weights and FP32 optimizer state either way")
+    kv_cache_dtype: Literal["bf16", "fp8"] = Field(
+        "bf16", description="KV-cache elements in the rollout engine: bf16 (vLLM's default, the "
+        "model's dtype) or fp8 (vLLM kv_cache_dtype=fp8: twice the tokens in the same memory)")
 
-    @field_validator("engine", mode="before")
+    @field_validator("engine", "rollout_weights", "kv_cache_dtype", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
@@ -159,6 +170,24 @@ class Scenario(BaseModel):
     def roles(self) -> dict[str, ModelSpec]:
         """The models this scenario runs, by role (absent roles are missing)."""
         return {r: m for r in ROLES if (m := getattr(self, r)) is not None}
+
+    @property
+    def rollout_weights(self) -> Literal["bf16", "fp8"]:
+        """The actor's weight precision in the rollout engine, `auto` resolved: FP8 when its
+        checkpoint is stored in FP8 (vLLM serves such a checkpoint as stored)."""
+        if self.runtime.rollout_weights != "auto":
+            return self.runtime.rollout_weights
+        q = self.actor.quantization
+        return "fp8" if q is not None and q.method.lower() in FP8_METHODS else "bf16"
+
+    @property
+    def precisions(self) -> dict[str, str]:
+        """What each stage computes in (the plan says it): rollout weights and KV cache,
+        assessment and training."""
+        return {"generation": f"{self.rollout_weights} weights, "
+                              f"{self.runtime.kv_cache_dtype} KV cache",
+                "assessment": "bf16",
+                "training": "bf16 weights and gradients, fp32 master weights and Adam state"}
 
     @property
     def sequences_per_step(self) -> int:
@@ -246,9 +275,9 @@ def _load_role(ref: str, field: str, source: str) -> ModelSpec:
         raise InputError(f"{source}: field 'models.{field}': {exc}") from None
 
 
-def _model_notes(roles: dict[str, ModelSpec | None]) -> list[str]:
+def _model_notes(roles: dict[str, ModelSpec | None], rollout_weights: str) -> list[str]:
     """What each model's config left to rlplan (its notes) and a quantized checkpoint, once
-    per model (roles sharing a spec share the note)."""
+    per model (roles sharing a spec share the note); `rollout_weights` as written."""
     out: list[str] = []
     seen: set[int] = set()
     for role, spec in roles.items():
@@ -256,9 +285,15 @@ def _model_notes(roles: dict[str, ModelSpec | None]) -> list[str]:
             continue
         seen.add(id(spec))
         out += [f"{role} {spec.name}: {note}" for note in spec.notes]
-        if spec.quantization:
-            out.append(f"{role} {spec.name}: quantization {spec.quantization.describe()} read, "
-                       "not yet used for pricing (weights priced in bf16)")
+        q = spec.quantization
+        if q is None:
+            continue
+        rollout = ""
+        if role == "actor" and rollout_weights == "auto" and q.method.lower() in FP8_METHODS:
+            rollout = (" rolled out with FP8 weights as stored (runtime.rollout_weights: bf16, "
+                       "or --rollout-weights bf16, prices BF16 rollouts);")
+        out.append(f"{role} {spec.name}: checkpoint quantization {q.describe()} read:{rollout} "
+                   "trained and scored in bf16")
     return out
 
 
@@ -346,7 +381,7 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
         notes.append(f"search.allow_shared_actor_critic ignored: {inp.algorithm} has no critic")
 
     roles = {"actor": actor, "reference": reference, "reward": reward, "critic": critic}
-    notes += _model_notes(roles)
+    notes += _model_notes(roles, inp.runtime.rollout_weights)
     for role, spec in roles.items():
         if spec and spec.max_position_embeddings and w.max_seq_len > spec.max_position_embeddings:
             notes.append(f"{role} {spec.name}: prompt_len + max_response_len = {w.max_seq_len} "
