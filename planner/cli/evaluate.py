@@ -19,7 +19,7 @@ from planner.specs.scenario import load_scenario
 
 def load_plan(path: Path) -> PlanInput:
     """A plan file: groups, layouts and inter_model (a full plan JSON is accepted too)."""
-    return validate_as(PlanInput, read_mapping(path), str(path))
+    return validate_as(PlanInput, read_mapping(path, "plan JSON"), str(path))
 
 
 def evaluate(

@@ -64,7 +64,7 @@ def export(
 @reports_errors
 def _export(plan_file: Path, fmt: str, out: Path | None, version: str | None,
             scenario: Path | None) -> None:
-    plan = read_mapping(plan_file)
+    plan = read_mapping(plan_file, "plan JSON")
     refuse_infeasible(plan)  # before asking for a scenario it would not need
     sc = load_scenario(scenario) if scenario else scenario_from_plan(plan, str(plan_file))
     write_export(plan, sc, fmt, version, out)

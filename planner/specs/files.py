@@ -36,7 +36,7 @@ def data_dir(name: str) -> Path:
 
 def read_text(path: Path, what: str) -> str:
     if path.is_dir():
-        raise InputError(f"{path}: is a folder, expected a {what} file")
+        raise InputError(f"{path}: is a folder; give the path of a {what} file")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -45,9 +45,9 @@ def read_text(path: Path, what: str) -> str:
         raise InputError(f"{path}: cannot read it as text ({exc.__class__.__name__})") from None
 
 
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: Path, what: str | None = None) -> Any:
     """Parse a YAML file; a syntax error names the line and column."""
-    text = read_text(path, "YAML")
+    text = read_text(path, what or "YAML")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -57,9 +57,9 @@ def read_yaml(path: Path) -> Any:
         raise InputError(f"{path}: malformed YAML{where}: {problem}; fix the syntax") from None
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, what: str | None = None) -> Any:
     """Parse a JSON file; a syntax error names the line and column."""
-    text = read_text(path, "JSON")
+    text = read_text(path, what or "JSON")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -67,9 +67,10 @@ def read_json(path: Path) -> Any:
                          f"{exc.msg}; fix the syntax") from None
 
 
-def read_mapping(path: Path) -> dict[str, Any]:
-    """A YAML or JSON file (by suffix) whose top level must be a mapping."""
-    data = read_json(path) if path.suffix.lower() == ".json" else read_yaml(path)
+def read_mapping(path: Path, what: str | None = None) -> dict[str, Any]:
+    """A YAML or JSON file (by suffix) whose top level must be a mapping; `what` names the
+    kind of file expected in errors (default: by suffix)."""
+    data = read_json(path, what) if path.suffix.lower() == ".json" else read_yaml(path, what)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError(f"{path}: the file is {kind}; expected a mapping of fields")
@@ -80,9 +81,17 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     """One line for a pydantic error: every failing field with what is wrong."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
+        limit = (err.get("ctx") or {}).get("le", (err.get("ctx") or {}).get("ge"))
+        if not field:  # a check of the whole file (or section): no field to name
+            parts.append(msg)
+        elif err["type"] in ("less_than_equal", "greater_than_equal") and limit is not None:
+            side = "above the limit" if err["type"] == "less_than_equal" else "below the floor"
+            verb = "at most" if err["type"] == "less_than_equal" else "at least"
+            parts.append(f"field '{field}': {err.get('input')!r} is {side} of {limit:,}; "
+                         f"give {verb} {limit:,}")
+        elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":
             parts.append(f"field '{field}' is not known; remove it or check its spelling")
