@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from planner.cli import options as o
+from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
 from planner.cost.iteration import to_plan
+from planner.pictures import picture_format
 from planner.plan import PlanInput
 from planner.specs.files import read_mapping, validate_as
 from planner.specs.scenario import load_scenario
@@ -42,6 +44,9 @@ def evaluate(
 @reports_errors
 def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
               timeline: Path | None, flags: dict) -> None:
+    check_outputs({"--out": out, "--timeline": timeline})
+    if timeline is not None:
+        picture_format(timeline, "--timeline")
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,

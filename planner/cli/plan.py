@@ -8,11 +8,13 @@ from typing import Annotated
 import typer
 
 from planner.cli import options as o
+from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
 from planner.errors import InputError
 from planner.export import FORMATS, Export
 from planner.export import export as make_export
+from planner.pictures import picture_format
 from planner.plan import Plan
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
@@ -56,6 +58,10 @@ def plan(
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None) -> None:
+    check_outputs({"--out": out, "--timeline": timeline,
+                   "--export-out": export[2] if export else None})
+    if timeline is not None:
+        picture_format(timeline, "--timeline")
     sc = load_scenario(path, flags)
     exporter = None
     if export:
