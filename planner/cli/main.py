@@ -12,7 +12,7 @@ from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.evaluate import evaluate
 from planner.cli.export import export
-from planner.cli.output import print_json
+from planner.cli.output import OneLineErrors, print_json
 from planner.cli.plan import plan
 from planner.cli.sweep import sweep
 from planner.cli.validate import validate
@@ -21,6 +21,7 @@ from planner.specs.scenario import ScenarioInput
 
 app = typer.Typer(
     name="rlplan",
+    cls=OneLineErrors,
     help="Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster.",
     no_args_is_help=True,
     add_completion=False,
