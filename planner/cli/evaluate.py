@@ -24,21 +24,18 @@ def load_plan(path: Path) -> PlanInput:
     return validate_as(PlanInput, read_mapping(path, "plan JSON"), str(path))
 
 
+@o.scenario_flags()
 def evaluate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML.")],
     plan: Annotated[Path, typer.Argument(help="Plan JSON: groups, layouts, inter_model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
     timeline: o.Timeline = None,
-    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, gpu: o.Gpu = None,
-    prompts: o.Prompts = None, samples: o.Samples = None, prompt_len: o.PromptLen = None,
-    response_len: o.ResponseLen = None, max_response_len: o.MaxResponseLen = None,
-    engine: o.Engine = None,
+    flags: dict | None = None,
 ) -> None:
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""
-    flags = o.overrides(locals())
-    _evaluate(scenario, plan, as_json, out, timeline, flags)
+    _evaluate(scenario, plan, as_json, out, timeline, flags or {})
 
 
 @reports_errors

@@ -16,6 +16,7 @@ from planner.cli.output import OneLineErrors, print_json
 from planner.cli.plan import plan
 from planner.cli.sweep import sweep
 from planner.cli.validate import validate
+from planner.plan import Plan, PlanInput
 from planner.specs.hardware import ClusterPreset, HardwareProfile
 from planner.specs.scenario import ScenarioInput
 
@@ -42,16 +43,20 @@ class SchemaKind(StrEnum):
     scenario = "scenario"
     hardware = "hardware"
     cluster = "cluster"
+    plan = "plan"  # the plan JSON `plan` and `evaluate` write (what `export` reads)
+    plan_input = "plan-input"  # the part of it a hand-written plan gives `evaluate`
 
 
 _SCHEMAS = {SchemaKind.scenario: ScenarioInput, SchemaKind.hardware: HardwareProfile,
-            SchemaKind.cluster: ClusterPreset}
+            SchemaKind.cluster: ClusterPreset, SchemaKind.plan: Plan,
+            SchemaKind.plan_input: PlanInput}
 
 
 @app.command()
 def schema(kind: Annotated[SchemaKind, typer.Argument(help="Which file format.")]
            = SchemaKind.scenario) -> None:
-    """Print the JSON Schema of an input file format."""
+    """Print the JSON Schema of a file format: scenario, hardware profile, cluster preset, plan
+    JSON (plan), or the part of it a hand-written plan needs (plan-input)."""
     print_json(_SCHEMAS[kind].model_json_schema())
 
 

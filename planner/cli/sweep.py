@@ -23,6 +23,7 @@ from planner.specs.scenario import Scenario, load_scenario
 from planner.sweep import CSV_COLUMNS, Row, Sweep, gpu_count, parse_gpus, run_sweep
 
 
+@o.scenario_flags(exclude=("nodes", "target_tokens_per_s"))  # the sweep sets both its way
 def sweep(
     scenario: Annotated[Path | None, typer.Argument(help="Scenario YAML (or give every field "
                                                     "as a flag).")] = None,
@@ -44,19 +45,12 @@ def sweep(
     target: Annotated[float | None, typer.Option(
         "--target-tokens-per-s",
         help="Answer the fewest swept GPUs reaching this throughput.")] = None,
-    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
-    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
-    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
-    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
-    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+    flags: dict | None = None,
 ) -> None:
     """The best plan on each cluster size: time, tokens/s, scaling, cost, placement; the
     smallest feasible size and the knee. --time-limit applies to each size. The scenario's
     cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the node."""
-    flags = o.overrides(locals())
-    _sweep(scenario, flags, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
+    _sweep(scenario, flags or {}, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
 
 
 @reports_errors
