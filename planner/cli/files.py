@@ -21,6 +21,11 @@ from pathlib import Path
 
 from planner.errors import InputError
 
+# The two system calls that can fail half-way through a run, named so that tests can make them
+# fail (a full disk, a rename refused) without touching the rest of the process.
+_write_fd = os.write
+_rename = os.replace
+
 
 @dataclass(frozen=True)
 class Output:
@@ -94,7 +99,7 @@ def _stage(out: Output) -> str:
     try:
         view = memoryview(data)
         while view:  # os.write may write less than asked
-            view = view[os.write(fd, view):]
+            view = view[_write_fd(fd, view):]
         os.fsync(fd)
         os.fchmod(fd, _mode(out))
     except BaseException:
@@ -116,7 +121,7 @@ def _commit(staged: list[tuple[Output, str]]) -> None:
             out, tmp = pending[0]
             backup = _backup(out.path)
             try:
-                os.replace(tmp, out.path)
+                _rename(tmp, out.path)
             except OSError:
                 if backup:
                     _remove(backup)
