@@ -19,6 +19,10 @@ from planner.errors import InputError
 from planner.specs import bounds as lim
 from tests.conftest import REPO, grpo_scenario
 
+# pytest records warnings instead of printing them: make any warning (numpy's "invalid value
+# encountered in cast" above all) an error, so that no run here can hide one
+pytestmark = pytest.mark.filterwarnings("error")
+
 SCENARIO = REPO / "examples" / "grpo-qwen2.5-7b.yaml"
 PLAN = REPO / "examples" / "plans" / "grpo-qwen2.5-7b-colocated.json"
 
@@ -207,7 +211,7 @@ def test_help_still_works(cli):
     (["--prompts", "13723684229", "--ppo-epochs", "45204"],
      ["prompts_per_step", "--prompts", "10,000,000", "ppo_epochs", "1,000"]),
     (["--ppo-epochs", "1000000"], ["workload.ppo_epochs", "--ppo-epochs", "1,000"]),
-    (["--prompts", "10000000", "--samples", "8"], ["sequences per step", "10,000,000"]),
+    (["--prompts", "1000000", "--samples", "8"], ["sequences per step", "1,048,576"]),
     (["--response-len", "20000000", "--max-response-len", "20000000"],
      ["workload.response_len", "10,000,000"]),
 ])
@@ -335,3 +339,17 @@ def test_docs_are_shipped():
     readme = (REPO / "README.md").read_text()
     named = set(re.findall(r"(?<![./\w])(\w+\.md)", readme))  # not ../shared/... sources
     assert named and named <= shipped, named - shipped
+
+
+def test_tiny_throughput_is_not_shown_as_zero(cli, write):
+    """At the floors (planner/specs/bounds.py) a plan is priced without overflow or warning,
+    and its throughput is printed with its digits, not as "0 tokens/s"."""
+    profile = yaml.safe_load((REPO / "hardware_profiles" / "h100-sxm.yaml").read_text())
+    floor = {k: lim.MIN_RATE for k in ("bf16_tflops", "hbm_tbps", "host_link_gbps")}
+    slow = write("floor.yaml", profile | floor)
+    result = cli("evaluate", str(SCENARIO), str(PLAN), "--gpu", str(slow), "--ppo-epochs",
+                 str(lim.MAX_PPO_EPOCHS))
+    assert result.exit_code == 0, result.stderr
+    line = next(t for t in result.stdout.splitlines() if t.startswith("throughput"))
+    assert not line.startswith("throughput 0 ") and re.match(r"throughput 0\.0\d+", line)
+    assert "Warning" not in result.stdout + result.stderr

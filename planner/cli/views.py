@@ -108,7 +108,9 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(table)
     b, it = plan.bounds, plan.iteration_time_s
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
-    console.print(f"throughput {plan.tokens_per_s:,.0f} tokens/s; cost per step {cost}; "
+    rate = plan.tokens_per_s
+    rate_text = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # never a bare "0 tokens/s"
+    console.print(f"throughput {rate_text} tokens/s; cost per step {cost}; "
                   f"bottleneck stage: {plan.explanation['bottleneck']}")
     decode = (f"; decode chain at full HBM bandwidth {b['decode_s']:.2f} s "
               f"({it / b['decode_s']:.1f}×)" if b["decode_s"] else "")

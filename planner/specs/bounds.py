@@ -22,11 +22,11 @@ MAX_TOTAL_GPUS = 1_000_000
 
 # --- workload ------------------------------------------------------------------------------
 # Published RL steps use 10^2–10^4 prompts and 1–64 samples each (≤ 10^6 sequences). The
-# rollout model keeps one length per sequence, so the step's sequence count is bounded too:
-# 10^7 int64 lengths are 80 MB.
-MAX_PROMPTS_PER_STEP = 10_000_000
+# rollout model simulates every sequence of a step, so the step's sequence count is bounded
+# too: 2^20 (8,192 prompts × 128 samples) keeps one `plan` within minutes, not hours.
+MAX_PROMPTS_PER_STEP = 10_000_000  # for the flag's own message; the sequence bound binds first
 MAX_SAMPLES_PER_PROMPT = 10_000
-MAX_SEQUENCES_PER_STEP = 10_000_000
+MAX_SEQUENCES_PER_STEP = 2**20
 # Context windows reach 10^6–10^7 tokens (Llama 4 Scout: 10^7); a sequence beyond is no run.
 MAX_SEQUENCE_TOKENS = 10_000_000
 # Passes over a step's data: 1–4 in practice; 1,000 keeps one step's time within years, not
