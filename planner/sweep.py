@@ -40,6 +40,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.solve import plan as search
 from planner.search.space import slot_sizes
+from planner.specs import bounds as lim
 from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario
 
@@ -103,6 +104,11 @@ def check_size(gpus: int, gpus_per_node: int) -> None:
     node = gpus_per_node
     if gpus < 1:
         raise InputError(f"{FLAG}: {gpu_count(gpus)}; sizes start at 1")
+    limit = min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * node)
+    if gpus > limit:
+        raise InputError(f"{FLAG}: {gpus:,} GPUs is above the limit of {limit:,} "
+                         f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep "
+                         "smaller sizes")
     if gpus < node and node % gpus:
         fits = ", ".join(str(d) for d in range(1, node + 1) if node % d == 0)
         raise InputError(f"{FLAG}: {gpu_count(gpus)} do not divide a node of {node}; below one "

@@ -68,8 +68,8 @@ def test_evaluate_view_explains_the_rollout(cli, priced):
     # after the per-group iteration table, before memory
     assert out.index("One iteration") < out.index("Rollout on g0") < out.index("Memory per GPU")
     assert "(slowest of 16 replicas)" in out
-    assert f"KV cache {r['kv_cache_tokens']:,} tokens per replica" in out
-    assert f"peak {r['peak_running']} running of max_num_seqs {r['max_num_seqs']}" in out
+    assert f"bf16 weights, bf16 KV cache of {r['kv_cache_tokens']:,} tokens per replica" in out
+    assert f"peak {r['peak_running']} of max_num_seqs {r['max_num_seqs']}" in out
     for label in ("prefill", "decode to 90% done", "decode after 90% done", "engine overhead",
                   "responses (tokens): mean 4,096"):
         assert label in out

@@ -122,7 +122,8 @@ def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):
     path = write("s.yaml", grpo_scenario())
     assert load_scenario(path).runtime.engine == "vllm-v1"
     s = load_scenario(path, overrides({"engine": "sglang", "nodes": None}))
-    assert s.runtime.engine == "sglang" and s.summary()["runtime"] == {"engine": "sglang"}
+    assert s.runtime.engine == "sglang" and s.summary()["runtime"] == {
+        "engine": "sglang", "rollout_weights": "auto", "kv_cache_dtype": "bf16"}
     s = load(write, runtime={"engine": "eager"})
     assert s.runtime.engine == "eager" and s.source_input.runtime.engine == "eager"
 
@@ -162,7 +163,11 @@ def test_engine_flag_on_the_cli(cli):
     path = REPO / "examples" / "grpo-qwen2.5-7b.yaml"
     result = cli("validate", str(path), "--json", "--engine", "sglang")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["resolved"]["runtime"] == {"engine": "sglang"}
+    assert json.loads(result.stdout)["resolved"]["runtime"]["engine"] == "sglang"
+    fp8 = cli("validate", str(path), "--json", "--rollout-weights", "fp8",
+              "--kv-cache-dtype", "fp8")
+    assert json.loads(fp8.stdout)["resolved"]["runtime"] == {
+        "engine": "vllm-v1", "rollout_weights": "fp8", "kv_cache_dtype": "fp8"}
     assert "engine sglang" in cli("validate", str(path), "--engine", "sglang").stdout
     assert_bad_input(cli("validate", str(path), "--engine", "tensorrt"),
                      "field 'runtime.engine'", "'sglang'")

@@ -271,8 +271,7 @@ def test_a_name_too_long_for_a_path_is_a_name(cli, flag):
 ])
 def test_sizes_are_bounded(cli, write, field, value):
     path = write("m/config.json", qwen_config(**{field: value}))
-    assert_bad_input(cli("validate", str(path)), f"field '{field}': {value:,} is over the most "
-                     "rlplan reads")
+    assert_bad_input(cli("validate", str(path)), f"field '{field}': {value:,} is above the limit")
 
 
 def test_mlp_only_layers_outside_the_model_are_refused(cli, write):

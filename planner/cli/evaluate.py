@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from planner.cli import options as o
+from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
 from planner.cost.iteration import to_plan
+from planner.pictures import picture_format
 from planner.plan import PlanInput
 from planner.specs.files import read_mapping, validate_as
 from planner.specs.scenario import load_scenario
@@ -19,30 +21,29 @@ from planner.specs.scenario import load_scenario
 
 def load_plan(path: Path) -> PlanInput:
     """A plan file: groups, layouts and inter_model (a full plan JSON is accepted too)."""
-    return validate_as(PlanInput, read_mapping(path), str(path))
+    return validate_as(PlanInput, read_mapping(path, "plan JSON"), str(path))
 
 
+@o.scenario_flags()
 def evaluate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML.")],
     plan: Annotated[Path, typer.Argument(help="Plan JSON: groups, layouts, inter_model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
     timeline: o.Timeline = None,
-    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, gpu: o.Gpu = None,
-    price: o.Price = None,
-    prompts: o.Prompts = None, samples: o.Samples = None, prompt_len: o.PromptLen = None,
-    response_len: o.ResponseLen = None, max_response_len: o.MaxResponseLen = None,
-    engine: o.Engine = None,
+    flags: dict | None = None,
 ) -> None:
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""
-    flags = o.overrides(locals())
-    _evaluate(scenario, plan, as_json, out, timeline, flags)
+    _evaluate(scenario, plan, as_json, out, timeline, flags or {})
 
 
 @reports_errors
 def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
               timeline: Path | None, flags: dict) -> None:
+    check_outputs({"--out": out, "--timeline": timeline})
+    if timeline is not None:
+        picture_format(timeline, "--timeline")
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import reports_errors
-from planner.errors import InputError
 from planner.export import FORMATS
 from planner.export import export as make_export
 from planner.export.base import Export, refuse_infeasible
@@ -26,17 +26,22 @@ def write_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | No
 
 
 def save_export(result: Export, out: Path | None) -> None:
-    """The config on stdout or into `out` (a script made runnable), the notes on stderr."""
+    """The config on stdout or into `out` (atomically; a script made runnable), the notes on
+    stderr."""
     if out is None:
         typer.echo(result.text, nl=False)
     else:
-        try:
-            out.write_text(result.text)
-        except OSError as exc:
-            raise InputError(f"--out {out}: cannot write it ({exc.strerror}); check the "
-                             "folder exists and is writable") from None
-        if result.kind == "sh" and result.text.startswith("#!"):
-            out.chmod(out.stat().st_mode | 0o111)  # a script: make it runnable
+        write_outputs([export_output(result, out, "--out")])
+    show_notes(result)
+
+
+def export_output(result: Export, out: Path, flag: str) -> Output:
+    """The file an export writes (a script is made runnable)."""
+    return Output(flag, out, result.text,
+                  executable=result.kind == "sh" and result.text.startswith("#!"))
+
+
+def show_notes(result: Export) -> None:
     for note in result.notes:
         typer.echo(f"rlplan: note: {note}", err=True)
 
@@ -64,7 +69,8 @@ def export(
 @reports_errors
 def _export(plan_file: Path, fmt: str, out: Path | None, version: str | None,
             scenario: Path | None) -> None:
-    plan = read_mapping(plan_file)
+    check_outputs({"--out": out})
+    plan = read_mapping(plan_file, "plan JSON")
     refuse_infeasible(plan)  # before asking for a scenario it would not need
     sc = load_scenario(scenario) if scenario else scenario_from_plan(plan, str(plan_file))
     write_export(plan, sc, fmt, version, out)

@@ -12,15 +12,17 @@ from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.evaluate import evaluate
 from planner.cli.export import export
-from planner.cli.output import print_json
+from planner.cli.output import OneLineErrors, print_json
 from planner.cli.plan import plan
 from planner.cli.sweep import sweep
 from planner.cli.validate import validate
+from planner.plan import Plan, PlanInput
 from planner.specs.hardware import ClusterPreset, HardwareProfile
 from planner.specs.scenario import ScenarioInput
 
 app = typer.Typer(
     name="rlplan",
+    cls=OneLineErrors,
     help="Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster.",
     no_args_is_help=True,
     add_completion=False,
@@ -41,16 +43,20 @@ class SchemaKind(StrEnum):
     scenario = "scenario"
     hardware = "hardware"
     cluster = "cluster"
+    plan = "plan"  # the plan JSON `plan` and `evaluate` write (what `export` reads)
+    plan_input = "plan-input"  # the part of it a hand-written plan gives `evaluate`
 
 
 _SCHEMAS = {SchemaKind.scenario: ScenarioInput, SchemaKind.hardware: HardwareProfile,
-            SchemaKind.cluster: ClusterPreset}
+            SchemaKind.cluster: ClusterPreset, SchemaKind.plan: Plan,
+            SchemaKind.plan_input: PlanInput}
 
 
 @app.command()
 def schema(kind: Annotated[SchemaKind, typer.Argument(help="Which file format.")]
            = SchemaKind.scenario) -> None:
-    """Print the JSON Schema of an input file format."""
+    """Print the JSON Schema of a file format: scenario, hardware profile, cluster preset, plan
+    JSON (plan), or the part of it a hand-written plan needs (plan-input)."""
     print_json(_SCHEMAS[kind].model_json_schema())
 
 

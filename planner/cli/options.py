@@ -6,6 +6,9 @@ given on the command line wins over the file (DESIGN.md: "every field also a CLI
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +37,9 @@ PpoEpochs = Annotated[int | None, _opt("Passes over each step's data.")]
 MiniBatches = Annotated[int | None, _opt("Optimizer steps per epoch.")]
 Engine = Annotated[str | None, _opt("Inference engine of the rollouts: vllm-v1 (default), "
                                     "sglang, vllm-v0, eager (no CUDA graphs).")]
+RolloutWeights = Annotated[str | None, _opt("Rollout weight precision: auto (default: fp8 for "
+                                            "an FP8 checkpoint, else bf16), bf16, fp8.")]
+KvCacheDtype = Annotated[str | None, _opt("Rollout KV-cache precision: bf16 (default) or fp8.")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
@@ -47,6 +53,45 @@ TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
 # Not scenario fields: outputs of a priced plan.
 Timeline = Annotated[Path | None, typer.Option(help="Also draw one iteration's timeline "
                                                "(lanes per group) to this .svg or .png file.")]
+
+
+# Every scenario flag, by parameter name (the keys of SCENARIO_FLAGS): `scenario_flags` adds them
+# to a command, so each command that reads a scenario declares them the same way.
+OPTIONS: dict[str, Any] = {
+    "algo": Algo, "actor": Actor, "reference": Reference, "reward": Reward, "critic": Critic,
+    "prompts": Prompts, "samples": Samples, "prompt_len": PromptLen,
+    "response_len": ResponseLen, "max_response_len": MaxResponseLen, "ppo_epochs": PpoEpochs,
+    "mini_batches": MiniBatches, "engine": Engine, "rollout_weights": RolloutWeights,
+    "kv_cache_dtype": KvCacheDtype, "gpu": Gpu, "nodes": Nodes,
+    "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
+    "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
+    "time_limit": TimeLimit,
+}
+assert OPTIONS.keys() == SCENARIO_FLAGS.keys(), "a scenario field without its flag"
+
+
+def scenario_flags(exclude: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """Decorate a typer command taking `flags` (scenario field → value) with every
+    scenario-override flag but `exclude`; the flags given arrive in `flags`."""
+
+    def decorate(command: Callable) -> Callable:
+        sig = inspect.signature(command, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "flags"]
+        names = [n for n in OPTIONS if n not in exclude]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                   annotation=OPTIONS[n]) for n in names]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            given = {n: kwargs.pop(n, None) for n in names}
+            return command(*args, flags=overrides(given), **kwargs)
+
+        params = [*own, *added]
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
 
 
 def overrides(params: dict[str, Any]) -> dict[str, Any]:

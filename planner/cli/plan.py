@@ -8,16 +8,19 @@ from typing import Annotated
 import typer
 
 from planner.cli import options as o
+from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
 from planner.errors import InputError
 from planner.export import FORMATS, Export
 from planner.export import export as make_export
+from planner.pictures import picture_format
 from planner.plan import Plan
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
 
 
+@o.scenario_flags()
 def plan(
     scenario: Annotated[Path | None, typer.Argument(help="Scenario YAML (or give every field "
                                                     "as a flag).")] = None,
@@ -36,20 +39,11 @@ def plan(
     workers: Annotated[int | None, typer.Option(
         min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
         "8). A proven optimum gives the same plan whatever the count.")] = None,
-    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
-    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
-    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
-    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, price: o.Price = None,
-    objective: o.Objective = None,
-    target_tokens_per_s: o.TargetTokensPerS = None,
-    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+    flags: dict | None = None,
 ) -> None:
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
-    flags = o.overrides(locals())
-    _plan(scenario, flags, as_json, out, timeline, workers,
+    _plan(scenario, flags or {}, as_json, out, timeline, workers,
           (export, framework_version, export_out) if export else None)
 
 
@@ -57,6 +51,10 @@ def plan(
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None) -> None:
+    check_outputs({"--out": out, "--timeline": timeline,
+                   "--export-out": export[2] if export else None})
+    if timeline is not None:
+        picture_format(timeline, "--timeline")
     sc = load_scenario(path, flags)
     exporter = None
     if export:

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from planner.cli import options as o
+from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import console, fail, print_json, reports_errors
 from planner.cli.views import price_origin
 from planner.errors import EXIT_INFEASIBLE, InputError
@@ -23,6 +24,7 @@ from planner.specs.scenario import Scenario, load_scenario
 from planner.sweep import CSV_COLUMNS, Row, Sweep, gpu_count, parse_gpus, run_sweep
 
 
+@o.scenario_flags(exclude=("nodes", "target_tokens_per_s"))  # the sweep sets both its way
 def sweep(
     scenario: Annotated[Path | None, typer.Argument(help="Scenario YAML (or give every field "
                                                     "as a flag).")] = None,
@@ -44,19 +46,12 @@ def sweep(
     target: Annotated[float | None, typer.Option(
         "--target-tokens-per-s",
         help="Answer the fewest swept GPUs reaching this throughput.")] = None,
-    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
-    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
-    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
-    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    gpus_per_node: o.GpusPerNode = None, price: o.Price = None, objective: o.Objective = None,
-    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+    flags: dict | None = None,
 ) -> None:
     """The best plan on each cluster size: time, tokens/s, scaling, cost, placement; the
     smallest feasible size and the knee. --time-limit applies to each size. The scenario's
     cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the node."""
-    flags = o.overrides(locals())
-    _sweep(scenario, flags, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
+    _sweep(scenario, flags or {}, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
 
 
 @reports_errors
@@ -65,16 +60,13 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, a
            target: float | None) -> None:
     if spec is None:
         raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256")
+    check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture})
+    fmt = picture_format(picture) if picture else None
     # the sweep sets the node count per size: the file's is ignored (and not checked)
     sc = load_scenario(path, {**flags, "cluster.nodes": 1})
     sizes = parse_gpus(spec, sc.cluster.gpus_per_node)
     if target is not None and not target > 0:
         raise InputError(f"--target-tokens-per-s: {target:g}; give a throughput above 0")
-    fmt = picture_format(picture) if picture else None
-    for flag, out in (("--csv", csv_out), ("--json-out", json_out), ("--picture", picture)):
-        if out is not None and not out.parent.is_dir():
-            raise InputError(f"{flag}: directory '{out.parent}' does not exist; create it or "
-                             "write elsewhere")
 
     if as_json:
         result = run_sweep(sc, sizes, jobs=jobs, target_tokens_per_s=target)
@@ -84,17 +76,16 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, a
     scenario = sc.summary()
     scenario["cluster"] = {k: scenario["cluster"][k] for k in ("name", "gpu", "gpus_per_node")}
     document = {"scenario": scenario, **result.to_json()}
-    files: dict[Path, bytes] = {}  # everything rendered before anything is written
+    files: list[Output] = []  # everything rendered before anything is written, then all or none
     if csv_out:
-        files[csv_out] = to_csv(result.rows).encode()
+        files.append(Output("--csv", csv_out, to_csv(result.rows)))
     if json_out:
-        files[json_out] = (json.dumps(document, indent=2) + "\n").encode()
+        files.append(Output("--json-out", json_out, json.dumps(document, indent=2) + "\n"))
     if picture and fmt:
         from planner.pictures.sweep_chart import render  # matplotlib only when drawing
 
-        files[picture] = render(result, fmt, title(sc))
-    for out, data in files.items():
-        out.write_bytes(data)
+        files.append(Output("--picture", picture, render(result, fmt, title(sc))))
+    write_outputs(files)
 
     if as_json:
         print_json(document)

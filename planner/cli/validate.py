@@ -77,6 +77,7 @@ def _validate(path: Path, kind: Kind, flags: dict[str, Any]) -> tuple[Kind, dict
     return kind, preset.model_dump()
 
 
+@o.scenario_flags()
 @reports_errors
 def validate(
     file: Annotated[Path, typer.Argument(help="A scenario, model config.json (or folder), "
@@ -84,18 +85,10 @@ def validate(
     kind: Annotated[Kind, typer.Option(help="What the file is; auto-detected by default.")]
     = Kind.auto,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    algo: o.Algo = None, actor: o.Actor = None, reference: o.Reference = None,
-    reward: o.Reward = None, critic: o.Critic = None, prompts: o.Prompts = None,
-    samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
-    max_response_len: o.MaxResponseLen = None, engine: o.Engine = None,
-    ppo_epochs: o.PpoEpochs = None, mini_batches: o.MiniBatches = None, gpu: o.Gpu = None,
-    nodes: o.Nodes = None, gpus_per_node: o.GpusPerNode = None, objective: o.Objective = None,
-    target_tokens_per_s: o.TargetTokensPerS = None,
-    max_staleness: o.MaxStaleness = None, time_limit: o.TimeLimit = None,
+    flags: dict | None = None,
 ) -> None:
     """Check an input file and show what it resolves to (exit 2 with the reason if it is bad)."""
-    flags = o.overrides(locals())
-    kind, summary = _validate(file, kind, flags)
+    kind, summary = _validate(file, kind, flags or {})
     if as_json:
         print_json({"file": str(file), "kind": kind.value, "valid": True, "resolved": summary})
         return

@@ -10,7 +10,8 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.table import Table
 
-from planner.cli.export import save_export
+from planner.cli.export import export_output, show_notes
+from planner.cli.files import Output, write_outputs
 from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
@@ -45,18 +46,19 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
                         "reason": str(exc)})
         raise fail(str(exc), exc.exit_code) from None
     data = result.model_dump(mode="json")
-    picture = b""
+    files: list[Output] = []  # every file rendered before any is written, then all or none
+    if out is not None:
+        files.append(Output("--out", out, json.dumps(data, indent=2) + "\n"))
     if timeline is not None:
         from planner.pictures.timeline import render  # matplotlib only when drawing
 
-        picture = render(result, fmt)
+        files.append(Output("--timeline", timeline, render(result, fmt)))
     config = exporter(data) if exporter is not None else None
-    if out is not None:
-        out.write_text(json.dumps(data, indent=2) + "\n")
-    if timeline is not None:
-        timeline.write_bytes(picture)
+    if config is not None and export_out is not None:
+        files.append(export_output(config, export_out, "--export-out"))
+    write_outputs(files)
     if config is not None:
-        save_export(config, export_out)
+        show_notes(config)
     if as_json:
         print_json(data)
     else:
@@ -113,7 +115,9 @@ def show_plan(plan: Plan, title: str) -> None:
                  f"{price_origin(plan.cost['price_source'])})")
     elif plan.cost_per_step_usd is None:
         cost += " (no price: pass --price)"
-    console.print(f"throughput {plan.tokens_per_s:,.0f} tokens/s; cost per step {cost}; "
+    rate = plan.tokens_per_s
+    rate_text = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # never a bare "0 tokens/s"
+    console.print(f"throughput {rate_text} tokens/s; cost per step {cost}; "
                   f"bottleneck stage: {plan.explanation['bottleneck']}")
     decode = (f"; decode chain at full HBM bandwidth {b['decode_s']:.2f} s "
               f"({it / b['decode_s']:.1f}×)" if b["decode_s"] else "")

@@ -2,7 +2,7 @@
 
 `export(plan, sc, fmt, version)` is the one entry point; each target lives in its own module
 as a pure function. Every key an exporter writes is checked against the target's own key list
-(`planner/export/keys/`) or the key set exports.md names.
+(`planner/export/keys/`) or the key set docs/exports.md names.
 """
 
 from __future__ import annotations

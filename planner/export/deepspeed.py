@@ -1,6 +1,6 @@
 """DeepSpeed: one ds_config per trainable role, as a JSON document `{role: ds_config}`.
 
-Keys and constraints: exports.md §3 (DeepSpeed's docs/_pages/config-json.md, and the structure
+Keys and constraints: docs/exports.md §3 (DeepSpeed's docs/_pages/config-json.md, and the structure
 OpenRLHF's get_train_ds_config generates). A DPO policy is the plan's `actor` role.
 """
 
@@ -13,7 +13,7 @@ from planner.export.base import Export, ExportError, PlanView, train_batch
 from planner.plan import Layout
 from planner.specs.scenario import Scenario
 
-# Every key exports.md §3 names, flattened (nested dicts joined with '.'). The exporter writes
+# Every key docs/exports.md §3 names, flattened (nested dicts joined with '.'). The exporter writes
 # only these; the tests check every leaf of its output against this set.
 _OFFLOAD_OPTIMIZER = ("device", "nvme_path", "pin_memory", "ratio", "buffer_count", "fast_init")
 _OFFLOAD_PARAM = ("device", "nvme_path", "pin_memory", "buffer_count", "buffer_size",
@@ -29,11 +29,11 @@ DEEPSPEED_KEYS = frozenset({
     *(f"zero_optimization.{k}" for k in _ZERO),
     *(f"zero_optimization.offload_optimizer.{k}" for k in _OFFLOAD_OPTIMIZER),
     *(f"zero_optimization.offload_param.{k}" for k in _OFFLOAD_PARAM),
-    # emitted by OpenRLHF (exports.md §3 notes)
+    # emitted by OpenRLHF (docs/exports.md §3 notes)
     "tensor_parallel.autotp_size", "data_types.grad_accum_dtype", "compile.deepcompile",
     "checkpoint.load_universal",
 })
-GRADIENT_CLIPPING = 1.0  # the value in exports.md's ZeRO-1 template; the plan does not set it
+GRADIENT_CLIPPING = 1.0  # the value in docs/exports.md's ZeRO-1 template; the plan does not set it
 
 
 def flat_keys(config: dict[str, Any], prefix: str = "") -> list[str]:
@@ -49,8 +49,8 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
     """One role's ds_config, checked against DeepSpeed's start-up rules."""
     where = f"layouts.{role}.training"
     if layout.pp > 1:
-        raise ExportError(f"{where}.pp {layout.pp}: the DeepSpeed config (exports.md §3) has no "
-                          "pipeline parallelism; re-plan with pp 1 or export with --format "
+        raise ExportError(f"{where}.pp {layout.pp}: the DeepSpeed config (docs/exports.md §3) "
+                          "has no pipeline parallelism; re-plan with pp 1 or export with --format "
                           "megatron")
     params_off = layout.offload in ("params", "both")
     optimizer_off = layout.offload in ("optimizer", "both")
@@ -63,7 +63,7 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
                           f"({where}: zero 0); set zero to 1 or more")
     batch = train_batch(sc, layout, "train_batch_size", "train_micro_batch_size_per_gpu", notes)
     # DeepSpeed counts every GPU of the model, tensor- and sequence-parallel ranks included
-    # (exports.md §3: OpenRLHF multiplies train_batch_size by ring_attn_size × ds_tp).
+    # (docs/exports.md §3: OpenRLHF multiplies train_batch_size by ring_attn_size × ds_tp).
     ranks = layout.dp * layout.tp * layout.cp
     zero: dict[str, Any] = {"stage": layout.zero}
     if optimizer_off:
@@ -82,9 +82,10 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
         notes.append(f"{role} cp {layout.cp}: context (ring-attention) parallelism is a trainer "
                      "setting (OpenRLHF --ring_attn_size), not a DeepSpeed key")
     if layout.ep > 1:
-        notes.append(f"{role} ep {layout.ep}: exports.md lists no DeepSpeed expert-parallel key")
+        notes.append(f"{role} ep {layout.ep}: docs/exports.md lists no DeepSpeed "
+                     "expert-parallel key")
     if layout.checkpointing != "none":
-        notes.append(f"{role} activation checkpointing ({layout.checkpointing}): exports.md "
+        notes.append(f"{role} activation checkpointing ({layout.checkpointing}): docs/exports.md "
                      "lists no DeepSpeed JSON key for it; turn it on in the trainer")
     return config
 

@@ -24,8 +24,8 @@ KEY_FILES: dict[tuple[str, str], str] = {
     **{("openrlhf-train_dpo", v): f"openrlhf_train_dpo_{v}.txt" for v in OPENRLHF_VERSIONS},
 }
 
-# Dicts exports.md (§1.1, §1.4, §1.5) shows being extended with Hydra's `+key=value`: keys under
-# them that the generated config lacks are written with a `+` prefix.
+# Dicts docs/exports.md (§1.1, §1.4, §1.5) shows being extended with Hydra's `+key=value`: keys
+# under them that the generated config lacks are written with a `+` prefix.
 VERL_PLUS_PARENTS = ("megatron.override_transformer_config", "optim.override_optimizer_config",
                      "rollout.engine_kwargs.vllm")
 
@@ -49,7 +49,8 @@ def has_key(schema: str, version: str, key: str) -> bool:
 
 def verl_key_ok(schema: str, key: str) -> bool:
     """A verl override key is valid if the generated config has it, or, with a `+` prefix, if
-    it is new (Hydra refuses `+` on an existing key) under a dict exports.md extends that way."""
+    it is new (Hydra refuses `+` on an existing key) under a dict docs/exports.md extends that
+    way."""
     keys = key_set(schema, VERL_COMMIT)
     if not key.startswith("+"):
         return key in keys

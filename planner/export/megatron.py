@@ -1,6 +1,6 @@
 """Megatron-LM: the training arguments of each trainable role, as one bash array per role.
 
-Flags: exports.md §4 (megatron/training/arguments.py at core_v0.13.0 and the 2026-08 head; the
+Flags: docs/exports.md §4 (megatron/training/arguments.py at core_v0.13.0 and the 2026-08 head; the
 names are the same in both). Megatron-LM has no RL loop: these arguments configure each role's
 training engine; generation, assessment and placement are not expressed here.
 """
@@ -15,7 +15,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
-# Every Megatron-LM flag exports.md §4 names; the exporter writes only these.
+# Every Megatron-LM flag docs/exports.md §4 names; the exporter writes only these.
 MEGATRON_FLAGS = frozenset({
     "--tensor-model-parallel-size", "--sequence-parallel", "--pipeline-model-parallel-size",
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
@@ -34,8 +34,8 @@ MEGATRON_FLAGS = frozenset({
 
 
 def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
-    """Megatron's start-up checks on the degrees. exports.md §4 states world size divisible by
-    TP × PP × CP; the head, query-group and expert divisibility are not in exports.md — they
+    """Megatron's start-up checks on the degrees. docs/exports.md §4 states world size divisible by
+    TP × PP × CP; the head, query-group and expert divisibility are not in docs/exports.md — they
     follow from how Megatron shards (each TP rank holds heads / TP heads and KV groups / TP
     groups; each EP rank holds experts / EP experts)."""
     where = f"layouts.{role}.training"
@@ -88,7 +88,7 @@ def role_args(sc: Scenario, role: str, spec: ModelSpec, layout: Layout,
     if layout.offload in ("optimizer", "both"):
         args += [("--optimizer-cpu-offload", None), ("--optimizer-offload-fraction", 1.0)]
     if layout.offload in ("params", "both"):
-        notes.append(f"{role} parameter offload: exports.md names no Megatron flag for it")
+        notes.append(f"{role} parameter offload: docs/exports.md names no Megatron flag for it")
     if layout.checkpointing == "full":  # every layer recomputed
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
                  ("--recompute-num-layers", 1)]
@@ -111,9 +111,9 @@ def shape_comment(spec: ModelSpec, sc: Scenario) -> str:
 def export_megatron(plan: dict[str, Any], sc: Scenario) -> Export:
     v, notes = PlanView(plan, sc), []
     unit = "preference pairs" if sc.family is Family.DPO else "sequences"
-    lines = ["# Megatron-LM training arguments per trainable role (flag names: exports.md §4, "
+    lines = ["# Megatron-LM training arguments per trainable role (flag names: docs/exports.md §4, "
              "Megatron-LM core_v0.13.0 / 2026-08 head)",
-             f"# batch sizes count {unit}; exports.md names no flags for the model shape or "
+             f"# batch sizes count {unit}; docs/exports.md names no flags for the model shape or "
              "sequence length: give them as your model's launcher does",
              "# usage: source this file, then pass \"${ACTOR_ARGS[@]}\" to the trainer"]
     for role in v.trainable:

@@ -1,8 +1,8 @@
 """OpenRLHF: a bash script running `train_ppo_ray` (PPO, GRPO, DAPO, RLOO) or `train_dpo` (DPO).
 
-Flags and constraints: exports.md §2 and OpenRLHF's argument parsers (planner/export/keys/).
+Flags and constraints: docs/exports.md §2 and OpenRLHF's argument parsers (planner/export/keys/).
 Two naming eras are supported: v0.9.5 (flat, `--vllm_tensor_parallel_size`) and the August 2026
-head 3c3be623 (dotted, `--vllm.tensor_parallel_size`). exports.md recommends neither; the
+head 3c3be623 (dotted, `--vllm.tensor_parallel_size`). docs/exports.md recommends neither; the
 default is v0.9.5, the newest release with a shipped flag list (the head is an untagged commit).
 OpenRLHF trains with DeepSpeed (ZeRO, AutoTP, ring attention: no pipeline parallelism) and gives
 each role its own GPUs unless it co-locates all models, actor + reference, or critic + reward.
@@ -33,7 +33,8 @@ from planner.specs.workload import Family
 
 DEFAULT_VERSION = "v0.9.5"
 
-# One concept → its flag in (v0.9.5, head), exports.md §2.2 (train_ppo_ray) and §2.3 (train_dpo).
+# One concept → its flag in (v0.9.5, head), docs/exports.md §2.2 (train_ppo_ray) and §2.3
+# (train_dpo).
 # None: the version has no such flag. The DeepSpeed and batch flags are the same in both scripts.
 SHARED_FLAGS: dict[str, tuple[str | None, str | None]] = {
     "zero": ("--zero_stage", "--ds.zero_stage"),
@@ -66,7 +67,7 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "gradient_checkpointing": ("--gradient_checkpointing", "--actor.gradient_checkpointing_enable"),
     "async": ("--async_train", "--train.async_enable"),
     "async_queue": ("--async_queue_size", "--train.async_queue_size"),
-    # exports.md §2.2 lists --partial_rollout for ≤ v0.9.5, but v0.9.5's parser (shipped key
+    # docs/exports.md §2.2 lists --partial_rollout for ≤ v0.9.5, but v0.9.5's parser (shipped key
     # list) has no such flag: only the head can switch partial rollouts on.
     "partial": (None, "--train.partial_rollout_enable"),
     "enforce_eager": ("--enforce_eager", "--vllm.enforce_eager"),
@@ -91,7 +92,7 @@ DPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "gradient_checkpointing": ("--gradient_checkpointing", "--model.gradient_checkpointing_enable"),
 }
 
-# --advantage_estimator per algorithm (exports.md §2.2: GRPO = group_norm). OpenRLHF has no
+# --advantage_estimator per algorithm (docs/exports.md §2.2: GRPO = group_norm). OpenRLHF has no
 # ReMax (greedy-rollout baseline).
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "rloo"}
 
@@ -239,13 +240,13 @@ def _ppo(v: PlanView, version: str) -> Export:
     a.set("max_len", w.prompt_len + w.max_response)
     notes.append(f"prompt length {w.prompt_len} is the scenario's mean; raise the limit to your "
                  "longest prompt")
-    # exports.md §2.2 ties the reference to a positive KL coefficient.
+    # docs/exports.md §2.2 ties the reference to a positive KL coefficient.
     if sc.reference is None:
         a.set("init_kl", 0)
     elif sc.family is Family.GRPO:
         a.set("kl_loss", True)  # GRPO-style KL in the loss
     if w.ppo_epochs > 1:
-        notes.append(f"ppo_epochs {w.ppo_epochs}: exports.md names no OpenRLHF flag for PPO "
+        notes.append(f"ppo_epochs {w.ppo_epochs}: docs/exports.md names no OpenRLHF flag for PPO "
                      "epochs; set it yourself")
 
     a.set("actor_model", model_path(sc.actor, "actor"))
@@ -275,7 +276,7 @@ def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
                 notes: list[str]) -> bool:
     """Set async training and partial rollouts; True when the run is asynchronous.
 
-    OpenRLHF runs partial rollouts only with async training (exports.md §2.2). A plan with
+    OpenRLHF runs partial rollouts only with async training (docs/exports.md §2.2). A plan with
     partial rollouts at staleness 0 priced a synchronous step whose unfinished responses go on
     with the next weights (APRIL). The choice here: turn async on with a queue of one batch and
     say so. The scenario allows one step off-policy (rlplan prices partial rollouts only when

@@ -1,6 +1,6 @@
 """verl: a bash script running `verl.trainer.main_ppo` with one Hydra override per line.
 
-Keys and constraints: exports.md §1 and verl's generated trainer configs at commit b178a3cd
+Keys and constraints: docs/exports.md §1 and verl's generated trainer configs at commit b178a3cd
 (planner/export/keys/). verl's hybrid engine puts actor, rollout, reference and critic on one
 "global pool" of GPUs; only a reward model can get its own pool (§1.2). The pool here is the
 actor's training group, so the training layouts are exported as planned; whatever the plan puts
@@ -29,11 +29,11 @@ from planner.plan import Layout
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
-# algorithm.adv_estimator per scenario algorithm (exports.md §1.3: verl's AdvantageEstimator).
+# algorithm.adv_estimator per scenario algorithm (docs/exports.md §1.3: verl's AdvantageEstimator).
 # DAPO is GRPO's estimator with recipe settings (clip-higher, dynamic sampling) left to the user.
 ADV_ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo", "rloo": "rloo", "remax": "remax"}
 
-# Where each trainable role's training keys live (exports.md §1.4, §1.7).
+# Where each trainable role's training keys live (docs/exports.md §1.4, §1.7).
 FSDP_CONFIG = {"actor": "actor_rollout_ref.actor.fsdp_config", "critic": "critic.model.fsdp_config"}
 ULYSSES = {"actor": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
            "critic": "critic.ulysses_sequence_parallel_size"}
@@ -48,7 +48,7 @@ ROLLOUT = "actor_rollout_ref.rollout"
 
 
 def needs_megatron(layouts: list[Layout]) -> bool:
-    """FSDP has no tensor, pipeline or expert parallelism (exports.md §1.12)."""
+    """FSDP has no tensor, pipeline or expert parallelism (docs/exports.md §1.12)."""
     return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
 
 
@@ -72,7 +72,7 @@ def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
                                  f"trainer.n_gpus_per_node (group {pool})")
 
     o: dict[str, Any] = {"algorithm.adv_estimator": ADV_ESTIMATOR[sc.algorithm]}
-    # The reference runs iff a KL term uses it (exports.md §1.3, role activation).
+    # The reference runs iff a KL term uses it (docs/exports.md §1.3, role activation).
     if sc.family is Family.PPO:
         o["algorithm.use_kl_in_reward"] = sc.reference is not None
     else:
@@ -109,7 +109,7 @@ def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
     args = [f"{k}={shell_value(x)}" for k, x in o.items()]
     check_keys(schema, VERL_COMMIT, list(o))
     command = "python3 -m verl.trainer.main_ppo"
-    if megatron:  # exports.md §1.1: the Megatron backend's config file
+    if megatron:  # docs/exports.md §1.1: the Megatron backend's config file
         command += " --config-path=config --config-name=ppo_megatron_trainer.yaml"
     config = "_generated_ppo_megatron_trainer.yaml" if megatron else "_generated_ppo_trainer.yaml"
     header = [f"verl {'Megatron' if megatron else 'FSDP'} backend; keys from verl commit "
@@ -141,7 +141,7 @@ def _fsdp_training(role: str, layout: Layout, v: PlanView, notes: list[str]) -> 
     if layout.checkpointing == "selective":
         notes.append(f"{role} selective recomputation → full gradient checkpointing (FSDP has "
                      "no selective mode)")
-    # reshard_after_forward: true ≈ ZeRO-3, false ≈ ZeRO-2 (exports.md §1.12)
+    # reshard_after_forward: true ≈ ZeRO-3, false ≈ ZeRO-2 (docs/exports.md §1.12)
     return {f"{cfg}.param_offload": params, f"{cfg}.optimizer_offload": optimizer,
             f"{cfg}.reshard_after_forward": layout.zero == 3, ULYSSES[role]: layout.cp,
             GRADIENT_CHECKPOINTING[role]: layout.checkpointing != "none"}
@@ -157,7 +157,7 @@ def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
                          f"{root}.expert_model_parallel_size": layout.ep}
     spec = sc.critic if role == "critic" else sc.actor
     last = uneven_last_stage(spec.num_hidden_layers, layout.pp)
-    if last is not None:  # exports.md §1.4: uneven PP splits are `+` overrides
+    if last is not None:  # docs/exports.md §1.4: uneven PP splits are `+` overrides
         o[f"+{root}.override_transformer_config.num_layers_in_last_pipeline_stage"] = last
         notes.append(f"{role}: pp {layout.pp} does not divide {spec.num_hidden_layers} layers; "
                      f"the last pipeline stage gets {last}")
@@ -189,7 +189,7 @@ def _megatron_training(role: str, layout: Layout, v: PlanView,
 
 def _check_batches(sc: Scenario, role: str, layout: Layout, pool_gpus: int, megatron: bool,
                    notes: list[str]) -> None:
-    """verl's start-up checks (exports.md §1.9, verl/utils/config.py validate_config)."""
+    """verl's start-up checks (docs/exports.md §1.9, verl/utils/config.py validate_config)."""
     if megatron and pool_gpus % (layout.tp * layout.pp * layout.cp):
         raise ExportError(f"{MEGATRON[role]}: trainer GPUs {pool_gpus} are not a multiple of "
                           f"TP×PP×CP = {layout.tp * layout.pp * layout.cp}; re-plan {role} "
@@ -249,12 +249,12 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
              comments: list[str]) -> dict[str, Any]:
     """The rollout engine (runtime.engine), TP/DP/EP per replica, memory fraction,
     concurrency, samples per prompt."""
-    if gen.pp > 1:  # exports.md §1.5: pp > 1 raises NotImplementedError for every engine
+    if gen.pp > 1:  # docs/exports.md §1.5: pp > 1 raises NotImplementedError for every engine
         raise generation_pp_refusal(f"{ROLLOUT}.pipeline_model_parallel_size", gen.pp,
                                     "verl raises NotImplementedError for pipeline-parallel "
                                     "rollout (vllm, sglang, trtllm)", v.sc)
     engine = v.sc.runtime.engine
-    sglang = engine == "sglang"  # exports.md §1.5: rollout.name is vllm | sglang | trtllm
+    sglang = engine == "sglang"  # docs/exports.md §1.5: rollout.name is vllm | sglang | trtllm
     fraction, why = v.vllm_memory_fraction("SGLang" if sglang else "vLLM")
     comments.append(why)
     o: dict[str, Any] = {f"{ROLLOUT}.name": "sglang" if sglang else "vllm",
@@ -268,7 +268,7 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
                      "engine without CUDA graphs (as verl's AMD guide reports for vLLM on ROCm "
                      "across nodes); drop it where CUDA graphs work, generation is then quicker")
     replica = gen.tp
-    if gen.ep > 1:  # verl asserts expert_parallel_size == TP × DP (exports.md §1.5)
+    if gen.ep > 1:  # verl asserts expert_parallel_size == TP × DP (docs/exports.md §1.5)
         if gen.ep % gen.tp:
             raise ExportError(f"{ROLLOUT}.expert_parallel_size {gen.ep} must equal "
                               f"tensor_model_parallel_size {gen.tp} × data_parallel_size; "
@@ -276,8 +276,8 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
         replica = gen.ep
         o |= {f"{ROLLOUT}.data_parallel_size": gen.ep // gen.tp,
               f"{ROLLOUT}.expert_parallel_size": gen.ep}
-        comments.append("rollout data_parallel_size = EP / TP; exports.md marks verl's rollout "
-                        "DP semantics a guess (replicas = rollout GPUs / (TP × DP))")
+        comments.append("rollout data_parallel_size = EP / TP; docs/exports.md marks verl's "
+                        "rollout DP semantics a guess (replicas = rollout GPUs / (TP × DP))")
     notes += generation_notes(v, gen, replica, "verl")
     if gen.cp > 1:
         notes.append(f"generation cp {gen.cp}: verl's vLLM rollout has no context parallelism; "
@@ -285,8 +285,8 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
     if gen.group != pool:
         notes.append(f"generation runs on verl's global pool (group {pool}, {pool_gpus // replica}"
                      f" replicas), not on its own group {gen.group} ({gen.dp} replicas): a "
-                     "separate rollout pool needs verl's async recipes (exports.md §1.10), whose "
-                     "config keys are not in the shipped key lists")
+                     "separate rollout pool needs verl's async recipes (docs/exports.md §1.10), "
+                     "whose config keys are not in the shipped key lists")
     return o
 
 
@@ -299,7 +299,7 @@ def _reward(v: PlanView, pool: str, notes: list[str], comments: list[str]) -> di
     if sc.reward_kind == "none" or sc.reward is None:
         return {}
     rm = v.need("reward", "assessment")
-    # exports.md §1.8/§1.11: the reward loop serves the RM with an inference engine
+    # docs/exports.md §1.8/§1.11: the reward loop serves the RM with an inference engine
     o: dict[str, Any] = {"reward_model.enable": True,
                          "reward_model.model.path": model_path(sc.reward, "reward"),
                          "reward_model.use_reward_loop": True, "reward_model.rollout.name": "vllm",
@@ -322,14 +322,14 @@ def _inter_model_notes(v: PlanView) -> list[str]:
                      "a model's state to CPU whenever it is idle, not only during generation")
     if inter.staleness:
         notes.append(f"staleness {inter.staleness}: main_ppo is synchronous; bounded asynchrony "
-                     "needs verl's one-step-off-policy or fully-async recipes (exports.md "
+                     "needs verl's one-step-off-policy or fully-async recipes (docs/exports.md "
                      "§1.10), not emitted (their keys are not in the shipped lists)")
     if inter.partial_rollout:
         notes.append("partial_rollout: main_ppo has no partial-rollout switch and waits for every "
                      "response, so a step takes longer than priced; verl has them in its "
                      "fully-async recipe (python3 -m verl.experimental.fully_async_policy."
-                     "fully_async_main, async_training.partial_rollout=True, exports.md §1.10), "
-                     "not emitted (its keys are not in the shipped lists)")
+                     "fully_async_main, async_training.partial_rollout=True, docs/exports.md "
+                     "§1.10), not emitted (its keys are not in the shipped lists)")
     if inter.overlap_weight_sync:
         notes.append("overlap_weight_sync: the fully-async recipe's async_training."
                      "checkpoint_engine.overlap_broadcast_and_consume, not emitted (as above)")

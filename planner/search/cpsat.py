@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from planner.errors import InputError
 from planner.search.bounds import incumbent, prune
 from planner.search.choice import Choice, score
 from planner.search.space import (
@@ -161,11 +162,7 @@ class Model:
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
         sp, m, gen = self.space, self.m, self.space.generation
-        horizon = sum(max((sum(c.time_ms.values()) + c.reshard_ms for c in cs), default=0)
-                      for cs in sp.candidates.values()) + sp.sync_ms + 1
-        if sp.swap:  # the swap of everything on slot 0, rounded up
-            horizon += sum(max(c.persistent_mib for c in cs) for cs in sp.candidates.values()) \
-                * sp.swap_q // SWAP_SCALE + 1
+        horizon = _horizon(sp)
         load = {(k, st): sum(c.time_ms.get(st, 0) * v for t in sp.tasks
                              for v, c in self.terms(t.name, k))
                 for k in range(sp.slots) for st in STAGES}
@@ -205,7 +202,7 @@ class Model:
             m.Add((sp.staleness + 1) * T >= sequential)
         else:
             m.Add(sequential == T)
-        if sp.target_ms is not None:
+        if sp.target_ms is not None and sp.target_ms < horizon:  # else T ≤ horizon says it
             m.Add(sp.target_ms >= T)
         gpus = sum(self.size.values())
         if sp.objective == "cost":
@@ -221,6 +218,7 @@ class Model:
         m.Minimize(self.objective)
 
     def build(self) -> Model:
+        check_range(self.space, _horizon(self.space))  # before any term is built
         self.add_slots()
         self.add_placement()
         self.add_generation_slot()
@@ -261,6 +259,46 @@ class Model:
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
         return Choice(sizes, slot, candidate)
+
+
+def _horizon(sp: Space) -> int:
+    """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
+    # python ints throughout: a numpy int64 here would wrap silently instead of growing
+    horizon = sum(max((int(sum(c.time_ms.values())) + int(c.reshard_ms) for c in cs), default=0)
+                  for cs in sp.candidates.values()) + int(sp.sync_ms) + 1
+    if sp.swap:  # the swap of everything on slot 0, rounded up
+        horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
+            * int(sp.swap_q) // SWAP_SCALE + 1
+    return horizon
+
+
+# CP-SAT checks that no linear expression can leave int64 (else MODEL_INVALID, or an
+# OverflowError when a coefficient is built); 2^62 leaves it a factor of two for its own sums.
+SOLVER_INT_LIMIT = 2**62
+
+
+def check_range(sp: Space, horizon: int) -> None:
+    """Refuse (InputError) a space whose largest integer terms could overflow the solver:
+    the iteration horizon in ms times the largest factor it meets (GPUs in the cost
+    objective, staleness + 1, the fusion scale), the gpus objective, and the swap's MiB × its
+    ms-per-MiB. The input bounds (planner/specs/bounds.py) keep real inputs far below."""
+    held = sum(max((int(c.persistent_mib) for c in cs), default=0)
+               for cs in sp.candidates.values())
+    terms = {
+        "iteration horizon × GPUs": horizon * max(sp.total_gpus, 1),
+        "iteration horizon × (staleness + 1)": horizon * (sp.staleness + 1),
+        "iteration horizon × fusion scale": horizon * FUSION_SCALE * 2,
+        "GPUs × GPU weight": sp.total_gpus * GPU_WEIGHT + horizon,
+        "swapped MiB × swap time": held * max(sp.swap_q, 1) + SWAP_SCALE * horizon,
+        "memory (MiB)": held + int(sp.budget_mib) + int(sp.host_budget_mib),
+    }
+    what, worst = max(terms.items(), key=lambda kv: kv[1])
+    if worst > SOLVER_INT_LIMIT:
+        raise InputError(
+            f"the search is too large for the solver's integers: {what} reaches {worst:.3g}, "
+            f"above {SOLVER_INT_LIMIT:.3g} (the slowest layout takes {horizon / 3.6e6:,.0f} "
+            "hours per step); use fewer prompts, shorter sequences, fewer ppo_epochs, a lower "
+            "max_staleness or fewer GPUs, or check the hardware profile's rates")
 
 
 def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:

@@ -266,9 +266,9 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
            "time limit)")
     hints = []
     if gpu.host_link_gbps is None:
-        hints.append("a host_link_gbps in the profile would allow CPU offload")
+        hints.append("setting host_link_gbps in the profile (it allows CPU offload)")
     hints.append("fewer samples in flight (smaller prompts_per_step or max_response_len)")
-    return f"infeasible: {why}{fix}; or try {'; '.join(hints)}"
+    return f"infeasible: {why}{fix}; or try {', or '.join(hints)}"
 
 
 def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:

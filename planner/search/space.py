@@ -63,6 +63,7 @@ from planner.cost.iteration import (
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.offload import swap_time
 from planner.cost.variants import LayoutVariants
+from planner.errors import InputError
 from planner.plan import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
@@ -80,6 +81,7 @@ MIB = 2**20  # bytes per memory unit of the solver
 FUSION_SCALE = 1000  # fixed-point scale of the fraction still to assess (FUSION_POINTS)
 FUSION_REST = tuple(round(FUSION_SCALE * (1 - q)) for q in FUSION_POINTS)
 SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
+MAX_UNITS = 2**53  # largest ms or MiB count of one candidate: exact in float64, far from int64
 GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
 STAGES = ("generation", "assessment", "training")
 CHECKPOINTING = ("none", "selective", "full")
@@ -204,12 +206,25 @@ def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
 
 def _ms(seconds: Num) -> Num:
     """Whole milliseconds, rounded up (element-wise on arrays)."""
-    return np.ceil(np.divide(seconds, MS)).astype(np.int64)
+    return _whole(np.divide(seconds, MS), "milliseconds of one task")
 
 
 def _mib(nbytes: Num) -> Num:
     """Whole MiB, rounded up (element-wise on arrays)."""
-    return np.ceil(np.divide(nbytes, MIB)).astype(np.int64)
+    return _whole(np.divide(nbytes, MIB), "MiB of one task")
+
+
+def _whole(units: Num, what: str) -> Num:
+    """`units` rounded up to int64, refused (InputError) beyond MAX_UNITS: the input bounds
+    (planner/specs/bounds.py) keep every shipped case far below, but their extremes combined
+    could leave int64 (and float64's exact integers), which numpy would cast silently."""
+    up = np.ceil(units)
+    if not np.all(up <= MAX_UNITS):  # also catches inf and NaN
+        worst = float(np.nanmax(up)) if np.any(~np.isnan(up)) else float("nan")
+        raise InputError(f"the workload is too large to plan: {worst:.3g} {what}, above the "
+                         f"limit of {MAX_UNITS:.3g}; use fewer prompts, shorter sequences or "
+                         "fewer ppo_epochs, or check the hardware profile's rates")
+    return up.astype(np.int64)
 
 
 def _product(**options: list) -> dict[str, np.ndarray]:

@@ -51,7 +51,7 @@ def path_kind(path: Path) -> str | None:
 
 def read_text(path: Path, what: str) -> str:
     if path_kind(path) == "dir":
-        raise InputError(f"{path}: is a folder, expected a {what} file")
+        raise InputError(f"{path}: is a folder; give the path of a {what} file")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -105,9 +105,9 @@ _UniqueKeyLoader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: Path, what: str | None = None) -> Any:
     """Parse a YAML file; a syntax error names the line and column, a repeated key its line."""
-    text = read_text(path, "YAML")
+    text = read_text(path, what or "YAML")
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except _DuplicateKey as dup:
@@ -158,9 +158,9 @@ class _UniqueKeyDecoder(json.JSONDecoder):
         return value, end
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, what: str | None = None) -> Any:
     """Parse a JSON file; a syntax error names the line and column, a repeated key its line."""
-    text = read_text(path, "JSON")
+    text = read_text(path, what or "JSON")
     try:
         return json.loads(text, cls=_UniqueKeyDecoder)
     except _DuplicateKey as dup:
@@ -170,9 +170,10 @@ def read_json(path: Path) -> Any:
                          f"{exc.msg}; fix the syntax") from None
 
 
-def read_mapping(path: Path) -> dict[str, Any]:
-    """A YAML or JSON file (by suffix) whose top level must be a mapping."""
-    data = read_json(path) if path.suffix.lower() == ".json" else read_yaml(path)
+def read_mapping(path: Path, what: str | None = None) -> dict[str, Any]:
+    """A YAML or JSON file (by suffix) whose top level must be a mapping; `what` names the
+    kind of file expected in errors (default: by suffix)."""
+    data = read_json(path, what) if path.suffix.lower() == ".json" else read_yaml(path, what)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError(f"{path}: the file is {kind}; expected a mapping of fields")
@@ -185,17 +186,22 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        if not field:  # a check across fields: its message names them itself
+        limit = (err.get("ctx") or {}).get("le", (err.get("ctx") or {}).get("ge"))
+        if not field:  # a check of the whole file (or section): no field to name
             parts.append(msg)
+        elif err["type"] in ("less_than_equal", "greater_than_equal") and limit is not None:
+            side = "above the limit" if err["type"] == "less_than_equal" else "below the floor"
+            verb = "at most" if err["type"] == "less_than_equal" else "at least"
+            got = err.get("input")
+            shown = f"{got:,}" if isinstance(got, int | float) and not isinstance(got, bool) \
+                else repr(got)
+            parts.append(f"field '{field}': {shown} is {side} of {limit:,}; give {verb} {limit:,}")
         elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":
             parts.append(f"field '{field}' is not known; remove it or check its spelling")
         elif (strict := _strict_problem(err)) is not None:
             parts.append(f"field '{field}': {strict}")
-        elif err["type"] == "less_than_equal" and isinstance(err.get("input"), int | float):
-            parts.append(f"field '{field}': {err['input']:,} is over the most rlplan reads, "
-                         f"{err['ctx']['le']:,}; check the value")
         else:
             got = err.get("input")
             shown = ("" if isinstance(got, dict | list) or "input" not in err

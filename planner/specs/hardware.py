@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from planner.errors import InputError
+from planner.specs import bounds as lim
 from planner.specs.files import (
     catalog_names,
     data_dir,
@@ -58,13 +59,13 @@ class Efficiency(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    compute: float = Field(DEFAULT_COMPUTE_EFFICIENCY, gt=0, le=1)
-    hbm: float = Field(DEFAULT_HBM_EFFICIENCY, gt=0, le=1)
-    decode_hbm: float = Field(DEFAULT_DECODE_HBM_EFFICIENCY, gt=0, le=1,
+    compute: float = Field(DEFAULT_COMPUTE_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1)
+    hbm: float = Field(DEFAULT_HBM_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1)
+    decode_hbm: float = Field(DEFAULT_DECODE_HBM_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1,
                               description="HBM bandwidth sustained by decode (weights + KV)")
-    intra_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
-    inter_node: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
-    host_link: float = Field(DEFAULT_LINK_EFFICIENCY, gt=0, le=1)
+    intra_node: float = Field(DEFAULT_LINK_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1)
+    inter_node: float = Field(DEFAULT_LINK_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1)
+    host_link: float = Field(DEFAULT_LINK_EFFICIENCY, ge=lim.MIN_EFFICIENCY, le=1)
 
 
 class HardwareProfile(BaseModel):
@@ -75,32 +76,44 @@ class HardwareProfile(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "other"
-    memory_gib: float = Field(gt=0, description="HBM usable by the framework, GiB")
-    bf16_tflops: float = Field(gt=0, description="dense BF16 peak, TFLOP/s")
-    fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak, TFLOP/s")
-    hbm_tbps: float = Field(gt=0, description="HBM bandwidth, TB/s")
+    memory_gib: float = Field(gt=0, le=lim.MAX_MEMORY_GIB,
+                              description="HBM usable by the framework, GiB")
+    bf16_tflops: float = Field(ge=lim.MIN_RATE, le=lim.MAX_RATE,
+                               description="dense BF16 peak, TFLOP/s")
+    fp8_tflops: float | None = Field(None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+                                     description="dense FP8 peak, TFLOP/s")
+    hbm_tbps: float = Field(ge=lim.MIN_RATE, le=lim.MAX_RATE, description="HBM bandwidth, TB/s")
     intra_node_gbps: float | None = Field(
-        None, gt=0, description="scale-up link (NVLink, xGMI, ICI) per GPU per direction, GB/s")
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+        description="scale-up link (NVLink, xGMI, ICI) per GPU per direction, GB/s")
     inter_node_gbps: float | None = Field(
-        None, gt=0, description="scale-out network per GPU per direction, GB/s")
-    gpus_per_node: int = Field(gt=0, description="GPUs per node (per OS host)")
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+        description="scale-out network per GPU per direction, GB/s")
+    gpus_per_node: int = Field(gt=0, le=lim.MAX_GPUS_PER_NODE,
+                               description="GPUs per node (per OS host)")
     scale_up_domain_gpus: int | None = Field(
-        None, gt=0, description="GPUs reachable over the scale-up link; default gpus_per_node "
-                                "(a GB200 NVL72 rack: 72)")
-    host_memory_gib: float | None = Field(None, gt=0, description="CPU memory per node, GiB")
+        None, gt=0, le=lim.MAX_TOTAL_GPUS, description="GPUs reachable over the scale-up "
+        "link; default gpus_per_node (a GB200 NVL72 rack: 72)")
+    host_memory_gib: float | None = Field(None, gt=0, le=lim.MAX_MEMORY_GIB,
+                                          description="CPU memory per node, GiB")
     host_link_gbps: float | None = Field(
-        None, gt=0, description="GPU–host link (PCIe) per GPU per direction, GB/s")
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+        description="GPU–host link (PCIe) per GPU per direction, GB/s")
     host_memory_bandwidth_gbps: float | None = Field(
-        None, gt=0, description="CPU DRAM bandwidth per node, peak, GB/s (CPU Adam, offload "
-                                "streams); default planner/cost/constants.py")
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+        description="CPU DRAM bandwidth per node, peak, GB/s (CPU Adam, offload "
+                    "streams); default planner/cost/constants.py")
     host_cpu_cores: int | None = Field(
-        None, gt=0, description="CPU cores per node (CPU Adam); default "
-                                "planner/cost/constants.py")
-    price_usd_per_gpu_hour: float | None = Field(None, gt=0)
+        None, gt=0, le=lim.MAX_CPU_CORES, description="CPU cores per node (CPU Adam); default "
+                                                    "planner/cost/constants.py")
+    price_usd_per_gpu_hour: float | None = Field(None, gt=0,
+                                                  le=lim.MAX_PRICE_USD_PER_GPU_HOUR)
     runtime_reserve_gib: float = Field(DEFAULT_RUNTIME_RESERVE_GIB, ge=0)
-    intra_node_latency_us: float = Field(DEFAULT_INTRA_NODE_LATENCY_US, ge=0)
-    inter_node_latency_us: float = Field(DEFAULT_INTER_NODE_LATENCY_US, ge=0)
-    collective_launch_us: float = Field(DEFAULT_COLLECTIVE_LAUNCH_US, ge=0,
+    intra_node_latency_us: float = Field(DEFAULT_INTRA_NODE_LATENCY_US, ge=0,
+                                         le=lim.MAX_LATENCY_US)
+    inter_node_latency_us: float = Field(DEFAULT_INTER_NODE_LATENCY_US, ge=0,
+                                         le=lim.MAX_LATENCY_US)
+    collective_launch_us: float = Field(DEFAULT_COLLECTIVE_LAUNCH_US, ge=0, le=lim.MAX_LATENCY_US,
                                         description="fixed latency of one collective call")
     efficiency: Efficiency = Efficiency()
     sources: dict[str, str] = Field(default_factory=dict,
@@ -179,10 +192,11 @@ class ClusterSpec(BaseModel):
 
     name: str | None = None
     gpu: HardwareProfile
-    nodes: int = Field(gt=0)
-    gpus_per_node: int = Field(gt=0)
+    nodes: int = Field(gt=0, le=lim.MAX_NODES)
+    gpus_per_node: int = Field(gt=0, le=lim.MAX_GPUS_PER_NODE)
     price_usd_per_gpu_hour: float | None = Field(
-        None, gt=0, description="overrides the profile's price (from a flag or the scenario)")
+        None, gt=0, le=lim.MAX_PRICE_USD_PER_GPU_HOUR,
+        description="overrides the profile's price (from a flag or the scenario)")
     price_from: Literal["flag", "scenario"] | None = Field(
         None, description="where the override came from")
 
@@ -193,6 +207,10 @@ class ClusterSpec(BaseModel):
                 f"gpus_per_node ({self.gpus_per_node}) exceeds the {self.gpu.gpus_per_node} GPUs "
                 f"a {self.gpu.name} node holds; use more nodes with at most "
                 f"{self.gpu.gpus_per_node} GPUs each")
+        if self.total_gpus > lim.MAX_TOTAL_GPUS:
+            raise ValueError(f"{self.nodes} nodes × {self.gpus_per_node} GPUs = "
+                             f"{self.total_gpus:,} GPUs, above the limit of "
+                             f"{lim.MAX_TOTAL_GPUS:,}; use fewer nodes")
         require_links(self.gpu, self.nodes, self.gpus_per_node)
         shipped = self.gpu.shipped  # validation runs again on a copy: derive from the original
         domain = cluster_domain_gpus(shipped, self.gpus_per_node)
@@ -271,8 +289,9 @@ class ClusterPreset(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     gpu: str = Field(min_length=1, description="hardware profile name")
-    gpus_per_node: int = Field(gt=0)
-    nodes: int = Field(1, gt=0, description="default node count; a scenario overrides it")
+    gpus_per_node: int = Field(gt=0, le=lim.MAX_GPUS_PER_NODE)
+    nodes: int = Field(1, gt=0, le=lim.MAX_NODES,
+                       description="default node count; a scenario overrides it")
     sources: dict[str, str] = Field(default_factory=dict)
 
 
@@ -283,11 +302,11 @@ class ClusterInput(BaseModel):
 
     preset: str | None = None
     gpu: str | None = None
-    nodes: int | None = Field(None, gt=0)
-    gpus_per_node: int | None = Field(None, gt=0)
+    nodes: int | None = Field(None, gt=0, le=lim.MAX_NODES)
+    gpus_per_node: int | None = Field(None, gt=0, le=lim.MAX_GPUS_PER_NODE)
     price_usd_per_gpu_hour: float | None = Field(
-        None, gt=0, description="USD per GPU-hour; overrides the profile's (a --price flag "
-                                "overrides this)")
+        None, gt=0, le=lim.MAX_PRICE_USD_PER_GPU_HOUR, description="USD per GPU-hour; "
+        "overrides the profile's (a --price flag overrides this)")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterInput:

@@ -50,6 +50,7 @@ from pydantic import (
 )
 
 from planner.errors import InputError
+from planner.specs import bounds as lim
 from planner.specs.files import read_json, read_text
 
 DEFAULT_SIGMA = 1.0  # rollout.md §5: RollPacker's Qwen2.5-14B GRPO lengths, sigma ≈ 1.0–1.1
@@ -372,6 +373,10 @@ def resolve_lengths(spec: ResponseLengthsInput | None, response_len: int | None,
     `n` is the step's sequence count: a quantile or file distribution's mean is computed on the
     sample of that size, so the lengths the cost model sees average to response_len.
     """
+    if n > lim.MAX_SEQUENCES_PER_STEP:  # one length per sequence is kept: bound the array
+        raise InputError(f"field 'workload.prompts_per_step': {n:,} sequences per step "
+                         f"(prompts × samples per prompt) is above the limit of "
+                         f"{lim.MAX_SEQUENCES_PER_STEP:,}; use fewer prompts or samples")
     form = spec.form if spec is not None else "default"
     notes: list[str] = []
     if form in ("default", "lognormal", "fixed"):

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
+from planner.specs import bounds as lim
 from planner.specs.files import (
     looks_like_path,
     path_kind,
@@ -85,8 +86,9 @@ class SearchInput(BaseModel):
     objective: Literal["time", "cost", "gpus"] = Field(
         "time", description="time: shortest iteration; cost: cheapest step; gpus: fewest GPUs "
                             "reaching target_tokens_per_s")
-    target_tokens_per_s: float | None = Field(None, gt=0, description="the throughput the "
-                                              "gpus objective must reach")
+    target_tokens_per_s: float | None = Field(
+        None, ge=lim.MIN_TARGET_TOKENS_PER_S, le=lim.MAX_TARGET_TOKENS_PER_S,
+        description="the throughput the gpus objective must reach")
     max_staleness: int = Field(0, ge=0, description="bounded asynchrony: steps of lag allowed")
     allow_shared_actor_critic: bool = False
     time_limit_s: float = Field(30.0, gt=0)
@@ -419,6 +421,9 @@ def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -
             for field_path, flag in _FLAGS_FOR_MISSING.items():
                 msg = msg.replace(f"field '{field_path}' is missing; add it",
                                   f"field '{field_path}' is missing; pass {flag}")
+        for field_path, flag in _FLAGS_FOR_MISSING.items():  # name the flag that set a field
+            if field_path in (overrides or {}):
+                msg = msg.replace(f"field '{field_path}':", f"field '{field_path}' ({flag}):")
         raise InputError(msg) from None
 
 
@@ -433,7 +438,10 @@ def scenario_from_plan(plan: dict[str, Any], source: str) -> Scenario:
     """The scenario a plan JSON carries (its `scenario` key, written by `plan` and
     `evaluate`), validated and resolved."""
     raw = plan.get("scenario")
-    if not isinstance(raw, dict):
+    if raw is None:
         raise InputError(f"{source}: field 'scenario' is missing; the plan was not written by "
-                         "rlplan plan/evaluate — pass the scenario file too")
+                         "rlplan plan/evaluate — pass the scenario file too (--scenario)")
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}: field 'scenario' is {type(raw).__name__}, not a mapping of "
+                         "scenario fields; fix it or pass the scenario file (--scenario)")
     return resolve(validate_as(ScenarioInput, raw, f"{source}: scenario"), f"{source}: scenario")

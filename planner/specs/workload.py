@@ -12,6 +12,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.specs import bounds as lim
 from planner.specs.lengths import ResponseLengthsInput
 
 
@@ -47,13 +48,17 @@ class WorkloadInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompts_per_step: int = Field(gt=0, description="B: prompts per step (DPO: preference pairs)")
-    samples_per_prompt: int = Field(1, gt=0, description="K: responses per prompt (not DPO)")
-    prompt_len: int = Field(gt=0, description="S: mean prompt tokens")
-    response_len: int | None = Field(None, gt=0, description="T: mean response tokens; may be "
+    prompts_per_step: int = Field(gt=0, le=lim.MAX_PROMPTS_PER_STEP,
+                                  description="B: prompts per step (DPO: preference pairs)")
+    samples_per_prompt: int = Field(1, gt=0, le=lim.MAX_SAMPLES_PER_PROMPT,
+                                    description="K: responses per prompt (not DPO)")
+    prompt_len: int = Field(gt=0, le=lim.MAX_SEQUENCE_TOKENS, description="S: mean prompt tokens")
+    response_len: int | None = Field(None, gt=0, le=lim.MAX_SEQUENCE_TOKENS,
+                                     description="T: mean response tokens; may be "
                                      "left out when response_lengths gives quantiles or a file "
                                      "(then it is their mean)")
-    max_response_len: int | None = Field(None, gt=0, description="longest response (the cap; "
+    max_response_len: int | None = Field(None, gt=0, le=lim.MAX_SEQUENCE_TOKENS,
+                                         description="longest response (the cap; "
                                          "the tail); default response_len, or a file's longest")
     response_lengths: ResponseLengthsInput | None = Field(
         None, description="the spread of response lengths, one of: {distribution: lognormal, "
@@ -61,8 +66,10 @@ class WorkloadInput(BaseModel):
         "least one), clipped}; or {file, column} of observed lengths. Default: fixed when "
         "max_response_len equals response_len (or is absent), else lognormal with sigma 1.0 "
         "truncated at max_response_len (the mass beyond it at the cap). Ignored by DPO.")
-    ppo_epochs: int = Field(1, gt=0, description="passes over the step's data")
-    mini_batches: int = Field(1, gt=0, description="optimizer steps per epoch")
+    ppo_epochs: int = Field(1, gt=0, le=lim.MAX_PPO_EPOCHS,
+                            description="passes over the step's data")
+    mini_batches: int = Field(1, gt=0, le=lim.MAX_MINI_BATCHES,
+                              description="optimizer steps per epoch")
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -77,7 +84,8 @@ class Workload(WorkloadInput):
     """A resolved workload: response_len is always known (scenario resolution fills it in from
     response_lengths when they carry their own mean)."""
 
-    response_len: int = Field(gt=0, description="T: mean response tokens")
+    response_len: int = Field(gt=0, le=lim.MAX_SEQUENCE_TOKENS,
+                              description="T: mean response tokens")
 
     @property
     def max_response(self) -> int:
