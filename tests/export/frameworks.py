@@ -15,7 +15,7 @@ import types
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -83,7 +83,7 @@ def _hierarchize() -> Any:
 class _Parser(argparse.ArgumentParser):
     """OpenRLHF's parser, fed the exported words instead of sys.argv; a refused flag raises."""
 
-    argv: list[str] = []
+    argv: ClassVar[list[str]] = []
 
     def parse_args(self, args=None, namespace=None):
         return super().parse_args(self.argv if args is None else args, namespace)
