@@ -55,8 +55,9 @@ def export(
     out: Annotated[Path | None, typer.Option(help="Write the config to this file instead of "
                                                   "standard output.")] = None,
     framework_version: Annotated[str | None, typer.Option(
-        "--framework-version", help="OpenRLHF: v0.9.5 (default, flat flags) or "
-                                    "head-3c3be623-2026-08 (dotted flags).")] = None,
+        "--framework-version", help="The release to target (default: the newest): verl "
+                                    "0.9.1; OpenRLHF 0.11.2 or 0.9.5 (flat flags); DeepSpeed "
+                                    "0.19.8; megatron-core 0.19.2.")] = None,
     scenario: Annotated[Path | None, typer.Option(
         help="Scenario YAML, for a plan file without a `scenario` key.")] = None,
 ) -> None:

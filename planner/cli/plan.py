@@ -34,8 +34,8 @@ def plan(
     export_out: Annotated[Path | None, typer.Option(help="Where --export writes the config.")]
     = None,
     framework_version: Annotated[str | None, typer.Option(
-        "--framework-version", help="--export openrlhf: v0.9.5 (default) or "
-                                    "head-3c3be623-2026-08.")] = None,
+        "--framework-version", help="--export: the release to target (default: "
+                                    "the newest; OpenRLHF 0.11.2 or 0.9.5).")] = None,
     workers: Annotated[int | None, typer.Option(
         min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
         "8). A proven optimum gives the same plan whatever the count.")] = None,

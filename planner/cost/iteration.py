@@ -72,7 +72,7 @@ from planner.specs.workload import Family
 BREAKDOWN_KEYS = ("generation", "assessment", "training", "sync", "idle")
 DEFAULT_MAX_NUM_SEQS = 1024
 """The most sequences a replica runs at once unless the plan says (`max_num_seqs`): verl's
-default for its reward-model rollout (exports.md §1.8); the engine's sampler is sized for it
+default for its reward-model rollout (docs/exports.md §1.8); the engine's sampler is sized for it
 (`generation_memory` prices its logits)."""
 
 

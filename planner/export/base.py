@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.cost.iteration import evaluate, to_plan
+from planner.cost.iteration import evaluate, task_memory, to_plan
+from planner.cost.memory import ROLE_HEADS
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as
+from planner.specs.hardware import GIB
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -87,6 +89,27 @@ class PlanView:
 
     def group_gpus(self, name: str) -> int:
         return next(g.gpus for g in self.input.groups if g.name == name)
+
+    @property
+    def gpus(self) -> int:
+        """Every GPU the plan uses: what a launch script may ask its cluster for."""
+        return sum(g.gpus for g in self.input.groups)
+
+    def memory_gib(self, role: str, stage: str, layout: Layout) -> float:
+        """GiB per GPU of `role` running `stage` in `layout`, priced as the plan prices its own
+        layouts: an exporter checks that what the framework will run still fits the GPU."""
+        return float(task_memory(self.sc, role, stage, layout, ROLE_HEADS[role]).total) / GIB
+
+    def refuse_unless_fits(self, role: str, stage: str, layout: Layout, what: str) -> float:
+        """Refuse (exit 2) a framework layout that would run out of memory where the plan's
+        fits; else its GiB per GPU."""
+        used, capacity = self.memory_gib(role, stage, layout), self.sc.cluster.gpu.memory_gib
+        if used > capacity:
+            planned = sum(self.task_memory_gib(role, stage).values())
+            raise ExportError(f"{what}: {used:.1f} GiB per GPU, over the {capacity:g} GiB of a "
+                              f"{self.sc.cluster.gpu.name} (the plan's {role} {stage} needs "
+                              f"{planned:.1f} GiB) — the framework cannot shard it as planned")
+        return used
 
     @property
     def trainable(self) -> list[str]:

@@ -50,8 +50,7 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
     where = f"layouts.{role}.training"
     if layout.pp > 1:
         raise ExportError(f"{where}.pp {layout.pp}: the DeepSpeed config (docs/exports.md §3) "
-                          "has no pipeline parallelism; re-plan with pp 1 or export with --format "
-                          "megatron")
+                          "has no pipeline parallelism; re-plan with pp 1")
     params_off = layout.offload in ("params", "both")
     optimizer_off = layout.offload in ("optimizer", "both")
     if params_off and layout.zero < 3:
@@ -90,7 +89,9 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
     return config
 
 
-def export_deepspeed(plan: dict[str, Any], sc: Scenario) -> Export:
+def export_deepspeed(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
+    """`{role: ds_config}`; the ds_config format is DeepSpeed `version`'s (its config class
+    accepts every export: tests/export/test_frameworks.py)."""
     v, notes = PlanView(plan, sc), []
     if v.inter.shared_actor_critic:
         notes.append("the critic is a head on the actor: one config trains both")

@@ -1,8 +1,11 @@
 """Megatron-LM: the training arguments of each trainable role, as one bash array per role.
 
 Flags: docs/exports.md §4 (megatron/training/arguments.py at core_v0.13.0 and the 2026-08 head; the
-names are the same in both). Megatron-LM has no RL loop: these arguments configure each role's
-training engine; generation, assessment and placement are not expressed here.
+names are the same in both) and the start-up rules of megatron-core 0.19.2's `validate_args`
+(the newest release; it needs Python ≥ 3.12, so these rules are not run by the tests here:
+megatron-core 0.16.1, the newest release on Python 3.11, ships no megatron/training). Megatron-LM
+has no RL loop: these arguments configure each role's training engine; generation, assessment
+and placement are not expressed here.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ MEGATRON_FLAGS = frozenset({
     "--megatron-fsdp-version", "--optimizer-cpu-offload", "--optimizer-offload-fraction",
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
     "--recompute-num-layers", "--bf16",
+    "--use-precision-aware-optimizer",  # validate_args (0.19.2): --optimizer-cpu-offload needs it
 })
 
 
@@ -59,9 +63,10 @@ def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
                               f"divide {spec.name}'s {spec.moe.num_experts} experts")
 
 
-def role_args(sc: Scenario, role: str, spec: ModelSpec, layout: Layout,
+def role_args(v: PlanView, role: str, spec: ModelSpec, layout: Layout,
               notes: list[str]) -> list[tuple[str, Any]]:
     """(flag, value) pairs of one role; value None for a switch."""
+    sc = v.sc
     check_shape(spec, layout, role)
     batch = train_batch(sc, layout, "--global-batch-size", "--micro-batch-size", notes)
     args: list[tuple[str, Any]] = [
@@ -80,13 +85,19 @@ def role_args(sc: Scenario, role: str, spec: ModelSpec, layout: Layout,
                  ("--expert-model-parallel-size", layout.ep)]
     if layout.zero >= 1:
         args.append(("--use-distributed-optimizer", None))
-    if layout.zero >= 2:
+    if layout.zero >= 2:  # refused where ZeRO-1 would not fit the GPU
+        v.refuse_unless_fits(role, "training", layout.model_copy(update={"zero": 1}),
+                             f"{role} --use-distributed-optimizer (ZeRO-1; the plan has zero "
+                             f"{layout.zero})")
         notes.append(f"{role} zero {layout.zero}: the distributed optimizer shards optimizer "
                      "state only; sharding gradients/parameters too needs Megatron-FSDP "
                      "(--use-custom-fsdp --data-parallel-sharding-strategy at core_v0.13.0), "
-                     "not emitted — more memory per GPU than planned")
+                     "not emitted — more memory per GPU than planned, still within it")
     if layout.offload in ("optimizer", "both"):
-        args += [("--optimizer-cpu-offload", None), ("--optimizer-offload-fraction", 1.0)]
+        # validate_args: "The optimizer cpu offload must be used in conjunction with
+        # `--use-precision-aware-optimizer`" (the hybrid device optimizer reuses its code path)
+        args += [("--optimizer-cpu-offload", None), ("--optimizer-offload-fraction", 1.0),
+                 ("--use-precision-aware-optimizer", None)]
     if layout.offload in ("params", "both"):
         notes.append(f"{role} parameter offload: docs/exports.md names no Megatron flag for it")
     if layout.checkpointing == "full":  # every layer recomputed
@@ -108,18 +119,23 @@ def shape_comment(spec: ModelSpec, sc: Scenario) -> str:
             f"sequences up to {sc.workload.max_seq_len} tokens")
 
 
-def export_megatron(plan: dict[str, Any], sc: Scenario) -> Export:
+def export_megatron(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     v, notes = PlanView(plan, sc), []
     unit = "preference pairs" if sc.family is Family.DPO else "sequences"
-    lines = ["# Megatron-LM training arguments per trainable role (flag names: docs/exports.md §4, "
-             "Megatron-LM core_v0.13.0 / 2026-08 head)",
+    lines = [f"# Megatron-LM training arguments per trainable role (megatron-core {version}'s "
+             "validate_args rules; flag names: docs/exports.md §4)",
              f"# batch sizes count {unit}; docs/exports.md names no flags for the model shape or "
              "sequence length: give them as your model's launcher does",
-             "# usage: source this file, then pass \"${ACTOR_ARGS[@]}\" to the trainer"]
-    for role in v.trainable:
+             "# usage: source this file (it also sets the environment Megatron asserts), then pass "
+             "\"${ACTOR_ARGS[@]}\" to the trainer"]
+    layouts = {role: v.need(role, "training") for role in v.trainable}
+    if any(x.tp > 1 or x.cp > 1 for x in layouts.values()):
+        # validate_args asserts it before Blackwell: TP/CP communication must be ordered
+        lines += ["export CUDA_DEVICE_MAX_CONNECTIONS=1  # validate_args: TP or CP > 1 needs it "
+                  "(before Blackwell)"]
+    for role, layout in layouts.items():
         spec = sc.critic if role == "critic" else sc.actor
-        layout = v.need(role, "training")
-        args = role_args(sc, role, spec, layout, notes)
+        args = role_args(v, role, spec, layout, notes)
         lines += ["", f"# {role} on group {layout.group}: {layout.gpus} GPUs = DP {layout.dp} × "
                   f"TP {layout.tp} × PP {layout.pp} × CP {layout.cp}",
                   f"# {shape_comment(spec, sc)}", f"{role.upper()}_ARGS=("]

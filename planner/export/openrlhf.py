@@ -1,9 +1,8 @@
 """OpenRLHF: a bash script running `train_ppo_ray` (PPO, GRPO, DAPO, RLOO) or `train_dpo` (DPO).
 
 Flags and constraints: docs/exports.md §2 and OpenRLHF's argument parsers (planner/export/keys/).
-Two naming eras are supported: v0.9.5 (flat, `--vllm_tensor_parallel_size`) and the August 2026
-head 3c3be623 (dotted, `--vllm.tensor_parallel_size`). docs/exports.md recommends neither; the
-default is v0.9.5, the newest release with a shipped flag list (the head is an untagged commit).
+Two naming eras: 0.10.2–0.11.2 (dotted, `--vllm.tensor_parallel_size`; 0.11.2, the newest
+release, is the default) and v0.9.5 (flat, `--vllm_tensor_parallel_size`), still in use.
 OpenRLHF trains with DeepSpeed (ZeRO, AutoTP, ring attention: no pipeline parallelism) and gives
 each role its own GPUs unless it co-locates all models, actor + reference, or critic + reward.
 """
@@ -13,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.errors import InputError
 from planner.export.base import (
     Export,
     ExportError,
@@ -26,14 +24,14 @@ from planner.export.base import (
     shell_value,
     train_batch,
 )
-from planner.export.keys import OPENRLHF_VERSIONS, check_keys
+from planner.export.keys import VERSIONS, check_keys
 from planner.plan import Layout
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
-DEFAULT_VERSION = "v0.9.5"
+FLAT_VERSIONS = ("0.9.5",)  # flat flag names; every other version parses the dotted ones
 
-# One concept → its flag in (v0.9.5, head), docs/exports.md §2.2 (train_ppo_ray) and §2.3
+# One concept → its flag in (v0.9.5, 0.11.2), docs/exports.md §2.2 (train_ppo_ray) and §2.3
 # (train_dpo).
 # None: the version has no such flag. The DeepSpeed and batch flags are the same in both scripts.
 SHARED_FLAGS: dict[str, tuple[str | None, str | None]] = {
@@ -68,7 +66,7 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "async": ("--async_train", "--train.async_enable"),
     "async_queue": ("--async_queue_size", "--train.async_queue_size"),
     # docs/exports.md §2.2 lists --partial_rollout for ≤ v0.9.5, but v0.9.5's parser (shipped key
-    # list) has no such flag: only the head can switch partial rollouts on.
+    # list) has no such flag: only the dotted releases can switch partial rollouts on.
     "partial": (None, "--train.partial_rollout_enable"),
     "enforce_eager": ("--enforce_eager", "--vllm.enforce_eager"),
     "estimator": ("--advantage_estimator", "--algo.advantage.estimator"),
@@ -77,7 +75,7 @@ PPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
     "micro_rollout": ("--micro_rollout_batch_size", "--rollout.micro_batch_size"),
     "prompt_max_len": ("--prompt_max_len", None),
     "max_new_tokens": ("--generate_max_len", "--rollout.max_new_tokens"),
-    "max_len": (None, "--data.max_len"),  # head: prompt + response
+    "max_len": (None, "--data.max_len"),  # dotted releases: prompt + response
     "init_kl": ("--init_kl_coef", "--algo.kl.init_coef"),
     "kl_loss": ("--use_kl_loss", "--algo.kl.use_loss"),
     "actor_model": ("--pretrain", "--actor.model_name_or_path"),
@@ -97,19 +95,11 @@ DPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "rloo"}
 
 
-def check_version(version: str | None) -> str:
-    version = version or DEFAULT_VERSION
-    if version not in OPENRLHF_VERSIONS:
-        raise InputError(f"--framework-version: OpenRLHF has no version '{version}' here; "
-                         f"choose {' or '.join(OPENRLHF_VERSIONS)} (default {DEFAULT_VERSION})")
-    return version
-
-
 class Args:
     """Flags by concept, rendered for one OpenRLHF version."""
 
     def __init__(self, table: dict[str, tuple[str | None, str | None]], version: str):
-        self.table, self.era = table, OPENRLHF_VERSIONS.index(version)
+        self.table, self.era = table, 0 if version in FLAT_VERSIONS else 1
         self.values: dict[str, Any] = {}  # flag → value (True: a switch)
 
     def flag(self, concept: str) -> str | None:
@@ -121,13 +111,15 @@ class Args:
         if flag is not None and value is not False and value is not None:
             self.values[flag] = value
 
+    def is_set(self, concept: str) -> bool:
+        return self.flag(concept) in self.values
+
     def words(self) -> list[str]:
         return [flag if value is True else f"{flag} {shell_value(value)}"
                 for flag, value in self.values.items()]
 
 
-def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str | None = None) -> Export:
-    version = check_version(version)
+def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     v = PlanView(plan, sc)
     return (_dpo if sc.family is Family.DPO else _ppo)(v, version)
 
@@ -135,8 +127,7 @@ def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str | None = No
 def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
     if layout.pp > 1:
         raise ExportError(f"layouts.{role}.training.pp {layout.pp}: OpenRLHF's DeepSpeed trainer "
-                          "has no pipeline parallelism; re-plan with pp 1 or export with "
-                          "--format verl or megatron")
+                          "has no pipeline parallelism; re-plan with pp 1")
     if layout.ep > 1:
         notes.append(f"{role} training ep {layout.ep}: OpenRLHF has no expert-parallel flag; "
                      "ZeRO shards the experts instead")
@@ -151,8 +142,7 @@ def _ppo(v: PlanView, version: str) -> Export:
     sc, w, notes, header = v.sc, v.sc.workload, [], []
     if sc.algorithm not in ESTIMATOR:
         raise ExportError(f"OpenRLHF has no {sc.algorithm} advantage estimator (it has "
-                          "gae, rloo, reinforce(_baseline), group_norm, dr_grpo); export with "
-                          "--format verl")
+                          "gae, rloo, reinforce(_baseline), group_norm, dr_grpo)")
     if v.inter.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: OpenRLHF has no critic head on the "
                           "actor; re-plan with search.allow_shared_actor_critic false")
@@ -198,6 +188,7 @@ def _ppo(v: PlanView, version: str) -> Export:
         raise ExportError(f"colocated: actor GPUs {actor_gpus} must equal vllm_num_engines "
                           f"{gen.dp} × vllm_tensor_parallel_size {gen.tp} (OpenRLHF checks it); "
                           "re-plan generation to use the whole group")
+    _check_ray_gpus(v, groups, a, gen, colocate_all, run_async)
     _engines(v, a, gen, colocate_all, run_async, notes, header)
 
     # DeepSpeed training: one setting for every trained model.
@@ -272,6 +263,30 @@ def _ppo(v: PlanView, version: str) -> Export:
     return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes))
 
 
+def _check_ray_gpus(v: PlanView, groups: dict[str, str], a: Args, gen: Layout,
+                    colocate_all: bool, run_async: bool) -> None:
+    """The GPUs the command asks Ray for must be the plan's. OpenRLHF (train_ppo_ray.py
+    `train`) gives each model group its own placement unless co-located (all models; actor +
+    reference; critic + reward), and vLLM engines their own GPUs unless all models are
+    co-located and training is synchronous."""
+    asked = {"actor": v.group_gpus(groups["actor"])}
+    shared = {"reference": "colocate_actor_ref", "reward": "colocate_critic_reward"}
+    for role in ("reference", "critic", "reward"):
+        if role in groups and not colocate_all and not (role in shared and
+                                                        a.is_set(shared[role])):
+            asked[role] = v.group_gpus(groups[role])
+    if not (colocate_all and not run_async):
+        asked["vLLM engines"] = gen.dp * gen.tp
+    total = sum(asked.values())
+    if total != v.gpus:
+        parts = ", ".join(f"{role} {gpus}" for role, gpus in asked.items())
+        more = "more" if total > v.gpus else "fewer"
+        raise ExportError(f"OpenRLHF would ask Ray for {total} GPUs ({parts}), {more} than the "
+                          f"plan's {v.gpus}: it co-locates only all models, actor + reference, "
+                          "or critic + reward, and gives vLLM its own GPUs unless all models "
+                          "share them synchronously; re-plan with such a placement")
+
+
 def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
                 notes: list[str]) -> bool:
     """Set async training and partial rollouts; True when the run is asynchronous.
@@ -280,18 +295,17 @@ def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
     partial rollouts at staleness 0 priced a synchronous step whose unfinished responses go on
     with the next weights (APRIL). The choice here: turn async on with a queue of one batch and
     say so. The scenario allows one step off-policy (rlplan prices partial rollouts only when
-    search.max_staleness ≥ 1), and dropping them would lose the tail the plan saves. Where async
-    cannot run as planned — co-located GPUs whose awake vLLM and training do not fit together —
-    the step stays synchronous without partial rollouts, and a note says so.
+    search.max_staleness ≥ 1), and dropping them would lose the tail the plan saves. Where every
+    model shares the GPUs, async would give vLLM GPUs of its own (more than the plan has), so the
+    step stays synchronous, and a note says so.
     """
     inter, sc = v.inter, v.sc
     partial = inter.partial_rollout and a.flag("partial") is not None
     if inter.partial_rollout and not partial:
         notes.append(f"partial_rollout: OpenRLHF {version} has no partial-rollout flag (its "
                      "train_ppo_ray.py), so each step waits for every response, longer than "
-                     f"priced; --framework-version {OPENRLHF_VERSIONS[-1]} has "
+                     f"priced; --framework-version {VERSIONS['openrlhf'][0]} has "
                      f"{PPO_FLAGS['partial'][1]}")
-    overflow = _awake_vllm_overflow(v) if colocate_all else None
     queue = inter.staleness
     if partial and not queue:
         if sc.search.max_staleness < 1:  # as `rlplan evaluate` refuses it
@@ -299,18 +313,20 @@ def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
                               f"({a.flag('async')}) for partial rollouts, one step off-policy, "
                               "beyond search.max_staleness 0; allow it with max_staleness 1 or "
                               "set partial_rollout to false")
-        if overflow:
-            notes.append(f"partial_rollout: OpenRLHF needs async training for partial rollouts, "
-                         f"where vLLM stays awake on the co-located GPUs ({overflow}); exported "
-                         "synchronous without them, so each step waits for every response, "
-                         "longer than priced; a separate rollout group allows them")
-            return False
         queue = 1
         notes.append(f"partial_rollout at staleness 0: OpenRLHF needs async training for partial "
                      f"rollouts, so {a.flag('async')} and {a.flag('async_queue')} 1 are set: "
                      "generation may also run one whole batch ahead of training (one step "
                      f"off-policy, within search.max_staleness {sc.search.max_staleness}), not "
                      "the synchronous step the plan priced")
+    if queue and colocate_all:
+        # train_ppo_ray.py gives vLLM the shared placement group only when training is
+        # synchronous: async on co-located GPUs would ask Ray for vLLM's GPUs a second time.
+        what = "partial rollouts and " if partial else ""
+        notes.append(f"{what}staleness {queue}: OpenRLHF runs async training only with vLLM on "
+                     "GPUs of its own, and the plan co-locates every model; exported "
+                     "synchronous, so each step waits for generation, longer than priced")
+        return False
     if not queue:
         return False
     a.set("async", True)
@@ -319,25 +335,7 @@ def _asynchrony(v: PlanView, a: Args, version: str, colocate_all: bool,
     if inter.overlap_weight_sync:
         notes.append("overlap_weight_sync: OpenRLHF's flags (shipped key lists) have none "
                      "for receiving weights while vLLM generates; its own sync applies")
-    if colocate_all:
-        notes.append(f"async training on co-located GPUs: vLLM cannot sleep (OpenRLHF "
-                     f"forbids {a.flag('vllm_sleep')} with async), so its memory stays held"
-                     + (f" ({overflow}): expect out-of-memory, or re-plan with a separate "
-                        "rollout group" if overflow else ""))
     return True
-
-
-def _awake_vllm_overflow(v: PlanView) -> str | None:
-    """Under async training vLLM keeps its memory on GPUs it shares with training. When the
-    actor's training alone (other co-located models add more) and that memory exceed the GPU,
-    say by how much; None when they may fit."""
-    capacity = v.sc.cluster.gpu.memory_gib
-    held = v.vllm_memory_fraction()[0] * capacity
-    training = sum(v.task_memory_gib("actor", "training").values())
-    if held + training <= capacity:
-        return None
-    return (f"{held:.1f} GiB per GPU besides actor training's {training:.1f} GiB, over the "
-            f"{capacity:g} GiB")
 
 
 def _engines(v: PlanView, a: Args, gen: Layout, colocate_all: bool, run_async: bool,
@@ -384,7 +382,7 @@ def _dpo(v: PlanView, version: str) -> Export:
     sc, w, notes = v.sc, v.sc.workload, []
     if sc.algorithm != "dpo":
         raise ExportError(f"OpenRLHF's train_dpo has no {sc.algorithm} loss (it has DPO and "
-                          "IPO); export with --format deepspeed or megatron")
+                          "IPO)")
     a = Args(DPO_FLAGS, version)
     train = v.need("actor", "training")
     _training_checks("actor", train, notes)

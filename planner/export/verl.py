@@ -1,10 +1,12 @@
 """verl: a bash script running `verl.trainer.main_ppo` with one Hydra override per line.
 
-Keys and constraints: docs/exports.md §1 and verl's generated trainer configs at commit b178a3cd
-(planner/export/keys/). verl's hybrid engine puts actor, rollout, reference and critic on one
-"global pool" of GPUs; only a reward model can get its own pool (§1.2). The pool here is the
-actor's training group, so the training layouts are exported as planned; whatever the plan puts
-elsewhere becomes a note.
+Keys: verl 0.9.1's generated trainer configs (planner/export/keys/, tools/refresh_keys.py);
+constraints: docs/exports.md §1 and 0.9.1's V1 trainer (verl/trainer/ppo/v1/). verl puts actor,
+reference and critic on one "global pool" of GPUs, the actor's training group here, so the
+training layouts are exported as planned. Generation shares that pool (the hybrid engine), or,
+for a plan one step off-policy with its own rollout group, gets a standalone rollout pool
+(`trainer.v1.trainer_mode=separate_async`); a reward model may get its own pool. The pools must
+add up to the plan's GPUs, or the export refuses (verl_pools.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from planner.export.base import (
     train_batch,
     uneven_last_stage,
 )
-from planner.export.keys import VERL_COMMIT, check_keys
+from planner.export.keys import check_keys
+from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
 from planner.plan import Layout
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -34,7 +37,7 @@ from planner.specs.workload import Family
 ADV_ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo", "rloo": "rloo", "remax": "remax"}
 
 # Where each trainable role's training keys live (docs/exports.md §1.4, §1.7).
-FSDP_CONFIG = {"actor": "actor_rollout_ref.actor.fsdp_config", "critic": "critic.model.fsdp_config"}
+FSDP_CONFIG = {"actor": "actor_rollout_ref.actor.fsdp_config", "critic": "critic.fsdp"}
 ULYSSES = {"actor": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
            "critic": "critic.ulysses_sequence_parallel_size"}
 GRADIENT_CHECKPOINTING = {"actor": "actor_rollout_ref.model.enable_gradient_checkpointing",
@@ -44,7 +47,6 @@ MEGATRON = {"actor": "actor_rollout_ref.actor.megatron", "critic": "critic.megat
 MICRO_BATCH = {"actor": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
                "critic": "critic.ppo_micro_batch_size_per_gpu"}
 MINI_BATCH = "actor_rollout_ref.actor.ppo_mini_batch_size"  # the critic inherits it
-ROLLOUT = "actor_rollout_ref.rollout"
 
 
 def needs_megatron(layouts: list[Layout]) -> bool:
@@ -52,11 +54,10 @@ def needs_megatron(layouts: list[Layout]) -> bool:
     return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
 
 
-def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
+def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     if sc.family is Family.DPO:
         raise ExportError(f"verl's main_ppo has no {sc.algorithm} trainer (it runs PPO-style "
-                          "algorithms); export this plan with --format openrlhf, deepspeed or "
-                          "megatron")
+                          "algorithms)")
     v = PlanView(plan, sc)
     if v.inter.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: verl has no critic head on the "
@@ -70,6 +71,7 @@ def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
     pool_gpus = v.group_gpus(pool)
     nnodes, per_node = nodes_for(pool_gpus, sc.cluster.gpus_per_node,
                                  f"trainer.n_gpus_per_node (group {pool})")
+    pools = Pools(v, pool)
 
     o: dict[str, Any] = {"algorithm.adv_estimator": ADV_ESTIMATOR[sc.algorithm]}
     # The reference runs iff a KL term uses it (docs/exports.md §1.3, role activation).
@@ -96,25 +98,30 @@ def export_verl(plan: dict[str, Any], sc: Scenario) -> Export:
         o[MICRO_BATCH[role]] = layout.micro_batch
         o |= (_megatron_training if megatron else _fsdp_training)(role, layout, v, notes)
         _check_batches(sc, role, layout, pool_gpus, megatron, notes)
-        if layout.group != pool:
-            notes.append(f"{role} training runs on verl's global pool (group {pool}, "
-                         f"{pool_gpus} GPUs), not on group {layout.group} as planned")
+        if layout.group != pool:  # its memory would land on the actor's GPUs, unplanned
+            raise ExportError(f"layouts.{role}.training.group {layout.group}: verl trains "
+                              f"every model on its global pool, the actor's group {pool}; "
+                              f"re-plan {role} training on group {pool}")
 
-    o |= _assessment(v, megatron, pool, pool_gpus, notes)
-    o |= _rollout(v, gen, pool, pool_gpus, notes, comments)
-    o |= _reward(v, pool, notes, comments)
+    o |= _assessment(v, megatron, trains["actor"], pool, pool_gpus, notes)
+    separate = gen.group != pool and v.inter.staleness >= 1
+    o |= _rollout(v, gen, pool, pool_gpus, separate, notes, comments)
+    if separate:
+        o |= rollout_pool(v, gen, pools, notes)
+    o |= reward_overrides(v, pools, separate, notes, comments)
     o |= {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": per_node}
-    notes += _inter_model_notes(v)
+    notes += _inter_model_notes(v, separate)
+    pools.check()  # the pools add up to the plan's GPUs
 
     args = [f"{k}={shell_value(x)}" for k, x in o.items()]
-    check_keys(schema, VERL_COMMIT, list(o))
+    check_keys(schema, version, list(o))
     command = "python3 -m verl.trainer.main_ppo"
     if megatron:  # docs/exports.md §1.1: the Megatron backend's config file
         command += " --config-path=config --config-name=ppo_megatron_trainer.yaml"
     config = "_generated_ppo_megatron_trainer.yaml" if megatron else "_generated_ppo_trainer.yaml"
-    header = [f"verl {'Megatron' if megatron else 'FSDP'} backend; keys from verl commit "
-              f"{VERL_COMMIT} (2026-01-29), {config}",
-              f"{sc.algorithm} plan on {pool_gpus} GPUs ({nnodes}×{per_node}); set "
+    header = [f"verl {version}, {'Megatron' if megatron else 'FSDP'} backend; keys from "
+              f"verl {version}'s {config}",
+              f"{sc.algorithm} plan on {v.gpus} GPUs ({pools.describe()}); set "
               "data.train_files and data.val_files: extra overrides pass through as arguments",
               *comments]
     return Export(shell_script(header, notes, command, [*args, '"$@"']), "sh", tuple(notes))
@@ -171,13 +178,15 @@ def _megatron_training(role: str, layout: Layout, v: PlanView,
     o = _megatron_parallel(role, layout, v.sc, notes)
     o |= {f"{root}.sequence_parallel": layout.sp,
           f"{root}.use_distributed_optimizer": layout.zero >= 1,
-          f"{root}.param_offload": params, f"{root}.optimizer_offload": optimizer,
-          f"{root}.grad_offload": optimizer}  # the plan's optimizer offload moves gradients too
-    if layout.zero >= 2:
+          f"{root}.param_offload": params, f"{root}.optimizer_offload": optimizer}
+    if layout.zero >= 2:  # refused where ZeRO-1 would not fit the GPU
+        v.refuse_unless_fits(role, "training", layout.model_copy(update={"zero": 1}),
+                             f"{root}.use_distributed_optimizer (ZeRO-1; the plan has zero "
+                             f"{layout.zero})")
         notes.append(f"{role} training zero {layout.zero}: Megatron's distributed optimizer "
                      "shards only optimizer state (ZeRO-1); gradients"
                      f"{' and parameters' if layout.zero == 3 else ''} stay replicated across "
-                     "data-parallel ranks — more memory per GPU than planned")
+                     "data-parallel ranks — more memory per GPU than planned, still within it")
     recompute = f"{root}.override_transformer_config"
     if layout.checkpointing == "full":  # every layer recomputed
         o |= {f"{recompute}.recompute_granularity": "full",
@@ -208,22 +217,18 @@ def _check_batches(sc: Scenario, role: str, layout: Layout, pool_gpus: int, mega
     train_batch(sc, layout, f"{MINI_BATCH} × rollout.n", MICRO_BATCH[role], notes)
 
 
-def _assessment(v: PlanView, megatron: bool, pool: str, pool_gpus: int,
+def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus: int,
                 notes: list[str]) -> dict[str, Any]:
     """Old log-probs (actor), reference log-probs and critic values: micro-batches, and the
     reference's own layout."""
     o: dict[str, Any] = {}
-    actor = v.need("actor", "assessment")
-    o[f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu"] = actor.micro_batch
+    o[f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu"] = v.need("actor", "assessment").micro_batch
     if v.sc.reference is not None:
         ref = v.need("reference", "assessment")
         o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = ref.micro_batch
         offload = ref.offload != "none" or v.inter.offload_during_generation
         if megatron:
-            if pool_gpus % (ref.tp * ref.pp * ref.cp):
-                raise ExportError(f"{MEGATRON['reference']}: trainer GPUs {pool_gpus} are not a "
-                                  f"multiple of the reference's TP×PP×CP; re-plan it on group "
-                                  f"{pool}")
+            ref = _megatron_reference(v, ref, actor, pool_gpus, notes)
             o |= _megatron_parallel("reference", ref, v.sc, notes)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
         else:
@@ -245,8 +250,34 @@ def _assessment(v: PlanView, megatron: bool, pool: str, pool_gpus: int,
     return o
 
 
-def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[str],
-             comments: list[str]) -> dict[str, Any]:
+def _megatron_reference(v: PlanView, ref: Layout, actor: Layout, pool_gpus: int,
+                        notes: list[str]) -> Layout:
+    """The reference's layout under verl's Megatron backend, which keeps a whole copy of the
+    weights per TP × PP group: a plan sharding them over data-parallel ranks (ZeRO-3) takes the
+    actor's TP/PP/EP instead when that fits; a layout that cannot fit is refused."""
+    run = ref.model_copy(update={"dp": pool_gpus // (ref.tp * ref.pp * ref.cp), "zero": 0,
+                                 "group": v.input.layouts["actor"]["training"].group})
+    if ref.zero == 3 and v.sc.reference.name == v.sc.actor.name and \
+            v.memory_gib("reference", "assessment", run) > v.sc.cluster.gpu.memory_gib:
+        run = run.model_copy(update={"tp": actor.tp, "pp": actor.pp, "cp": actor.cp,
+                                     "ep": actor.ep,
+                                     "dp": pool_gpus // (actor.tp * actor.pp * actor.cp)})
+        notes.append(f"reference zero 3 over {ref.dp} GPUs: verl's Megatron backend keeps whole "
+                     f"weights per tensor × pipeline group, so the reference takes the actor's "
+                     f"tp {actor.tp}/pp {actor.pp}/ep {actor.ep} instead")
+    if pool_gpus % (run.tp * run.pp * run.cp):
+        raise ExportError(f"{MEGATRON['reference']}: trainer GPUs {pool_gpus} are not a "
+                          f"multiple of the reference's TP×PP×CP; re-plan it on the actor's "
+                          "group")
+    v.refuse_unless_fits("reference", "assessment", run,
+                         f"{MEGATRON['reference']} tp {run.tp}/pp {run.pp}/ep {run.ep} "
+                         f"(verl's Megatron reference keeps whole weights per TP × PP group; "
+                         f"the plan has zero {ref.zero} over {ref.dp} GPUs)")
+    return run
+
+
+def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, separate: bool,
+             notes: list[str], comments: list[str]) -> dict[str, Any]:
     """The rollout engine (runtime.engine), TP/DP/EP per replica, memory fraction,
     concurrency, samples per prompt."""
     if gen.pp > 1:  # docs/exports.md §1.5: pp > 1 raises NotImplementedError for every engine
@@ -282,57 +313,33 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, notes: list[st
     if gen.cp > 1:
         notes.append(f"generation cp {gen.cp}: verl's vLLM rollout has no context parallelism; "
                      "replicas use TP only")
-    if gen.group != pool:
+    if gen.group != pool and not separate:
         notes.append(f"generation runs on verl's global pool (group {pool}, {pool_gpus // replica}"
-                     f" replicas), not on its own group {gen.group} ({gen.dp} replicas): a "
-                     "separate rollout pool needs verl's async recipes (docs/exports.md §1.10), "
-                     "whose config keys are not in the shipped key lists")
+                     f" replicas), not on its own group {gen.group} ({gen.dp} replicas): verl "
+                     "0.9.1 gives the rollout its own pool only off-policy (separate_async), "
+                     "and the plan is synchronous")
     return o
 
 
-def _reward(v: PlanView, pool: str, notes: list[str], comments: list[str]) -> dict[str, Any]:
-    sc = v.sc
-    if sc.reward_kind == "verifier":
-        comments.append("reward: a rule-based verifier; verl's reward manager runs your "
-                        "reward function on CPU (nothing to place)")
-        return {}
-    if sc.reward_kind == "none" or sc.reward is None:
-        return {}
-    rm = v.need("reward", "assessment")
-    # docs/exports.md §1.8/§1.11: the reward loop serves the RM with an inference engine
-    o: dict[str, Any] = {"reward_model.enable": True,
-                         "reward_model.model.path": model_path(sc.reward, "reward"),
-                         "reward_model.use_reward_loop": True, "reward_model.rollout.name": "vllm",
-                         "reward_model.rollout.tensor_model_parallel_size": rm.tp}
-    if rm.pp > 1 or rm.cp > 1:
-        notes.append(f"reward pp {rm.pp}/cp {rm.cp}: verl serves the reward model with vLLM "
-                     "tensor parallelism only")
-    if rm.group != pool:
-        nnodes, per_node = nodes_for(v.group_gpus(rm.group), sc.cluster.gpus_per_node,
-                                     f"reward_model.n_gpus_per_node (group {rm.group})")
-        o |= {"reward_model.enable_resource_pool": True, "reward_model.n_gpus_per_node": per_node,
-              "reward_model.nnodes": nnodes}
-    return o
-
-
-def _inter_model_notes(v: PlanView) -> list[str]:
+def _inter_model_notes(v: PlanView, separate: bool) -> list[str]:
     inter, notes = v.inter, []
     if inter.offload_during_generation:
         notes.append("offload_during_generation → param_offload/optimizer_offload: verl moves "
                      "a model's state to CPU whenever it is idle, not only during generation")
-    if inter.staleness:
-        notes.append(f"staleness {inter.staleness}: main_ppo is synchronous; bounded asynchrony "
-                     "needs verl's one-step-off-policy or fully-async recipes (docs/exports.md "
-                     "§1.10), not emitted (their keys are not in the shipped lists)")
-    if inter.partial_rollout:
-        notes.append("partial_rollout: main_ppo has no partial-rollout switch and waits for every "
-                     "response, so a step takes longer than priced; verl has them in its "
-                     "fully-async recipe (python3 -m verl.experimental.fully_async_policy."
-                     "fully_async_main, async_training.partial_rollout=True, docs/exports.md "
-                     "§1.10), not emitted (its keys are not in the shipped lists)")
+    if inter.staleness and not separate:
+        notes.append(f"staleness {inter.staleness}: generation shares the training GPUs, so "
+                     "verl runs the step synchronously (its off-policy trainer, separate_async, "
+                     "needs the rollout on its own group); a step takes longer than priced")
+    if inter.partial_rollout and not separate:
+        notes.append("partial_rollout: verl continues unfinished responses only in its "
+                     "separate_async trainer (a rollout group of its own, staleness ≥ 1); "
+                     "main_ppo here waits for every response, so a step takes longer than priced")
+    if separate and not inter.partial_rollout:
+        notes.append("separate_async continues unfinished responses with new weights (partial "
+                     "rollouts), which the plan did not price: generation may finish sooner")
     if inter.overlap_weight_sync:
-        notes.append("overlap_weight_sync: the fully-async recipe's async_training."
-                     "checkpoint_engine.overlap_broadcast_and_consume, not emitted (as above)")
+        notes.append("overlap_weight_sync: verl's checkpoint engine syncs weights its own way; "
+                     "the plan's overlap is not a setting")
     if inter.inter_stage_fusion:
         notes.append("inter_stage_fusion: verl has no setting to overlap generation with "
                      "assessment")

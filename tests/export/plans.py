@@ -60,9 +60,34 @@ def ppo_disaggregated() -> dict[str, Any]:
             "inter_model": {"placement": "disaggregated"}}
 
 
-def ppo_scenario() -> Scenario:
+def ppo_split(**inter: Any) -> dict[str, Any]:
+    """PPO as OpenRLHF places it: actor + reference on g0, critic + reward on g1, rollout on g2."""
+    train = {"dp": 8, "zero": 3, "micro_batch": 2}
+    return {"groups": [{"name": n, "gpus": 8} for n in ("g0", "g1", "g2")],
+            "layouts": {"actor": {"generation": layout("g2", dp=4, tp=2),
+                                  "training": layout(**train)},
+                        "critic": {"training": layout("g1", **train)},
+                        "reference": {"assessment": layout(dp=8, micro_batch=4)},
+                        "reward": {"assessment": layout("g1", dp=8, micro_batch=4)}},
+            "inter_model": {"placement": "disaggregated", **inter}}
+
+
+def ppo_rollout_apart(**inter: Any) -> dict[str, Any]:
+    """PPO as verl places it off-policy: actor, critic and reference on g0 (the global pool),
+    rollout on g1, reward model on g2."""
+    train = {"dp": 8, "zero": 3, "micro_batch": 2}
+    return {"groups": [{"name": n, "gpus": 8} for n in ("g0", "g1", "g2")],
+            "layouts": {"actor": {"generation": layout("g1", dp=4, tp=2),
+                                  "training": layout(**train)},
+                        "critic": {"training": layout(**train)},
+                        "reference": {"assessment": layout(dp=8, micro_batch=4)},
+                        "reward": {"assessment": layout("g2", dp=8, micro_batch=4)}},
+            "inter_model": {"placement": "disaggregated", **inter}}
+
+
+def ppo_scenario(nodes: int = 2) -> Scenario:
     return scenario("ppo", **{"models.reward": "qwen2.5-0.5b", "models.critic": "qwen2.5-0.5b",
-                              "cluster.nodes": 2})
+                              "cluster.nodes": nodes})
 
 
 def dpo_plan(train: dict | None = None) -> dict[str, Any]:

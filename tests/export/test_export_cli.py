@@ -35,9 +35,9 @@ def test_prints_json_on_stdout(cli, write):
 
 def test_openrlhf_version_flag(cli, write):
     result = cli("export", plan_file(write), "--format", "openrlhf",
-                 "--framework-version", "head-3c3be623-2026-08")
+                 "--framework-version", "0.9.5")
     assert result.exit_code == 0, result.output
-    assert "--vllm.num_engines" in result.stdout
+    assert "--vllm_num_engines" in result.stdout
 
 
 def test_plan_without_scenario(cli, tmp_path):

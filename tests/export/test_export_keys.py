@@ -1,38 +1,65 @@
-"""The shipped key lists load, and the key check refuses what a version lacks."""
+"""The key lists generated from the releases load, and the key check refuses what a version
+lacks."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner.export import ExportError
-from planner.export.keys import KEY_FILES, VERL_COMMIT, check_keys, has_key, key_set, verl_key_ok
+from planner.export.keys import (
+    KEY_FILES,
+    VERL_VERSION,
+    VERSIONS,
+    check_keys,
+    check_version,
+    has_key,
+    key_set,
+    verl_key_ok,
+)
 
-HEAD = "head-3c3be623-2026-08"
+NEW, OLD = VERSIONS["openrlhf"]
 
 
-def test_every_key_list_loads():
-    assert len(KEY_FILES) == 6
+def test_every_key_list_loads_and_says_it_was_generated():
+    assert len(KEY_FILES) == 2 + 2 * len(VERSIONS["openrlhf"])
     for schema, version in KEY_FILES:
         keys = key_set(schema, version)
         assert len(keys) > 50 and not any(k.startswith("#") or not k for k in keys)
 
 
+def test_defaults_are_the_newest_releases():
+    assert (VERL_VERSION, NEW, OLD) == ("0.9.1", "0.11.2", "0.9.5")
+    assert check_version("openrlhf", None) == NEW
+    with pytest.raises(Exception, match="openrlhf has no version 'head'.*0.11.2 or 0.9.5"):
+        check_version("openrlhf", "head")
+
+
 def test_flat_and_dotted_eras():
-    assert has_key("openrlhf-train_ppo_ray", "v0.9.5", "--vllm_tensor_parallel_size")
-    assert not has_key("openrlhf-train_ppo_ray", HEAD, "--vllm_tensor_parallel_size")
-    assert has_key("openrlhf-train_ppo_ray", HEAD, "--vllm.tensor_parallel_size")
-    assert has_key("openrlhf-train_dpo", "v0.9.5", "--ref_offload")
-    assert has_key("verl-megatron", VERL_COMMIT, "critic.megatron.tensor_model_parallel_size")
-    assert not has_key("verl-fsdp", VERL_COMMIT, "critic.megatron.tensor_model_parallel_size")
+    assert has_key("openrlhf-train_ppo_ray", OLD, "--vllm_tensor_parallel_size")
+    assert not has_key("openrlhf-train_ppo_ray", NEW, "--vllm_tensor_parallel_size")
+    assert has_key("openrlhf-train_ppo_ray", NEW, "--vllm.tensor_parallel_size")
+    assert has_key("openrlhf-train_dpo", OLD, "--ref_offload")
+    assert has_key("verl-megatron", VERL_VERSION, "critic.megatron.tensor_model_parallel_size")
+    assert not has_key("verl-fsdp", VERL_VERSION, "critic.megatron.tensor_model_parallel_size")
+
+
+def test_verl_091_dropped_keys_the_old_exporter_wrote():
+    # issue 14: these no longer exist in verl 0.9.1; the reward model moved under reward.
+    for key in ("actor_rollout_ref.actor.megatron.grad_offload", "critic.megatron.grad_offload",
+                "reward_model.use_reward_loop"):
+        assert not verl_key_ok("verl-megatron", key)
+    assert not verl_key_ok("verl-fsdp", "critic.model.fsdp_config.param_offload")
+    assert verl_key_ok("verl-fsdp", "critic.fsdp.param_offload")
+    assert verl_key_ok("verl-fsdp", "reward.reward_model.enable")
 
 
 def test_check_refuses_a_flag_the_version_lacks():
-    check_keys("openrlhf-train_ppo_ray", HEAD, ["--vllm.tensor_parallel_size"])
+    check_keys("openrlhf-train_ppo_ray", NEW, ["--vllm.tensor_parallel_size"])
     with pytest.raises(ExportError, match="--vllm_tensor_parallel_size"):
-        check_keys("openrlhf-train_ppo_ray", HEAD, ["--vllm.tensor_parallel_size",
-                                                    "--vllm_tensor_parallel_size"])
+        check_keys("openrlhf-train_ppo_ray", NEW, ["--vllm.tensor_parallel_size",
+                                                   "--vllm_tensor_parallel_size"])
     with pytest.raises(ExportError, match="critic.megatron"):
-        check_keys("verl-fsdp", VERL_COMMIT, ["critic.megatron.tensor_model_parallel_size"])
+        check_keys("verl-fsdp", VERL_VERSION, ["critic.megatron.tensor_model_parallel_size"])
 
 
 def test_verl_plus_prefix_only_for_new_keys_under_documented_dicts():
@@ -52,9 +79,9 @@ def test_unknown_list_is_bad_input():
 
 def test_partial_rollout_and_eager_flags_per_era():
     # exports.md lists --partial_rollout for ≤ v0.9.5; v0.9.5's own parser has none
-    assert not any("partial" in k for k in key_set("openrlhf-train_ppo_ray", "v0.9.5"))
-    assert has_key("openrlhf-train_ppo_ray", HEAD, "--train.partial_rollout_enable")
-    assert has_key("openrlhf-train_ppo_ray", "v0.9.5", "--enforce_eager")
-    assert has_key("openrlhf-train_ppo_ray", HEAD, "--vllm.enforce_eager")
+    assert not any("partial" in k for k in key_set("openrlhf-train_ppo_ray", OLD))
+    assert has_key("openrlhf-train_ppo_ray", NEW, "--train.partial_rollout_enable")
+    assert has_key("openrlhf-train_ppo_ray", OLD, "--enforce_eager")
+    assert has_key("openrlhf-train_ppo_ray", NEW, "--vllm.enforce_eager")
     for schema in ("verl-fsdp", "verl-megatron"):
         assert verl_key_ok(schema, "actor_rollout_ref.rollout.enforce_eager")

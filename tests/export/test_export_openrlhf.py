@@ -14,13 +14,14 @@ from tests.export.plans import (
     partial_scenario,
     ppo_disaggregated,
     ppo_scenario,
+    ppo_split,
     priced,
     scenario,
 )
 
 PPO = "openrlhf.cli.train_ppo_ray"
 DPO = "openrlhf.cli.train_dpo"
-V095, HEAD = OPENRLHF_VERSIONS
+HEAD, V095 = OPENRLHF_VERSIONS  # 0.11.2 (dotted, the default), 0.9.5 (flat)
 
 
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
@@ -31,7 +32,7 @@ def test_grpo_colocated(version):
     assert f"ray job submit -- python3 -m {PPO} \\" in result.text
     f = flags(result.text, PPO)
     assert set(f) <= key_set("openrlhf-train_ppo_ray", version)
-    flat = version == "v0.9.5"
+    flat = version == V095
     assert f["--advantage_estimator" if flat else "--algo.advantage.estimator"] == "group_norm"
     assert ("--colocate_all_models" if flat else "--train.colocate_all") in f
     assert f["--vllm_num_engines" if flat else "--vllm.num_engines"] == "4"
@@ -42,26 +43,33 @@ def test_grpo_colocated(version):
     assert f["--zero_stage" if flat else "--ds.zero_stage"] == "3"
 
 
-def test_default_version_is_the_flat_release():
+def test_default_version_is_the_newest_release():
     sc = scenario()
     text = export(priced(sc, colocated()), sc, "openrlhf").text
-    assert "v0.9.5" in text and "--vllm_num_engines" in text
+    assert "OpenRLHF 0.11.2" in text and "--vllm.num_engines" in text
 
 
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
 def test_ppo_separate_pools(version):
-    sc = ppo_scenario()
-    result = export(priced(sc, ppo_disaggregated()), sc, "openrlhf", version)
+    sc = ppo_scenario(nodes=3)
+    result = export(priced(sc, ppo_split()), sc, "openrlhf", version)
     f = flags(result.text, PPO)
     assert set(f) <= key_set("openrlhf-train_ppo_ray", version)
-    flat = version == "v0.9.5"
+    flat = version == V095
     assert ("--colocate_actor_ref" if flat else "--train.colocate_actor_ref") in f
+    assert ("--colocate_critic_reward" if flat else "--train.colocate_critic_reward") in f
     assert ("--colocate_all_models" if flat else "--train.colocate_all") not in f
-    assert f["--ds_tensor_parallel_size" if flat else "--ds.tensor_parallel_size"] == "2"
     assert f["--critic_pretrain" if flat else "--critic.model_name_or_path"] == \
         "Qwen/Qwen2.5-0.5B"
-    # the critic shares g0 with the actor, which OpenRLHF cannot do: a note says so
-    assert any("group g0 holds actor, critic, reference" in n for n in result.notes)
+
+
+def test_a_placement_openrlhf_cannot_share_is_refused_not_spread():
+    # issue 14: critic on the actor's GPUs, reward on the rollout's: OpenRLHF would give each
+    # its own GPUs, 32 for a 16-GPU plan
+    sc = ppo_scenario()
+    with pytest.raises(ExportError, match=r"OpenRLHF would ask Ray for 32 GPUs \(actor 8, "
+                       r"critic 8, reward 8, vLLM engines 8\), more than the plan's 16"):
+        export(priced(sc, ppo_disaggregated()), sc, "openrlhf")
 
 
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
@@ -71,7 +79,7 @@ def test_dpo(version):
     assert f"deepspeed --module {DPO} \\" in result.text
     f = flags(result.text, DPO)
     assert set(f) <= key_set("openrlhf-train_dpo", version)
-    flat = version == "v0.9.5"
+    flat = version == V095
     # pairs: 64 per step in 2 mini-batches = 32; micro_batch 2 sequences = 1 pair
     assert f["--train_batch_size" if flat else "--train.batch_size"] == "32"
     assert f["--micro_train_batch_size" if flat else "--train.micro_batch_size"] == "1"
@@ -100,18 +108,18 @@ def test_unknown_version():
 
 
 def test_overlapped_weight_sync_is_said_not_dropped():
-    sc = ppo_scenario()
-    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 1,
-                                                   "overlap_weight_sync": True}}
-    result = export(priced(sc, plan), sc, "openrlhf")
+    sc = ppo_scenario(nodes=3)
+    plan = ppo_split(staleness=1, overlap_weight_sync=True)
+    result = export(priced(sc, plan), sc, "openrlhf", V095)
     f = flags(result.text, PPO)
     assert "--async_train" in f and f["--async_queue_size"] == "1"
     assert any(n.startswith("overlap_weight_sync") for n in result.notes)
 
 
-def test_partial_rollout_at_staleness_0_turns_async_on_in_the_head():
-    sc = partial_scenario()
-    result = export(priced(sc, colocated(partial_rollout=True)), sc, "openrlhf", HEAD)
+def test_partial_rollout_at_staleness_0_turns_async_on():
+    sc = partial_scenario(**{"models.reward": "qwen2.5-0.5b", "cluster.nodes": 3},
+                          algorithm="ppo")
+    result = export(priced(sc, ppo_split(partial_rollout=True)), sc, "openrlhf", HEAD)
     f = flags(result.text, PPO)
     assert set(f) <= key_set("openrlhf-train_ppo_ray", HEAD)
     assert "--train.partial_rollout_enable" in f and "--train.async_enable" in f
@@ -121,42 +129,30 @@ def test_partial_rollout_at_staleness_0_turns_async_on_in_the_head():
                and "within search.max_staleness 1" in n for n in result.notes)
 
 
-def test_partial_rollout_is_a_note_in_v095_which_has_no_flag():
+@pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
+def test_async_on_colocated_gpus_stays_synchronous(version):
+    # async would give vLLM GPUs of its own: 16 for an 8-GPU plan (issue 14)
     sc = partial_scenario()
-    result = export(priced(sc, colocated(partial_rollout=True)), sc, "openrlhf", V095)
+    result = export(priced(sc, colocated(partial_rollout=True)), sc, "openrlhf", version)
     f = flags(result.text, PPO)
-    assert not {"--async_train", "--async_queue_size"} & set(f)
-    assert "--vllm_enable_sleep" in f  # still the synchronous, co-located run
-    assert not any("partial" in flag for flag in f)
-    assert any(n.startswith("partial_rollout: OpenRLHF v0.9.5 has no partial-rollout flag")
-               and "--train.partial_rollout_enable" in n for n in result.notes)
+    assert not {"--async_train", "--train.async_enable", "--train.partial_rollout_enable"} & set(f)
+    assert ("--vllm_enable_sleep" if version == V095 else "--vllm.enable_sleep") in f
+    assert any("exported synchronous" in n for n in result.notes) is (version == HEAD)
+    if version == V095:
+        assert any(n.startswith("partial_rollout: OpenRLHF 0.9.5 has no partial-rollout flag")
+                   and "--train.partial_rollout_enable" in n for n in result.notes)
 
 
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
 def test_partial_rollout_with_staleness_keeps_the_plans_queue(version):
-    sc = ppo_scenario()
-    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 2,
-                                                   "partial_rollout": True}}
+    sc = ppo_scenario(nodes=3)
+    plan = ppo_split(staleness=2, partial_rollout=True)
     f = flags(export(priced(sc, plan), sc, "openrlhf", version).text, PPO)
     assert set(f) <= key_set("openrlhf-train_ppo_ray", version)
     if version == HEAD:
         assert f["--train.async_queue_size"] == "2" and "--train.partial_rollout_enable" in f
     else:
         assert f["--async_queue_size"] == "2" and "--async_train" in f
-
-
-def test_partial_rollout_stays_synchronous_when_awake_vllm_cannot_fit():
-    sc = partial_scenario()
-    plan = priced(sc, colocated(partial_rollout=True))
-    train = next(t for t in plan["breakdown"]["tasks"]
-                 if t["role"] == "actor" and t["stage"] == "training")
-    train["memory_gib"]["memory/transient/activations"] = 79.0  # training fills the GPU
-    result = export(plan, sc, "openrlhf", HEAD)
-    f = flags(result.text, PPO)
-    assert not {"--train.async_enable", "--train.partial_rollout_enable"} & set(f)
-    assert "--vllm.enable_sleep" in f
-    assert any(n.startswith("partial_rollout: OpenRLHF needs async training") and
-               "exported synchronous without them" in n for n in result.notes)
 
 
 def test_partial_rollout_beyond_the_scenarios_staleness_is_refused():
@@ -202,7 +198,7 @@ def test_generation_pipeline_parallel_is_refused_with_what_to_do():
 
 def test_generation_tp_across_nodes_is_a_note():
     sc = scenario(**{"cluster.nodes": 8, "cluster.gpus_per_node": 1})
-    result = export(priced(sc, colocated(gen={"dp": 4, "tp": 2})), sc, "openrlhf")
+    result = export(priced(sc, colocated(gen={"dp": 4, "tp": 2})), sc, "openrlhf", V095)
     assert flags(result.text, PPO)["--vllm_tensor_parallel_size"] == "2"
     assert any(n.startswith("generation tp 2: each engine's 2 GPUs span 2 nodes") and
                "OpenRLHF places its workers with Ray" in n for n in result.notes)

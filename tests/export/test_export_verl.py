@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from planner.export import ExportError, export
-from planner.export.keys import VERL_COMMIT, verl_key_ok
+from planner.export.keys import VERL_VERSION, verl_key_ok
 from tests.export.plans import (
     colocated,
     dpo_plan,
     overrides,
     partial_scenario,
     ppo_disaggregated,
+    ppo_rollout_apart,
     ppo_scenario,
     priced,
     scenario,
@@ -24,7 +25,7 @@ def test_grpo_colocated_fsdp():
                                                 "offload": "optimizer"})), sc, "verl")
     text = result.text
     assert text.startswith("#!/usr/bin/env bash\nset -euo pipefail\n")
-    assert VERL_COMMIT in text and "python3 -m verl.trainer.main_ppo \\" in text
+    assert f"verl {VERL_VERSION}" in text and "python3 -m verl.trainer.main_ppo \\" in text
     assert "--config-name" not in text
     o = overrides(text)
     assert all(verl_key_ok("verl-fsdp", k) for k in o)
@@ -56,8 +57,9 @@ def test_ppo_with_tensor_parallel_uses_megatron_and_a_reward_pool():
     assert o["actor_rollout_ref.actor.megatron.override_transformer_config."
              "recompute_granularity"] == "full"
     assert o["critic.model.path"] == "Qwen/Qwen2.5-0.5B"
-    assert o["reward_model.enable_resource_pool"] == "True"  # the RM has its own group
-    assert o["reward_model.n_gpus_per_node"] == "8" and o["reward_model.nnodes"] == "1"
+    assert o["reward.reward_model.enable_resource_pool"] == "True"  # the RM has its own group
+    assert o["reward.reward_model.n_gpus_per_node"] == "8"
+    assert o["reward.reward_model.nnodes"] == "1"
     # the separate rollout group cannot be expressed in main_ppo: said, not dropped
     assert any("generation runs on verl's global pool" in n for n in result.notes)
     assert "# NOTE: generation runs on verl's global pool" in result.text
@@ -106,9 +108,7 @@ def test_partial_rollout_is_a_note_pointing_at_the_fully_async_recipe():
     sc = partial_scenario()
     result = export(priced(sc, colocated(partial_rollout=True)), sc, "verl")
     note = next(n for n in result.notes if n.startswith("partial_rollout"))
-    assert "main_ppo has no partial-rollout switch" in note
-    assert "verl.experimental.fully_async_policy.fully_async_main" in note
-    assert "async_training.partial_rollout=True" in note
+    assert "continues unfinished responses only in its separate_async trainer" in note
     assert f"# NOTE: {note}" in result.text
     assert not any("async_training" in k for k in overrides(result.text))
     plain = export(priced(sc, colocated()), sc, "verl")
@@ -173,10 +173,40 @@ def test_micro_batches_must_tile_the_mini_batch():
         export(plan, sc, "verl")
 
 
-def test_overlapped_weight_sync_is_said_not_dropped():
-    sc = ppo_scenario()
-    plan = {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated", "staleness": 1,
-                                                   "overlap_weight_sync": True}}
-    result = export(priced(sc, plan), sc, "verl")
+def test_one_step_off_with_a_rollout_group_gets_its_own_pool():
+    # issue 14: the one-step-off plan ran synchronously on the training GPUs only
+    sc = ppo_scenario(nodes=3)
+    result = export(priced(sc, ppo_rollout_apart(staleness=1, overlap_weight_sync=True)), sc,
+                    "verl")
+    o = overrides(result.text)
+    assert o["trainer.v1.trainer_mode"] == "separate_async"
+    assert o["actor_rollout_ref.hybrid_engine"] == "False"
+    assert (o["trainer.nnodes"], o["trainer.n_gpus_per_node"]) == ("1", "8")
+    assert (o["actor_rollout_ref.rollout.nnodes"],
+            o["actor_rollout_ref.rollout.n_gpus_per_node"]) == ("1", "8")
+    assert o["reward.reward_model.n_gpus_per_node"] == "8"  # 8 + 8 + 8: the plan's 24 GPUs
+    # separate_async asserts train_batch_size == parameter_sync_step × ppo_mini_batch_size
+    assert int(o["data.train_batch_size"]) == int(
+        o["trainer.v1.separate_async.parameter_sync_step"]) * int(
+        o["actor_rollout_ref.actor.ppo_mini_batch_size"])
+    assert o["trainer.v1.sampler.max_off_policy_threshold"] == "1"
     assert "# NOTE: overlap_weight_sync" in result.text
-    assert any(n.startswith("staleness 1") for n in result.notes)
+
+
+def test_pools_that_would_not_run_the_plan_are_refused():
+    sc = ppo_scenario()  # rollout and reward model both on g1: two verl pools on 8 GPUs
+    plan = priced(sc, {**ppo_disaggregated(), "inter_model": {"placement": "disaggregated",
+                                                              "staleness": 1}})
+    with pytest.raises(ExportError, match="verl would ask Ray for 24 GPUs .* the plan has 16"):
+        export(plan, sc, "verl")
+    sc = scenario(**{"cluster.nodes": 2})  # synchronous, rollout on its own group: left idle
+    plan = priced(sc, {"groups": [{"name": "g0", "gpus": 8}, {"name": "g1", "gpus": 8}],
+                       "layouts": {"actor": {"generation": {"group": "g1", "dp": 4, "tp": 2},
+                                             "training": {"group": "g0", "dp": 8, "zero": 3,
+                                                          "micro_batch": 2}},
+                                   "reference": {"assessment": {"group": "g0", "dp": 8,
+                                                                "micro_batch": 4}}},
+                       "inter_model": {"placement": "disaggregated"}})
+    with pytest.raises(ExportError, match="verl would run the plan on 8 of its 16 GPUs .* "
+                       "group.s. g1 would sit idle"):
+        export(plan, sc, "verl")

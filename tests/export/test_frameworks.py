@@ -1,0 +1,190 @@
+"""Every export, checked by the framework's own code (tests/frameworks.txt, installed --no-deps):
+verl's Hydra composition against 0.9.1's config files, OpenRLHF 0.11.2's parser and post-parse
+checks, DeepSpeed 0.19.8's DeepSpeedConfig with each role's world size, Megatron-LM's
+parse_args/validate_args where installable (skipped with the reason otherwise).
+
+Plans span algorithms (GRPO, PPO with critic and reward model, DPO), model kinds (dense, MoE)
+and placements (colocated, separate groups, one step off-policy)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Callable
+
+import pytest
+
+from planner.export import ExportError, export
+from planner.plan import PlanInput
+from tests.export import frameworks as fw
+from tests.export.plans import (
+    colocated,
+    dpo_plan,
+    partial_scenario,
+    ppo_disaggregated,
+    ppo_rollout_apart,
+    ppo_scenario,
+    ppo_split,
+    priced,
+    scenario,
+)
+
+
+def _moe():
+    sc = scenario(**{"models.actor": "qwen3-30b-a3b", "cluster.nodes": 2})
+    train = {"group": "g0", "dp": 4, "tp": 2, "pp": 2, "ep": 4, "zero": 1, "micro_batch": 1,
+             "checkpointing": "full", "offload": "optimizer"}
+    return sc, {"groups": [{"name": "g0", "gpus": 16}],
+                "layouts": {"actor": {"generation": {"group": "g0", "dp": 8, "tp": 2},
+                                      "training": train},
+                            "reference": {"assessment": {"group": "g0", "dp": 16, "zero": 3,
+                                                         "micro_batch": 2}}},
+                "inter_model": {"placement": "colocated"}}
+
+
+# case → (scenario, plan, the formats that accept it: the others must refuse)
+CASES: dict[str, Callable] = {
+    "grpo-dense-colocated": lambda: (scenario(), colocated(),
+                                     {"verl", "openrlhf", "deepspeed", "megatron"}),
+    "grpo-dense-colocated-tp2-offload": lambda: (
+        scenario(), colocated(train={"dp": 4, "tp": 2, "zero": 1, "micro_batch": 2,
+                                     "offload": "optimizer"}),
+        {"verl", "openrlhf", "deepspeed", "megatron"}),
+    "grpo-moe-colocated-pp": lambda: (*_moe(), {"verl", "megatron"}),
+    "grpo-partial-colocated": lambda: (partial_scenario(), colocated(partial_rollout=True),
+                                       {"verl", "openrlhf", "deepspeed", "megatron"}),
+    "ppo-megatron-rollout-with-reward": lambda: (ppo_scenario(), ppo_disaggregated(),
+                                                 {"verl", "deepspeed", "megatron"}),
+    "ppo-split-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(),
+                                   {"openrlhf", "deepspeed", "megatron"}),
+    "ppo-one-step-off": lambda: (ppo_scenario(nodes=3), ppo_rollout_apart(staleness=1),
+                                 {"verl", "deepspeed", "megatron"}),
+    "ppo-one-step-off-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(staleness=1),
+                                          {"openrlhf", "deepspeed", "megatron"}),
+    "dpo": lambda: (scenario("dpo"), dpo_plan(), {"openrlhf", "deepspeed", "megatron"}),
+}
+
+
+@pytest.fixture(scope="module")
+def exports():
+    """case → {format: Export or ExportError}, made once."""
+    out = {}
+    for name, make in CASES.items():
+        sc, plan, _ = make()
+        plan = priced(sc, plan)
+        out[name] = (sc, plan, {})
+        for fmt in ("verl", "openrlhf", "deepspeed", "megatron"):
+            try:
+                out[name][2][fmt] = export(plan, sc, fmt)
+            except ExportError as err:
+                out[name][2][fmt] = err
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_exactly_the_expected_formats_accept(case, exports):
+    accepted = {f for f, r in exports[case][2].items() if not isinstance(r, ExportError)}
+    assert accepted == CASES[case]()[2], {f: str(r) for f, r in exports[case][2].items()
+                                          if isinstance(r, ExportError)}
+
+
+def _each(exports, fmt):
+    for case in CASES:
+        result = exports[case][2][fmt]
+        if not isinstance(result, ExportError):
+            yield case, exports[case][0], exports[case][1], result
+
+
+def test_verl_composes_every_export_with_091s_own_config(exports):
+    checked = 0
+    for case, sc, plan, result in _each(exports, "verl"):
+        cfg = fw.verl_compose(result.text)  # Hydra refuses an unknown key or a bad `+`
+        rollout = cfg.actor_rollout_ref.rollout
+        assert rollout.tensor_model_parallel_size == plan["layouts"]["actor"]["generation"]["tp"]
+        gpus = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node
+        if cfg.trainer.v1.trainer_mode == "separate_async":
+            gpus += rollout.nnodes * rollout.n_gpus_per_node
+        rm = cfg.reward.reward_model
+        if sc.reward_kind == "model":  # issue 14: 0.9.1 reads reward.reward_model.*, ON
+            assert rm.enable is True and rm.model_path, case
+        if rm.enable and rm.enable_resource_pool:
+            gpus += rm.nnodes * rm.n_gpus_per_node
+        assert gpus == sum(g["gpus"] for g in plan["groups"]), case  # the planned cluster
+        checked += 1
+    assert checked >= 4
+
+
+def test_verl_ppo_turns_the_reward_model_on():
+    sc = ppo_scenario(nodes=3)
+    cfg = fw.verl_compose(export(priced(sc, ppo_rollout_apart(staleness=1)), sc, "verl").text)
+    assert cfg.reward.reward_model.enable is True
+    assert cfg.reward.reward_model.model_path == "Qwen/Qwen2.5-0.5B"
+    assert cfg.reward.reward_model.enable_resource_pool is True
+    assert cfg.trainer.v1.trainer_mode == "separate_async"
+
+
+def test_openrlhf_parses_every_export_and_passes_its_checks(exports):
+    checked = 0
+    for case, _sc, _plan, result in _each(exports, "openrlhf"):
+        dpo = "openrlhf.cli.train_dpo" in result.text
+        args = fw.openrlhf_parse(result.text, "train_dpo" if dpo else "train_ppo_ray")
+        if not dpo:  # train()'s placement assertions, which run before any GPU work
+            actor = args.actor.num_nodes * args.actor.num_gpus_per_node
+            if args.train.colocate_all and not args.train.async_enable:
+                assert actor == args.vllm.num_engines * args.vllm.tensor_parallel_size, case
+            if args.train.colocate_actor_ref and args.algo.kl.init_coef > 0:
+                assert (args.actor.num_nodes, args.actor.num_gpus_per_node) == \
+                    (args.ref.num_nodes, args.ref.num_gpus_per_node), case
+        checked += 1
+    assert checked >= 4
+
+
+def test_openrlhf_parser_refuses_what_it_should():
+    sc = scenario()
+    text = export(priced(sc, colocated()), sc, "openrlhf").text
+    with pytest.raises(ValueError, match="unrecognized arguments: --vllm_num_engines"):
+        fw.openrlhf_parse(text.replace('"$@"', "--vllm_num_engines 4"), "train_ppo_ray")
+    with pytest.raises(AssertionError, match="requires --train.async_enable"):
+        fw.openrlhf_parse(text.replace('"$@"', "--train.partial_rollout_enable"),
+                          "train_ppo_ray")
+
+
+def test_deepspeed_config_class_accepts_every_ds_config(exports):
+    checked = 0
+    for case, _, plan, result in _each(exports, "deepspeed"):
+        layouts = PlanInput.model_validate(plan).layouts
+        for role, config in json.loads(result.text).items():
+            world = layouts[role]["training"].gpus
+            ds = fw.deepspeed_config(config, world)
+            assert ds.train_batch_size == config["train_batch_size"], case
+            assert ds.zero_optimization_stage == config["zero_optimization"]["stage"], case
+            checked += 1
+    assert checked >= 6
+    with pytest.raises(AssertionError, match="Check batch related parameters"):
+        fw.deepspeed_config(config, world + 1)  # the class does check the arithmetic
+
+
+def _arrays(text: str) -> dict[str, list[str]]:
+    return {name: shlex.split(body, comments=True)
+            for name, body in re.findall(r"^(\w+)_ARGS=\((.*?)^\)", text, re.M | re.S)}
+
+
+def test_megatron_rules_in_every_export(exports):
+    for case, _, _, result in _each(exports, "megatron"):
+        for words in _arrays(result.text).values():
+            if "--optimizer-cpu-offload" in words:  # validate_args asserts it (0.19.2)
+                assert "--use-precision-aware-optimizer" in words, case
+            tp = int(words[words.index("--tensor-model-parallel-size") + 1])
+            cp = int(words[words.index("--context-parallel-size") + 1])
+            if tp > 1 or cp > 1:
+                assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in result.text, case
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "megatron" in CASES[c]()[2]][:1])
+def test_megatron_validate_args(case, exports):
+    result = exports[case][2]["megatron"]
+    env = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if "CUDA_DEVICE_MAX_CONNECTIONS" in \
+        result.text else {}
+    for words in _arrays(result.text).values():
+        fw.megatron_validate(words, env)  # skips here with the reason (MEGATRON_SKIP)
