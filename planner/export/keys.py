@@ -39,7 +39,7 @@ KEY_FILES: dict[tuple[str, str], str] = {
 # Dicts verl's docs show being extended with Hydra's `+key=value` (docs/exports.md §1.1, §1.4,
 # §1.5): keys under them that the generated config lacks are written with a `+` prefix.
 VERL_PLUS_PARENTS = ("megatron.override_transformer_config", "optim.override_optimizer_config",
-                     "rollout.engine_kwargs.vllm")
+                     "rollout.engine_kwargs.vllm", "rollout.engine_kwargs.sglang")
 
 
 def check_version(fmt: str, version: str | None) -> str:

@@ -362,6 +362,13 @@ def _engines(v: PlanView, a: Args, gen: Layout, colocate_all: bool, run_async: b
         notes.append(f"runtime.engine eager → {a.flag('enforce_eager')}: the plan priced an "
                      "engine without CUDA graphs; drop it where CUDA graphs work, generation is "
                      "then quicker")
+    if v.sc.rollout_weights == "fp8":  # bf16 weights would take twice the memory planned
+        raise ExportError("the plan rolls out with FP8 weights and OpenRLHF has no flag for "
+                          "vLLM quantization; re-plan with --rollout-weights bf16")
+    if v.sc.runtime.kv_cache_dtype == "fp8":
+        notes.append("runtime.kv_cache_dtype fp8: OpenRLHF has no flag for vLLM's "
+                     "kv_cache_dtype; its KV cache stays bf16 and holds half the tokens planned "
+                     "(more preemption, slower rollouts)")
     notes.extend(generation_notes(v, gen, gen.tp, "OpenRLHF"))
 
 

@@ -298,6 +298,13 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, separate: bool
         notes.append(f"runtime.engine eager → {ROLLOUT}.enforce_eager=True: the plan priced an "
                      "engine without CUDA graphs (as verl's AMD guide reports for vLLM on ROCm "
                      "across nodes); drop it where CUDA graphs work, generation is then quicker")
+    if v.sc.rollout_weights == "fp8":  # rollout.yaml: "type of quantization in vllm" (fp8)
+        o[f"{ROLLOUT}.quantization"] = "fp8"
+        notes.append(f"the plan rolls out with FP8 weights → {ROLLOUT}.quantization=fp8 (the "
+                     "engine quantizes the synced weights); training stays bf16")
+    if v.sc.runtime.kv_cache_dtype == "fp8":
+        o[f"+{ROLLOUT}.engine_kwargs.{'sglang' if sglang else 'vllm'}.kv_cache_dtype"] = (
+            "fp8_e4m3" if sglang else "fp8")
     replica = gen.tp
     if gen.ep > 1:  # verl asserts expert_parallel_size == TP × DP (docs/exports.md §1.5)
         if gen.ep % gen.tp:

@@ -162,6 +162,15 @@ def test_partial_rollout_beyond_the_scenarios_staleness_is_refused():
         export(plan, scenario(), "openrlhf", HEAD)
 
 
+def test_fp8_rollout_weights_are_refused_and_an_fp8_kv_cache_noted():
+    sc = scenario(**{"runtime.rollout_weights": "fp8"})
+    with pytest.raises(ExportError, match="FP8 weights.*--rollout-weights bf16"):
+        export(priced(sc, colocated()), sc, "openrlhf")
+    kv = scenario(**{"runtime.kv_cache_dtype": "fp8"})
+    result = export(priced(kv, colocated()), kv, "openrlhf")
+    assert any(n.startswith("runtime.kv_cache_dtype fp8") for n in result.notes)
+
+
 @pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
 def test_eager_engine_sets_enforce_eager(version):
     sc = scenario(**{"runtime.engine": "eager"})

@@ -136,6 +136,22 @@ def test_engine(engine, name, eager, note):
            f"{label} weights" in result.text
 
 
+@pytest.mark.parametrize("engine", ["vllm-v1", "sglang"])
+def test_fp8_rollouts_set_the_engines_quantization_and_kv_cache_dtype(engine):
+    sc = scenario(**{"runtime.engine": engine, "runtime.rollout_weights": "fp8",
+                     "runtime.kv_cache_dtype": "fp8"})
+    result = export(priced(sc, colocated()), sc, "verl")
+    o = overrides(result.text)
+    assert all(verl_key_ok("verl-fsdp", k) for k in o)
+    assert o["actor_rollout_ref.rollout.quantization"] == "fp8"
+    name = "sglang" if engine == "sglang" else "vllm"
+    assert o[f"+actor_rollout_ref.rollout.engine_kwargs.{name}.kv_cache_dtype"] == (
+        "fp8_e4m3" if engine == "sglang" else "fp8")
+    assert any("FP8 weights" in n for n in result.notes)
+    plain = overrides(export(priced(scenario(), colocated()), scenario(), "verl").text)
+    assert not any("quantization" in k or "kv_cache_dtype" in k for k in plain)
+
+
 def test_memory_fraction_covers_the_planned_kv_cache_and_quotes_its_tokens():
     sc = scenario()
     fractions = []

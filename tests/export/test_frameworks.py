@@ -63,6 +63,9 @@ CASES: dict[str, Callable] = {
     "ppo-one-step-off-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(staleness=1),
                                           {"openrlhf", "deepspeed", "megatron"}),
     "dpo": lambda: (scenario("dpo"), dpo_plan(), {"openrlhf", "deepspeed", "megatron"}),
+    "grpo-fp8-rollout": lambda: (scenario(**{"runtime.rollout_weights": "fp8",
+                                             "runtime.kv_cache_dtype": "fp8"}), colocated(),
+                                 {"verl", "deepspeed", "megatron"}),
 }
 
 
