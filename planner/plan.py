@@ -3,8 +3,9 @@
 A plan names device groups, a layout per (role, stage) on one of them, and the inter-model
 choices. `PlanInput` is the part a user writes by hand for `rlplan evaluate` (groups, layouts,
 inter_model); `Plan` adds what rlplan computes (times, memory, bounds, search, explanation).
-Layouts follow the framework convention: a layout on g GPUs has g = dp · tp · pp · cp, and ep
-divides dp · cp · tp (expert parallelism is carved out of those ranks, adding no GPUs).
+Layouts follow the framework convention: a layout on g GPUs has g = dp · tp · pp · cp, and
+ep · etp divides dp · cp · tp (expert parallelism is carved out of those ranks, adding no GPUs;
+each routed expert is split over etp of them, `expert_tp`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class Layout(BaseModel):
     pp: int = Field(1, gt=0)
     cp: int = Field(1, gt=0)
     ep: int = Field(1, gt=0)
+    etp: int | None = Field(None, gt=0, description="expert tensor parallelism: each routed "
+                            "expert split over etp ranks; unset = as the framework runs it "
+                            "(`expert_tp`: training and assessment etp = tp, as Megatron-Core; "
+                            "generation etp = tp without EP, 1 with EP, as vLLM and SGLang)")
     sp: bool = False
     zero: int = Field(0, ge=0, le=3)
     checkpointing: Checkpointing = "none"
@@ -91,9 +96,10 @@ class Layout(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
-        if (self.dp * self.cp * self.tp) % self.ep:
-            raise ValueError(f"ep ({self.ep}) must divide dp·cp·tp ({self.dp * self.cp * self.tp})"
-                             "; expert parallelism is carved out of those ranks")
+        ranks = self.dp * self.cp * self.tp
+        if ranks % (self.ep * (self.etp or 1)):
+            raise ValueError(f"ep·etp ({self.ep}·{self.etp or 1}) must divide dp·cp·tp "
+                             f"({ranks}); expert parallelism is carved out of those ranks")
         if self.sp and self.tp == 1:
             raise ValueError("sp (sequence parallelism) needs tp > 1")
         return self
@@ -108,6 +114,40 @@ def _agree(flag: Any, mode: Any) -> bool:
     if isinstance(flag, bool):
         return flag == (mode != "none")
     return flag == mode
+
+
+def expert_tp(layout: Layout | Any, stage: str) -> int:
+    """The expert tensor parallelism `layout` runs `stage` with: its `etp`, else the
+    framework's default — generation engines (vLLM, SGLang) split every expert over the TP
+    ranks unless expert parallelism is on (then experts stay whole, EP spanning DP × TP);
+    Megatron-Core trains (and scores) with expert_tensor_parallel_size = tp."""
+    if layout.etp is not None:
+        return int(layout.etp)
+    if stage == "generation":
+        return layout.tp if layout.ep == 1 else 1
+    return layout.tp
+
+
+def check_experts(layout: Layout, stage: str, where: str) -> None:
+    """The expert layout a framework can run: ep · etp within the dp·cp·tp ranks; generation
+    as vLLM runs it (EP off: experts split over the TP ranks; EP on: EP = DP × TP, experts
+    whole). Raises ValueError naming the field and the fix."""
+    etp, ranks = expert_tp(layout, stage), layout.dp * layout.cp * layout.tp
+    if ranks % (layout.ep * etp):
+        raise ValueError(f"{where}.etp: ep·etp = {layout.ep}·{etp} must divide dp·cp·tp = "
+                         f"{ranks}" + ("" if layout.etp is not None else
+                                       f" (etp defaults to tp = {layout.tp} in {stage}; set "
+                                       "etp: 1 to keep experts whole)"))
+    if stage != "generation":
+        return
+    if layout.ep > 1 and layout.ep != layout.dp * layout.tp:
+        raise ValueError(f"{where}.ep: vLLM's expert parallelism spans DP × TP, so ep must be 1 "
+                         f"or dp·tp = {layout.dp * layout.tp} (got {layout.ep})")
+    want = layout.tp if layout.ep == 1 else 1
+    if etp != want:
+        why = ("without EP vLLM splits every expert over the TP ranks" if layout.ep == 1
+               else "with EP vLLM keeps every expert whole")
+        raise ValueError(f"{where}.etp: {why}, so etp must be {want} (got {etp}); drop etp")
 
 
 class Group(BaseModel):
@@ -184,6 +224,7 @@ class PlanInput(BaseModel):
                     raise ValueError(
                         f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
                         f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
+                check_experts(layout, stage, where)
         self._check_staleness()
         return self
 

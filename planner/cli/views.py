@@ -17,7 +17,7 @@ from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
 from planner.export import Export
 from planner.pictures import picture_format
-from planner.plan import SCHEMA_VERSION, InterModel, Plan
+from planner.plan import SCHEMA_VERSION, InterModel, Layout, Plan, expert_tp
 
 PARTS = (("prefill", "prefill"), ("decode", "decode to 90% done"),
          ("decode_tail", "decode after 90% done"),
@@ -68,14 +68,18 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
 def show_plan(plan: Plan, title: str) -> None:
     """The rich view of a priced plan: groups and layouts, time breakdown, memory, bounds."""
     table = Table(title=title)
-    for col in ("role", "stage", "group", "dp", "tp", "pp", "cp", "ep", "zero", "ckpt",
-                "micro", "offload", "time s"):
+    tasks = plan.breakdown.get("tasks", [])
+    experts = any(t["layout"].get("etp") is not None for t in tasks)  # MoE plans show etp
+    degrees = ("dp", "tp", "pp", "cp", "ep", *(("etp",) if experts else ()))
+    for col in ("role", "stage", "group", *degrees, "zero", "ckpt", "micro", "offload",
+                "time s"):
         table.add_column(col, justify="left" if col in ("role", "stage", "group") else "right")
-    for t in plan.breakdown.get("tasks", []):
+    for t in tasks:
         lay = t["layout"]
+        etp = {"etp": expert_tp(Layout.model_validate(lay), t["stage"])} if experts else {}
         table.add_row(t["role"], t["stage"], lay["group"],
-                      *(str(lay[k]) for k in ("dp", "tp", "pp", "cp", "ep", "zero",
-                                              "recompute", "micro_batch", "offload")),
+                      *(str({**lay, **etp}[k]) for k in (*degrees, "zero", "recompute",
+                                                          "micro_batch", "offload")),
                       f"{t['time_s']:.2f}")
     console.print(table)
     for line in offload_lines(plan.breakdown):

@@ -84,6 +84,7 @@ __all__ = [
     "bytes_kv_cache_per_token",
     "bytes_kv_read_decode_step",
     "bytes_optimizer_step",
+    "bytes_routed_experts_read",
     "bytes_weights_read_fwd",
     "experts_touched",
     "ffn_matrices",
@@ -463,16 +464,24 @@ def bytes_weights_read_fwd(spec: ModelSpec, tokens: Num, head: Head = Head.POLIC
     H, V, e = spec.hidden_size, spec.vocab_size, _embed_dim(spec)
     resident = (counts.attention + counts.dense_ffn + counts.shared_experts + counts.router
                 + counts.norms + (counts.embedding - V * e))  # last: OPT project_in/out
-    routed = 0.0
-    if spec.moe:
-        n_moe, m = moe_layer_count(spec), spec.moe
-        per_expert = counts.routed_experts / (n_moe * m.num_experts)
-        routed = n_moe * experts_touched(m.num_experts, m.experts_per_token, tokens) * per_expert
+    routed = bytes_routed_experts_read(spec, tokens, 1.0)
     vocab_head = head in (Head.POLICY, Head.SHARED)
     head_params = (V * e if vocab_head else 0) + (H if head != Head.POLICY else 0)
     lookup = 0 if (vocab_head and spec.tie_word_embeddings) else tokens * e
     positions = tokens * H if counts.position_embedding else 0
     return weight_bytes * (resident + routed + head_params + lookup + positions)
+
+
+def bytes_routed_experts_read(spec: ModelSpec, tokens: Num,
+                              weight_bytes: float = BYTES_BF16) -> Num:
+    """Routed-expert weight bytes one forward over `tokens` tokens reads: the experts each MoE
+    layer's tokens touch (`experts_touched`). 0 for a dense model. Units: bytes."""
+    if not spec.moe:
+        return 0.0
+    counts, n_moe, m = count_params(spec), moe_layer_count(spec), spec.moe
+    per_expert = counts.routed_experts / (n_moe * m.num_experts)
+    return weight_bytes * n_moe * experts_touched(m.num_experts, m.experts_per_token,
+                                                  tokens) * per_expert
 
 
 def bytes_kv_cache_per_token(spec: ModelSpec, kv_bytes: float = BYTES_BF16) -> float:

@@ -34,17 +34,20 @@ from planner.cost.constants import (
     BYTES_FP8,
     CAUSAL_KEY_VISIT_FRACTION,
     DEFAULT_PREFILL_CHUNK_TOKENS,
+    EP_ALLTOALLS_PER_LAYER_PASS,
     TP_ALLREDUCES_PER_LAYER_PASS,
     Engine,
 )
 from planner.cost.flops import (
     Num,
     bytes_kv_cache_per_token,
+    bytes_routed_experts_read,
     bytes_weights_read_fwd,
     flops_decode_step,
     flops_fwd_per_key_attn_scores,
     flops_fwd_per_token_head,
     flops_prefill,
+    moe_layer_count,
 )
 from planner.cost.memory import MemoryBreakdown, peak_stage
 from planner.cost.rollout import PARTIAL_PERIODS, replica_chunks, schedule
@@ -56,7 +59,7 @@ from planner.cost.states import (
 )
 from planner.cost.time import Seconds, compute_rate
 from planner.cost.variants import LayoutVariants
-from planner.plan import Layout
+from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.theory.shape import Head
@@ -99,8 +102,9 @@ def bytes_resharding_buffer(spec: ModelSpec, generation: Layout,
     Assumption (module docstring): weights move one unit at a time (a layer, the embedding or
     the head), so the buffer is the largest unit at the generation layout's TP/EP shard.
     """
+    etp = expert_tp(generation, "generation")
     units = [params_per_gpu_stage(spec, tp=generation.tp, pp=generation.pp, ep=generation.ep,
-                                  stage=k).largest_unit for k in range(generation.pp)]
+                                  etp=etp, stage=k).largest_unit for k in range(generation.pp)]
     return weight_bytes * max(units)
 
 
@@ -110,7 +114,8 @@ def _stages(spec: ModelSpec, layout: Layout | LayoutVariants, kv_tokens: Num, de
     """The generation memory of each pipeline stage's GPUs (`memory_generation_per_gpu`)."""
     out = []
     for k in range(layout.pp):
-        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, stage=k)
+        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep,
+                                   etp=expert_tp(layout, "generation"), stage=k)
         weights = precision.weight_bytes * sp_.total
         out.append(MemoryBreakdown(
             weights=weights,
@@ -198,10 +203,13 @@ class DecodeStep:
     touches, the KV read), or the engine's floor per layer when that is longer. Affine in `kv`,
     so a segment of steps (kv growing by b per step) sums in closed form (`segment_seconds`).
     Under pipeline parallelism the batch runs as pp micro-batches: each GPU reads its stage's
-    weights once per micro-batch, so pp adds KV room but not weight bandwidth."""
+    weights once per micro-batch, so pp adds KV room but not weight bandwidth. With expert
+    parallelism (EP = DP × TP, vLLM's rule) the routed experts live on all the replicas' GPUs
+    and the replicas step together: each step reads the experts that `expert_tokens` × b tokens
+    touch at `expert_rate`, and dispatches and combines tokens over EP (in `comm`)."""
 
     spec: ModelSpec
-    weight_rate: float  # bytes/s of one GPU's HBM in decode ÷ the TP degree
+    weight_rate: float  # bytes/s of one GPU's HBM in decode × the TP degree
     weight_bytes: float
     overhead: float
     per_seq: float
@@ -211,10 +219,16 @@ class DecodeStep:
     flop_kv: float
     byte_kv: float
     host: float = 0.0  # the engine's floor: its least time per layer × the layers
+    expert_rate: float = 0.0  # EP: the HBM bytes/s of the EP group's GPUs (0: no EP)
+    expert_tokens: float = 1.0  # EP: the replicas whose tokens share the experts
 
     def weights(self, b: Num) -> Num:
-        return bytes_weights_read_fwd(self.spec, b, weight_bytes=self.weight_bytes) \
-            / self.weight_rate
+        total = bytes_weights_read_fwd(self.spec, b, weight_bytes=self.weight_bytes)
+        if not self.expert_rate:
+            return total / self.weight_rate
+        routed = bytes_routed_experts_read(self.spec, b, self.weight_bytes)
+        return (total - routed) / self.weight_rate + bytes_routed_experts_read(
+            self.spec, self.expert_tokens * b, self.weight_bytes) / self.expert_rate
 
     def seconds(self, b: Num, kv: Num) -> Num:
         """One step (the calibration rows' inter-token latency)."""
@@ -276,6 +290,16 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
         calls = TP_ALLREDUCES_PER_LAYER_PASS * L
         comm_fixed += calls * latency
         comm_seq += calls * (comm.time_allreduce(act, tp, link) - latency) / pp
+    ep = layout.ep if spec.moe else 1
+    expert_rate, expert_tokens = 0.0, 1.0
+    if ep > 1:  # EP = dp·tp (vLLM): dispatch and combine each MoE layer's routed tokens
+        link = comm.link_for(gpu, ep)
+        latency = comm.time_alltoall(0.0, ep, link)
+        calls = EP_ALLTOALLS_PER_LAYER_PASS * moe_layer_count(spec)
+        routed = act * spec.moe.experts_per_token / tp  # each TP rank sends 1/tp of a row
+        comm_fixed += calls * latency
+        comm_seq += calls * (comm.time_alltoall(routed, ep, link) - latency) / pp
+        expert_rate, expert_tokens = ep * hbm, ep / tp
     if pp > 1:  # each stage sends its pp micro-batches on
         link = comm.link_p2p(gpu, pp, stride=tp)
         comm_fixed += pp * comm.time_p2p(0.0, link)
@@ -289,7 +313,7 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
         flop_seq=matmuls / matmul_rate + head / flops_rate,
         flop_kv=flops_fwd_per_key_attn_scores(spec, mla_absorbed=True) / flops_rate,
         byte_kv=bytes_kv_cache_per_token(spec, precision.kv_cache_bytes) / (kv_split * pp * hbm),
-        host=L * engine.layer_floor_s)
+        host=L * engine.layer_floor_s, expert_rate=expert_rate, expert_tokens=expert_tokens)
 
 
 def decode_hbm_rate(gpu: HardwareProfile) -> float:

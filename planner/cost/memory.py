@@ -44,7 +44,7 @@ from planner.cost.states import (
     params_per_gpu_stage,
 )
 from planner.cost.variants import LayoutVariants, isin, where
-from planner.plan import ROLE_STAGES, Layout
+from planner.plan import ROLE_STAGES, Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.theory.shape import Head
@@ -136,21 +136,22 @@ def memory_training_per_gpu(
     """Peak bytes per GPU of a trainable model in its training layout (every pipeline stage
     priced, the largest returned).
 
-    Model states by ZeRO stage over dp·cp ([ZeRO] §3.1; experts over dp·cp·tp/ep), after
+    Model states by ZeRO stage over dp·cp ([ZeRO] §3.1; experts over dp·cp·tp/(ep·etp)), after
     TP/PP/EP sharding; 1F1B activations of `layout.micro_batch` sequences of `seq_len` tokens
     ([Korthikanti]); fp32 logits on the last stage; the recompute workspace; a gather buffer
     under ZeRO-3 or parameter offload; offloaded state moved to `host_offload`. With
     `LayoutVariants` every component is an array over the variants. Units: bytes.
     """
     nd = layout.dp * layout.cp
-    nd_e = layout.dp * layout.cp * layout.tp / layout.ep
+    etp = expert_tp(layout, "training")
+    nd_e = layout.dp * layout.cp * layout.tp / (layout.ep * etp)  # an expert shard's replicas
     params_host, optim_host = _offloaded(layout.offload)
     gathers = (layout.zero >= 3) | params_host
     b = layout.micro_batch
     out = []
     for k in range(layout.pp):
-        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, stage=k,
-                                   head=head)
+        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
+                                   stage=k, head=head)
         states = bytes_model_states(sp_.dense, psi_expert=sp_.routed_experts, zero=layout.zero,
                                     nd=nd, nd_expert=nd_e, precision=precision)
         act = bytes_activation_training_stage(
@@ -187,15 +188,16 @@ def memory_forward_per_gpu(
     With `LayoutVariants` every component is an array over the variants. Units: bytes.
     """
     nd = layout.dp * layout.cp
-    nd_e = layout.dp * layout.cp * layout.tp / layout.ep
+    etp = expert_tp(layout, "assessment")
+    nd_e = layout.dp * layout.cp * layout.tp / (layout.ep * etp)
     params_host, _ = _offloaded(layout.offload)
     sharded = layout.zero >= 3
     b = layout.micro_batch
     tokens = seq_len / layout.cp * b
     out = []
     for k in range(layout.pp):
-        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, stage=k,
-                                   head=head)
+        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
+                                   stage=k, head=head)
         weights = precision.weight_bytes * (sp_.dense / where(sharded, nd, 1)
                                             + sp_.routed_experts / where(sharded, nd_e, 1))
         out.append(MemoryBreakdown(

@@ -151,7 +151,7 @@ class StageParams:
 
     layers_dense: transformer layers without routed experts (attention, dense FFN, shared
         experts /tp; routers and norms replicated).
-    routed_experts: routed experts of the stage's MoE layers, /ep.
+    routed_experts: routed experts of the stage's MoE layers, /(ep·etp).
     embedding: first stage — input embedding (and OPT's projections) /tp, position table.
     head: last stage — vocabulary head (or its tied copy when pp > 1) /tp, scalar head,
         final norm.
@@ -176,8 +176,10 @@ class StageParams:
         return self.dense + self.routed_experts
 
 
-def _layer_params(spec: ModelSpec, tp: int, ep: int) -> tuple[float, float, float]:
-    """(dense layer, MoE layer without routed experts, routed experts of one MoE layer) per GPU."""
+def _layer_params(spec: ModelSpec, tp: int, ep: int, etp: int
+                  ) -> tuple[float, float, float]:
+    """(dense layer, MoE layer without routed experts, routed experts of one MoE layer) per GPU:
+    the routed experts spread over ep ranks, each expert split over etp."""
     H = spec.hidden_size
     counts = count_params(spec)
     norms = spec.traits.norms_per_layer * norm_params(spec, H)
@@ -187,13 +189,14 @@ def _layer_params(spec: ModelSpec, tp: int, ep: int) -> tuple[float, float, floa
     if not n_moe:
         return dense, 0.0, 0.0
     moe_nonrouted = attn + counts.shared_experts / n_moe / tp + counts.router / n_moe + norms
-    return dense, moe_nonrouted, counts.routed_experts / n_moe / ep
+    return dense, moe_nonrouted, counts.routed_experts / n_moe / (ep * etp)
 
 
 @lru_cache(maxsize=4096)  # pure in hashable arguments; the search re-asks per variant
 def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1,
-                         stage: int = 0, head: Head = Head.POLICY) -> StageParams:
-    """Parameters on one GPU of pipeline stage `stage` (0-based) after TP/EP sharding.
+                         etp: int = 1, stage: int = 0, head: Head = Head.POLICY) -> StageParams:
+    """Parameters on one GPU of pipeline stage `stage` (0-based) after TP/EP sharding (routed
+    experts over ep ranks, each split over etp: `planner.plan.expert_tp`).
 
     Summed over the stages with tp = ep = 1 this is `params_with_head(spec, head)`; a GPT layer
     (no biases, no norms) gives [Korthikanti]'s `12·h²` per layer. Units: elements.
@@ -202,7 +205,7 @@ def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int =
     layers = pipeline_stage_layers(L, pp)[stage]
     n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
     n_dense = len(layers) - n_moe
-    dense_layer, moe_layer, routed_layer = _layer_params(spec, tp, ep)
+    dense_layer, moe_layer, routed_layer = _layer_params(spec, tp, ep, etp)
     counts = count_params(spec)
     final_norm = counts.norms - L * spec.traits.norms_per_layer * norm_params(spec, H)
     first, last = stage == 0, stage == pp - 1

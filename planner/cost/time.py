@@ -94,7 +94,7 @@ from planner.cost.memo import memo
 from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
 from planner.cost.states import pipeline_stage_layers
 from planner.cost.variants import LayoutVariants, isin, where
-from planner.plan import Layout
+from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
 
@@ -318,10 +318,16 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
         tp_layer = comm_passes * TP_ALLREDUCES_PER_LAYER_PASS * comm.time_allreduce(
             act, L.tp, comm.link_for(gpu, L.tp))
     ep_layer = 0.0
-    if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens (expert TP 1)
-        routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 / L.tp
+    etp = expert_tp(L, "training" if train else "assessment")
+    routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 \
+        if spec.moe else 0.0  # the routed copies of the TP group's tokens
+    if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens
         ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * comm.time_alltoall(
-            routed, L.ep, comm.link_p2p(gpu, L.ep, stride=L.tp))
+            routed / L.tp, L.ep, comm.link_p2p(gpu, L.ep, stride=etp))
+    if etp > 1 and spec.moe:  # experts split over etp ranks: their inputs gathered and
+        # their partial outputs reduce-scattered over them (one all-reduce's traffic)
+        ep_layer = ep_layer + comm_passes * comm.time_allreduce(
+            routed, etp, comm.link_for(gpu, etp))
     cp_layer = 0.0
     if L.cp > 1:  # ring: the local K/V chunk passed cp − 1 times; backward also returns dK/dV
         kv = tokens * bytes_kv_cache_per_token(spec) / spec.num_hidden_layers

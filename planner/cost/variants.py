@@ -39,6 +39,7 @@ class LayoutVariants:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int | None = None
     sp: bool = False
     zero: Num = 0
     checkpointing: np.ndarray | str = "none"
@@ -52,10 +53,10 @@ class LayoutVariants:
         return max(np.size(getattr(self, name)) for name in OPTIONS)
 
     def __getitem__(self, i: int) -> Layout:
+        options = {name: value[i] if isinstance(value, list) else value
+                   for name, value in self._options.items()}
         return Layout(group=self.group, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp,
-                      ep=self.ep, sp=self.sp, **{name: value[i] if isinstance(value, list)
-                                                 else value
-                                                 for name, value in self._options.items()})
+                      ep=self.ep, etp=self.etp, sp=self.sp, **options)
 
     def __iter__(self) -> Iterator[Layout]:
         return (self[i] for i in range(len(self)))

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from planner.export.base import Export, ExportError, PlanView, train_batch
-from planner.plan import Layout
+from planner.plan import Layout, expert_tp
 from planner.specs.scenario import Scenario
 
 # Every key docs/exports.md §3 names, flattened (nested dicts joined with '.'). The exporter writes
@@ -83,6 +83,10 @@ def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict
     if layout.ep > 1:
         notes.append(f"{role} ep {layout.ep}: docs/exports.md lists no DeepSpeed "
                      "expert-parallel key")
+    if sc.roles[role].moe and layout.tp > 1 and expert_tp(layout, "training") == 1:
+        notes.append(f"{role} etp 1: AutoTP splits every linear layer, experts included, so "
+                     f"they run split over tp {layout.tp} (less memory than planned, more "
+                     "collectives)")
     if layout.checkpointing != "none":
         notes.append(f"{role} activation checkpointing ({layout.checkpointing}): docs/exports.md "
                      "lists no DeepSpeed JSON key for it; turn it on in the trainer")

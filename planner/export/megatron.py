@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.export.base import Export, ExportError, PlanView, train_batch, uneven_last_stage
-from planner.plan import Layout
+from planner.plan import Layout, expert_tp
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -82,7 +82,8 @@ def role_args(v: PlanView, role: str, spec: ModelSpec, layout: Layout,
         args.append(("--sequence-parallel", None))
     if spec.moe is not None:
         args += [("--num-experts", spec.moe.num_experts),
-                 ("--expert-model-parallel-size", layout.ep)]
+                 ("--expert-model-parallel-size", layout.ep),
+                 ("--expert-tensor-parallel-size", expert_tp(layout, "training"))]
     if layout.zero >= 1:
         args.append(("--use-distributed-optimizer", None))
     if layout.zero >= 2:  # refused where ZeRO-1 would not fit the GPU

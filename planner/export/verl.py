@@ -28,7 +28,7 @@ from planner.export.base import (
 )
 from planner.export.keys import check_keys
 from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
-from planner.plan import Layout
+from planner.plan import Layout, expert_tp
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -163,6 +163,8 @@ def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
                          f"{root}.context_parallel_size": layout.cp,
                          f"{root}.expert_model_parallel_size": layout.ep}
     spec = sc.critic if role == "critic" else sc.actor
+    if spec.moe is not None:  # verl's default (null) is Megatron's: etp = tp
+        o[f"{root}.expert_tensor_parallel_size"] = expert_tp(layout, "training")
     last = uneven_last_stage(spec.num_hidden_layers, layout.pp)
     if last is not None:  # docs/exports.md §1.4: uneven PP splits are `+` overrides
         o[f"+{root}.override_transformer_config.num_layers_in_last_pipeline_stage"] = last

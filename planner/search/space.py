@@ -204,6 +204,27 @@ def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
     return [ep for ep in _pow2_divisors(ranks, ranks) if spec.moe.num_experts % ep == 0]
 
 
+def _expert_layouts(spec: ModelSpec, ranks: int, tp: int) -> list[tuple[int, int | None]]:
+    """(ep, etp) a training or forward shape may use on `ranks` = dp·cp·tp ranks: both ways of
+    sharding experts — whole experts over EP (etp 1), and split over the TP ranks as
+    Megatron-Core's default (etp = tp) — with ep·etp dividing the ranks. Dense: (1, None)."""
+    if not spec.moe:
+        return [(1, None)]
+    return [(ep, etp) for ep in _ep_options(spec, ranks) for etp in sorted({1, tp})
+            if ranks % (ep * etp) == 0]
+
+
+def _generation_experts(spec: ModelSpec, dp: int, tp: int) -> list[tuple[int, int | None]]:
+    """(ep, etp) of a generation shape, as vLLM runs MoE models: experts split over the TP
+    ranks (ep 1, etp = tp), or expert parallelism over all dp·tp GPUs with whole experts."""
+    if not spec.moe:
+        return [(1, None)]
+    out = [(1, tp)]
+    if dp * tp > 1 and spec.moe.num_experts % (dp * tp) == 0:
+        out.append((dp * tp, 1))
+    return out
+
+
 def _ms(seconds: Num) -> Num:
     """Whole milliseconds, rounded up (element-wise on arrays)."""
     return _whole(np.divide(seconds, MS), "milliseconds of one task")
@@ -237,9 +258,10 @@ def _product(**options: list) -> dict[str, np.ndarray]:
 
 
 def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
-    """Generation: tp, pp and ep with cp = 1; the variants are KV cache sizes (`_kv_levels`).
-    Shapes within one scale-up domain with pp = 1 first; only when none fits, TP across
-    domains and pipeline stages, as engines run a model too large for one domain (vLLM)."""
+    """Generation: tp, pp and ep (`_generation_experts`) with cp = 1; the variants are KV cache
+    sizes (`_kv_levels`). Shapes within one scale-up domain with pp = 1 first; only when none
+    fits, TP across domains and pipeline stages, as engines run a model too large for one
+    domain (vLLM)."""
     sc = space.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     inside = [(tp, 1) for tp in _tp_options(spec, g, gpu.scale_up_gpus)]
@@ -252,11 +274,11 @@ def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVarian
             dp = g // (tp * pp)
             if n / dp < 1:
                 continue
-            for ep in _ep_options(spec, dp * tp):
-                levels = _kv_levels(space, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep))
+            for ep, etp in _generation_experts(spec, dp, tp):
+                levels = _kv_levels(space, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp))
                 if levels:
                     found = True
-                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep,
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
                                          kv_cache_tokens=np.array(levels))
         if found:
             return
@@ -288,7 +310,8 @@ def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
 
 
 def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
-    """Training: tp, pp, cp, ep; the variants are ZeRO × checkpointing × micro-batch × offload."""
+    """Training: tp, pp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch ×
+    offload."""
     sc = space.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if space.host_budget_mib else [])
@@ -305,12 +328,13 @@ def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
                 options = _product(zero=zeros, checkpointing=CHECKPOINTING,
                                    micro_batch=micro_batches, offload=offloads)
-                for ep in _ep_options(spec, dp * cp * tp):
-                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, sp=tp > 1, **options)
+                for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, sp=tp > 1,
+                                         **options)
 
 
 def _forward_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
-    """A frozen model's forward: tp, pp, ep; the variants are ZeRO (0 or 3) × micro-batch."""
+    """A frozen model's forward: tp, pp, ep, etp; the variants are ZeRO (0 or 3) × micro-batch."""
     sc = space.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
@@ -321,8 +345,8 @@ def _forward_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]
             if n / dp < 1 or not micro_batches:
                 continue
             options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
-            for ep in _ep_options(spec, dp * tp):
-                yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, **options)
+            for ep, etp in _expert_layouts(spec, dp * tp, tp):
+                yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp, **options)
 
 
 SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
