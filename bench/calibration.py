@@ -636,11 +636,10 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
         case.assumptions.append(ASYNC_SYNC_ASSUMPTION.format("async 1-off"))
     moe = model == "qwen3-30b-a3b"
     gen_tp = gen_deg.get("tp", 1)
-    gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1),
-                  ep=gen_tp if moe else 1)
+    gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1))
     if moe:
-        case.assumptions.append("vLLM shards the experts over its TP ranks: generation "
-                                "layout ep = tp")
+        case.assumptions.append("vLLM shards the experts over its TP ranks (no EP): generation "
+                                "etp = tp, the default")
     mean_len = prompt + gen_len
     micro = max(1, int(t_max // mean_len))
     swap = _can_swap(case, staleness)

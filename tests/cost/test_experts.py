@@ -158,3 +158,31 @@ def test_the_search_weighs_both_ways_and_equals_brute_force(tmp_path):
     best, _, count = brute.solve(space)
     result = cpsat.solve(space, time_limit_s=30)
     assert count > 0 and result.status == "OPTIMAL" and result.objective == best
+
+
+@pytest.mark.parametrize(("actor", "gen", "train"), [
+    # DeepSeek-V3 671B: vLLM TP 32 without EP; Megatron TP 8 × PP 16 × EP 8 (etp 1), offloaded
+    ("deepseek-v3", {"dp": 4, "tp": 32}, {"dp": 1, "tp": 8, "pp": 16, "ep": 8, "etp": 1}),
+    # Qwen3-235B-A22B: vLLM TP 16; Megatron TP 8 × PP 8 × EP 8
+    ("qwen3-235b-a22b", {"dp": 8, "tp": 16}, {"dp": 2, "tp": 8, "pp": 8, "ep": 8, "etp": 1}),
+])
+def test_large_moe_rollouts_on_tp_fit_80gb_gpus_beside_offloaded_training(actor, gen, train):
+    from planner.cost.iteration import evaluate
+
+    sc = load_scenario(None, {"algorithm": "grpo", "models.actor": actor,
+                              "models.reference": "none", "workload.prompts_per_step": 128,
+                              "workload.samples_per_prompt": 8, "workload.prompt_len": 512,
+                              "workload.response_len": 2048,
+                              "workload.max_response_len": 4096,
+                              "workload.mini_batches": 4, "runtime.rollout_weights": "bf16",
+                              "cluster.gpu": "h100-sxm", "cluster.nodes": 16})
+    plan = PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 128}],
+        "layouts": {"actor": {"generation": {"group": "g0", **gen},
+                              "training": {"group": "g0", **train, "zero": 1,
+                                           "checkpointing": "full", "offload": "both"}}},
+        "inter_model": {"placement": "colocated", "offload_during_generation": True}})
+    ev = evaluate(sc, plan)
+    gen_task = next(t for t in ev.tasks if t.stage == "generation")
+    assert float(gen_task.memory.total) <= H100.memory_bytes
+    assert gen_task.layout.kv_cache_tokens >= 4096 + 512  # room for the longest sequence
