@@ -12,7 +12,7 @@ from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
-from planner.cost.iteration import to_plan
+from planner.cost.report import to_plan
 from planner.pictures import picture_format
 from planner.plan import PlanInput
 from planner.specs.files import read_mapping, validate_as

@@ -28,7 +28,6 @@ with.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -63,7 +62,7 @@ from planner.cost.states import Precision
 from planner.cost.time import hbm_rate, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
-from planner.plan import ROLE_STAGES, STAGES, Layout, Plan, PlanInput, StageTime
+from planner.plan import ROLE_STAGES, STAGES, Layout, PlanInput
 from planner.specs.hardware import ClusterSpec, HardwareProfile
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
@@ -535,86 +534,3 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
         decode_s = (longest - 1) * bytes_weights_read_fwd(
             sc.actor, 1, weight_bytes=rollout.weight_bytes) / (domain * gpu.hbm_bytes_per_s)
     return {"compute_s": compute_s, "decode_s": decode_s}
-
-
-def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evaluated",
-            search: dict | None = None) -> Plan:
-    """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
-    price = sc.cluster.price
-    capacity = sc.cluster.gpu.memory_bytes
-    peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
-    bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
-    binding = ev.memory[peak_group]
-    layouts = {role: dict(stages) for role, stages in plan.layouts.items()}
-    for t in ev.tasks:  # the KV cache the generation was priced with
-        if t.stage == "generation":
-            layouts[t.role][t.stage] = t.layout
-    return Plan(
-        status=status, objective=sc.search.objective, groups=plan.groups, layouts=layouts,
-        inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
-        tokens_per_s=ev.tokens_per_s,
-        cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
-        cost={"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source},
-        stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
-                "sync": StageTime(time_s=ev.sync_s)},
-        memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,
-                "capacity_gib": capacity / GIB,
-                "groups": {g: {"peak_gib_per_gpu": float(m["peak_bytes"]) / GIB,
-                               "stage": m["stage"], "what": m["what"]}
-                           for g, m in ev.memory.items()}},
-        bounds=ev.bounds,
-        scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
-                  if sc.source_input else None),
-        search=search or {"solver": "none", "status": "EVALUATED"},
-        precision=sc.precisions,
-        explanation={"bottleneck": bottleneck,
-                     "binding_constraint": f"group {peak_group} in {binding['stage']}: "
-                                           f"{float(binding['peak_bytes']) / GIB:.1f} of "
-                                           f"{capacity / GIB:.0f} GiB ({binding['what']})",
-                     "alternatives": []},
-        breakdown={"groups": ev.groups,
-                   "tasks": [{"role": t.role, "stage": t.stage, "group": t.layout.group,
-                              "layout": t.layout.model_dump(), "time_s": t.seconds,
-                              "parts": t.parts,
-                              "memory_gib": {k: float(v) / GIB
-                                             for k, v in t.memory.components().items()}
-                              if t.memory else {}}
-                             for t in ev.tasks],
-                   "generation_batch_per_replica": (ev.rollout.max_seqs if ev.rollout
-                                                    else 0),
-                   "rollout": rollout_summary(sc, ev.rollout) if ev.rollout else None,
-                   "sync": {"time_s": ev.sync_s,
-                            "offload_during_generation_s": ev.swap_s,
-                            "offload_during_generation_gib_per_gpu": ev.swap_bytes / GIB},
-                   "timeline": ev.timeline})
-
-
-RUNNING_POINTS = 200
-"""Points of the running-sequences curve a plan JSON carries (the timeline draws it)."""
-
-
-def rollout_summary(sc: Scenario, r: Rollout) -> dict:
-    """The rollout as the plan JSON explains it: KV cache and concurrency, where the time goes,
-    the regime, preemption and carried tokens, the response lengths, and the slowest replica's
-    running sequences over time (at most `RUNNING_POINTS` points, step-weighted means)."""
-    lengths = sc.response_lengths
-    run = np.array(r.running) if r.running else np.zeros((0, 3))
-    edges = np.linspace(0.0, run[-1, 1], RUNNING_POINTS + 1) if len(run) else np.zeros(1)
-    curve = []
-    for lo, hi in itertools.pairwise(edges):
-        overlap = np.clip(np.minimum(run[:, 1], hi) - np.maximum(run[:, 0], lo), 0, None)
-        if hi > lo:
-            curve.append([float(lo), float((overlap * run[:, 2]).sum() / (hi - lo))])
-    return {
-        "kv_cache_tokens": r.kv_tokens, "max_num_seqs": r.max_seqs,
-        "share_per_replica": r.share, "precision": sc.precisions["generation"],
-        "peak_running": r.peak_batch, "mean_running": r.mean_batch, "regime": r.regime,
-        "parts": r.time.as_dict(), "tail_s": r.tail_s, "preemptions": r.preemptions,
-        "recomputed_tokens": r.recomputed_tokens,
-        "carried_tokens_per_step": r.carried_tokens, "steps_spanned": r.span,
-        "response_lengths": {"mean": float(lengths.mean()),
-                             "p50": float(np.percentile(lengths, 50)),
-                             "p90": float(np.percentile(lengths, 90)),
-                             "max": int(lengths.max())},
-        "running": curve,
-    }

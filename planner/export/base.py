@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.cost.iteration import evaluate, task_memory, to_plan
+from planner.cost.iteration import evaluate, task_memory
 from planner.cost.memory import ROLE_HEADS
+from planner.cost.report import to_plan
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as

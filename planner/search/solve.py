@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 
 from planner.cost.constants import GIB
-from planner.cost.iteration import evaluate, to_plan, tokens_per_step
+from planner.cost.iteration import evaluate, tokens_per_step
+from planner.cost.report import to_plan
 from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat

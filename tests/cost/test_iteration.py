@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from planner.cost.iteration import BREAKDOWN_KEYS, evaluate, to_plan
+from planner.cost.iteration import BREAKDOWN_KEYS, evaluate
+from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
 from planner.plan import PlanInput
 from planner.specs.scenario import load_scenario

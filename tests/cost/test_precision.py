@@ -9,7 +9,8 @@ import pytest
 from planner.cost import generation as G
 from planner.cost.constants import ENGINES
 from planner.cost.flops import flops_decode_step, flops_fwd_per_token_head
-from planner.cost.iteration import evaluate, to_plan
+from planner.cost.iteration import evaluate
+from planner.cost.report import to_plan
 from planner.cost.time import compute_rate
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput

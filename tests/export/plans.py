@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from planner.cost.iteration import evaluate, to_plan
+from planner.cost.iteration import evaluate
+from planner.cost.report import to_plan
 from planner.plan import PlanInput
 from planner.specs.scenario import Scenario, load_scenario
 
