@@ -23,7 +23,7 @@ for the generation stage (`offload.swap_time`, both ways, in the sync with the r
 `breakdown.sync` names it) and the KV cache gets the room. Generation itself — its KV cache,
 memory and time — is priced by `generation.py` through `kv_cache_layout`,
 `generation_memory` and `generation_rollout`, the functions the search prices its candidates
-with.
+with. `report.to_plan` writes an `Evaluation` as the plan JSON.
 """
 
 from __future__ import annotations
