@@ -9,11 +9,12 @@ import typer
 
 from planner.cli import options as o
 from planner.cli.output import reports_errors
-from planner.cli.views import emit_plan
+from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
 from planner.export import FORMATS, Export
 from planner.export import export as make_export
 from planner.plan import Plan
+from planner.search.deadline import Deadline
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
 
@@ -56,7 +57,9 @@ def plan(
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None) -> None:
+    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     sc = load_scenario(path, flags)
+    deadline = started.within(sc.search.time_limit_s)
     exporter = None
     if export:
         fmt, version, _ = export
@@ -76,5 +79,8 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
                 f"{s['candidates']:,} candidates, {s['candidates_after_pruning']:,} undominated, "
                 f"{s['candidates_in_model']:,} within bounds)")
 
-    emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline, exporter,
-              export[2] if export else None)
+    def make() -> Plan:
+        with searching(quiet=as_json) as progress:
+            return search(sc, workers=workers, deadline=deadline, progress=progress)
+
+    emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None)

@@ -50,7 +50,7 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import Num, moe_layer_count
 from planner.cost.memo import memo
-from planner.cost.states import pipeline_stage_layers
+from planner.cost.states import moe_layers_in, pipeline_stage_layers
 from planner.cost.variants import isin, pick, where
 from planner.plan import Checkpointing
 from planner.specs.model import ModelSpec
@@ -227,8 +227,7 @@ def bytes_activation_training_stage(
     """
     kw = dict(tp=tp, cp=cp, sp=sp, options=options, activation_bytes=activation_bytes)
     layers = pipeline_stage_layers(spec.num_hidden_layers, pp)[stage]
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    n_moe = sum(1 for i in layers if i in moe_set)
+    n_moe = moe_layers_in(spec, layers)
     n_dense = len(layers) - n_moe
     kinds = [(n, moe) for n, moe in ((n_dense, False), (n_moe, True)) if n]
     stored = {moe: bytes_activation_per_layer(spec, s, b, checkpointing=checkpointing, moe=moe,

@@ -142,6 +142,12 @@ def pipeline_stage_layers(L: int, pp: int) -> list[range]:
     return [range(bounds[k], bounds[k + 1]) for k in range(pp)]
 
 
+def moe_layers_in(spec: ModelSpec, layers: range) -> int:
+    """How many of `layers` are MoE layers: a walk over the MoE layers (range membership is
+    arithmetic), none over the stage's layers — a dense model costs nothing per layer."""
+    return sum(1 for i in spec.moe.moe_layers if i in layers) if spec.moe else 0
+
+
 @dataclass(frozen=True)
 class StageParams:
     """Parameters one GPU holds on one pipeline stage after TP and EP sharding. Units: elements.
@@ -197,8 +203,7 @@ def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int =
     """
     L, H = spec.num_hidden_layers, spec.hidden_size
     layers = pipeline_stage_layers(L, pp)[stage]
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    n_moe = sum(1 for i in layers if i in moe_set)
+    n_moe = moe_layers_in(spec, layers)
     n_dense = len(layers) - n_moe
     dense_layer, moe_layer, routed_layer = _layer_params(spec, tp, ep)
     counts = count_params(spec)

@@ -91,7 +91,7 @@ from planner.cost.flops import (
     params_with_head,
 )
 from planner.cost.memo import memo
-from planner.cost.states import pipeline_stage_layers
+from planner.cost.states import moe_layers_in, pipeline_stage_layers
 from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
@@ -338,8 +338,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
                       ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
 
     kinds = {False: layer(False)}
-    moe_set = set(spec.moe.moe_layers) if spec.moe else set()
-    if moe_set:
+    if spec.moe and spec.moe.moe_layers:
         kinds[True] = layer(True)
 
     # the vocabulary (or scalar) head and the loss / log-probs, on the last stage
@@ -360,7 +359,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
 
     out = []
     for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp)):
-        n_moe = sum(1 for i in layers if i in moe_set)
+        n_moe = moe_layers_in(spec, layers)
         counts = {False: len(layers) - n_moe, True: n_moe}
         parts = {f.name: sum(n * getattr(kinds[moe], f.name) for moe, n in counts.items() if n)
                  for f in fields(_Stage)}
