@@ -64,7 +64,8 @@ def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
            "complements to the whole cluster)"]
     lacking = [t.name for t in space.tasks if not space.candidates.get((t.name, total))]
     if lacking and space.complete:
-        why.append(f"on all {total} GPUs {', '.join(lacking)} has no layout that fits (tp, pp "
+        why.append(f"on all {total} GPUs {', '.join(lacking)} "
+                   f"{'has' if len(lacking) == 1 else 'have'} no layout that fits (tp, pp "
                    "and cp are powers of two and dividing the model; every data-parallel rank "
                    "needs an equal share of the step's sequences)")
     elif not space.complete:
