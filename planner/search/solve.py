@@ -8,6 +8,10 @@ placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbe
 (`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
 (the same functions the candidates were priced with, at full precision). A proven optimum
 gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`).
+
+One `Deadline` bounds it all (`deadline.py`): pricing stops at it, each option's solve gets an
+even share of what is left, the what-ifs and the fewest-GPUs diagnosis what remains after; an
+option CP-SAT could not solve in its share answers with its greedy incumbent.
 """
 
 from __future__ import annotations
