@@ -278,14 +278,16 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     return solver
 
 
-def solve(space: Space, limit: float | Deadline, workers: int = 1, seed: int = 0) -> Result:
-    """Build and solve the model for `space` within `limit` (seconds, or a deadline), its
+def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0
+          ) -> Result:
+    """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
     no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
     one."""
     started = time.monotonic()
-    deadline = limit if isinstance(limit, Deadline) else Deadline.after(limit)
+    deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
+                else Deadline.after(time_limit_s))
     start = incumbent(space)
     if start is not None:
         space = prune(space, score(space, start))
