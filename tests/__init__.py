@@ -1,0 +1,2 @@
+"""rlplan's tests: a regular package, so `tests.*` resolves here before the top-level `tests`
+packages verl and OpenRLHF install (tests/frameworks.txt)."""
