@@ -7,7 +7,12 @@ larger size is whole nodes. The node is the scenario's `cluster.gpus_per_node` (
 profile's); the scenario's `cluster.nodes` is what the sweep varies, so it is ignored.
 
 Each size is searched on its own (`planner.search.solve.plan`, one CP-SAT worker, no what-ifs)
-in worker processes. Per row: throughput per GPU of the swept size; scaling efficiency, that
+in worker processes. The time limit bounds the whole sweep: `jobs` sizes run at once, so the
+sizes form ⌈sizes / jobs⌉ waves, and each size gets the time left when the sizes are handed out
+over the waves (one job: what is left over the sizes still to run), never past the command's
+deadline (`planner.search.deadline`).
+
+Per row: throughput per GPU of the swept size; scaling efficiency, that
 per-GPU throughput over the smallest feasible size's; cost per step and per million tokens for
 every GPU of the swept size (the ones a plan leaves idle are rented too; the plan dict keeps its
 own figure over the GPUs it uses).
@@ -27,6 +32,7 @@ carries a note naming the causes that apply.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import re
@@ -38,6 +44,7 @@ from itertools import pairwise
 from planner.cost.iteration import cost_per_step
 from planner.errors import InfeasibleError, InputError
 from planner.plan import SCHEMA_VERSION, Plan
+from planner.search.deadline import Deadline
 from planner.search.solve import plan as search
 from planner.search.space import slot_sizes
 from planner.specs import bounds as lim
@@ -135,26 +142,30 @@ def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
 # --- solving ----------------------------------------------------------------------------------
 
 
-def solve_size(sc: Scenario, gpus: int, time_limit_s: float | None) -> Solved:
-    """The best plan on `gpus` GPUs, or why there is none (runs in a worker process)."""
+def solve_size(sc: Scenario, gpus: int, deadline: Deadline, share_s: float = math.inf
+               ) -> Solved:
+    """The best plan on `gpus` GPUs, or why there is none (runs in a worker process), within
+    `share_s` seconds from its start and by `deadline` (the machine's monotonic clock is the
+    same in every process)."""
     try:
         cluster = cluster_for(sc, gpus)
     except InputError as exc:  # a size this profile cannot form: a row saying why
         return NoPlan(str(exc), searched=False)
     try:
-        return search(sc.model_copy(update={"cluster": cluster}), time_limit_s=time_limit_s,
-                      workers=1, explain=False)
+        return search(sc.model_copy(update={"cluster": cluster}), workers=1, explain=False,
+                      deadline=deadline.sooner(share_s))
     except InfeasibleError as exc:
         return NoPlan(str(exc))
 
 
-def solve_sizes(sc: Scenario, sizes: list[int], time_limit_s: float | None = None,
+def solve_sizes(sc: Scenario, sizes: list[int], deadline: Deadline | None = None,
                 jobs: int | None = None, on_done: OnDone | None = None) -> list[Solved]:
     """Each size's answer, in the order of `sizes` whatever order they finish in. `jobs`
     worker processes (default one per CPU, at most one per size); one job solves in this
     process. Workers are spawned, not forked: a fork copies the parent's threads' locks (the
     progress bar's refresh thread, the solver's pools) into a child that cannot release them."""
     jobs = jobs or min(os.cpu_count() or 1, len(sizes))
+    deadline = deadline or Deadline.after(sc.search.time_limit_s)
     done: dict[int, Solved] = {}
 
     def record(gpus: int, answer: Solved) -> None:
@@ -163,12 +174,14 @@ def solve_sizes(sc: Scenario, sizes: list[int], time_limit_s: float | None = Non
             on_done(gpus, len(done), len(sizes))
 
     if jobs == 1:
-        for gpus in sizes:
-            record(gpus, solve_size(sc, gpus, time_limit_s))
+        for i, gpus in enumerate(sizes):
+            record(gpus, solve_size(sc, gpus, deadline, deadline.share(len(sizes) - i)))
     else:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(solve_size, sc, gpus, time_limit_s): gpus for gpus in sizes}
+            share = deadline.share(-(-len(sizes) // jobs))  # per wave of `jobs` sizes
+            futures = {pool.submit(solve_size, sc, gpus, deadline, share): gpus
+                       for gpus in sizes}
             try:
                 for future in as_completed(futures):
                     record(futures[future], future.result())
@@ -367,11 +380,12 @@ def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: floa
                  target_message=message)
 
 
-def run_sweep(sc: Scenario, sizes: list[int], time_limit_s: float | None = None,
+def run_sweep(sc: Scenario, sizes: list[int], deadline: Deadline | None = None,
               jobs: int | None = None, target_tokens_per_s: float | None = None,
               on_done: OnDone | None = None) -> Sweep:
-    """Search every size and tabulate the answers."""
-    answers = solve_sizes(sc, sizes, time_limit_s, jobs, on_done)
+    """Search every size by `deadline` (default: the scenario's time limit from now) and
+    tabulate the answers."""
+    answers = solve_sizes(sc, sizes, deadline, jobs, on_done)
     swept = summarize(list(zip(sizes, answers, strict=True)), sc.cluster.gpus_per_node,
                       sc.cluster.price, target_tokens_per_s)
     return replace(swept, price={"price_usd_per_gpu_hour": sc.cluster.price,

@@ -10,12 +10,13 @@ import typer
 from planner.cli import options as o
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
-from planner.cli.views import emit_plan
+from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
 from planner.export import FORMATS, Export
 from planner.export import export as make_export
 from planner.pictures import picture_format
 from planner.plan import Plan
+from planner.search.deadline import Deadline
 from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
 
@@ -51,11 +52,13 @@ def plan(
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None) -> None:
+    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     check_outputs({"--out": out, "--timeline": timeline,
                    "--export-out": export[2] if export else None})
     if timeline is not None:
         picture_format(timeline, "--timeline")
     sc = load_scenario(path, flags)
+    deadline = started.within(sc.search.time_limit_s)
     exporter = None
     if export:
         fmt, version, _ = export
@@ -75,5 +78,8 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
                 f"{s['candidates']:,} candidates, {s['candidates_after_pruning']:,} undominated, "
                 f"{s['candidates_in_model']:,} within bounds)")
 
-    emit_plan(lambda: search(sc, workers=workers), as_json, out, title, timeline, exporter,
-              export[2] if export else None)
+    def make() -> Plan:
+        with searching(quiet=as_json) as progress:
+            return search(sc, workers=workers, deadline=deadline, progress=progress)
+
+    emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None)

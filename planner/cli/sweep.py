@@ -20,6 +20,7 @@ from planner.cli.output import console, fail, print_json, reports_errors
 from planner.cli.views import price_origin
 from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
+from planner.search.deadline import Deadline
 from planner.specs.scenario import Scenario, load_scenario
 from planner.sweep import CSV_COLUMNS, Row, Sweep, gpu_count, parse_gpus, run_sweep
 
@@ -49,7 +50,7 @@ def sweep(
     flags: dict | None = None,
 ) -> None:
     """The best plan on each cluster size: time, tokens/s, scaling, cost, placement; the
-    smallest feasible size and the knee. --time-limit applies to each size. The scenario's
+    smallest feasible size and the knee. --time-limit bounds the whole sweep. The scenario's
     cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the node."""
     _sweep(scenario, flags or {}, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
 
@@ -58,20 +59,22 @@ def sweep(
 def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, as_json: bool,
            csv_out: Path | None, json_out: Path | None, picture: Path | None,
            target: float | None) -> None:
+    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     if spec is None:
         raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256")
     check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture})
     fmt = picture_format(picture) if picture else None
     # the sweep sets the node count per size: the file's is ignored (and not checked)
     sc = load_scenario(path, {**flags, "cluster.nodes": 1})
+    deadline = started.within(sc.search.time_limit_s)
     sizes = parse_gpus(spec, sc.cluster.gpus_per_node)
     if target is not None and not target > 0:
         raise InputError(f"--target-tokens-per-s: {target:g}; give a throughput above 0")
 
-    if as_json:
-        result = run_sweep(sc, sizes, jobs=jobs, target_tokens_per_s=target)
+    if as_json or not Console(stderr=True).is_terminal:  # progress on a terminal only
+        result = run_sweep(sc, sizes, deadline, jobs=jobs, target_tokens_per_s=target)
     else:
-        result = _with_progress(sc, sizes, jobs, target)
+        result = _with_progress(sc, sizes, deadline, jobs, target)
 
     scenario = sc.summary()
     scenario["cluster"] = {k: scenario["cluster"][k] for k in ("name", "gpu", "gpus_per_node")}
@@ -96,7 +99,7 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, a
                    "each row says why", EXIT_INFEASIBLE)
 
 
-def _with_progress(sc: Scenario, sizes: list[int], jobs: int | None,
+def _with_progress(sc: Scenario, sizes: list[int], deadline: Deadline, jobs: int | None,
                    target: float | None) -> Sweep:
     """Solve with a progress bar on stderr (it disappears when done)."""
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -107,7 +110,8 @@ def _with_progress(sc: Scenario, sizes: list[int], jobs: int | None,
         def done(gpus: int, n: int, total: int) -> None:
             bar.update(task, completed=n, description=f"searched {gpu_count(gpus)}")
 
-        return run_sweep(sc, sizes, jobs=jobs, target_tokens_per_s=target, on_done=done)
+        return run_sweep(sc, sizes, deadline, jobs=jobs, target_tokens_per_s=target,
+                         on_done=done)
 
 
 def title(sc: Scenario) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 
@@ -18,11 +19,24 @@ from planner.errors import InfeasibleError, InputError
 from planner.export import Export
 from planner.pictures import picture_format
 from planner.plan import SCHEMA_VERSION, InterModel, Layout, Plan, expert_tp
+from planner.search.explain import BINDING_MARGIN, memory_binds
 
 PARTS = (("prefill", "prefill"), ("decode", "decode to 90% done"),
          ("decode_tail", "decode after 90% done"),
          ("recompute", "recompute"), ("overhead", "engine overhead"))
 """The rollout's time parts (keys of `breakdown.rollout.parts`) as the view names them."""
+
+
+@contextmanager
+def searching(quiet: bool = False) -> Iterator[Callable[[str], None] | None]:
+    """A status line on stderr saying what the search is doing, when stderr is a terminal and
+    not `quiet` (--json); otherwise nothing is shown (pipes and tests see no progress)."""
+    err = Console(stderr=True)
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    with err.status("searching…") as status:
+        yield lambda what: status.update(f"searching: {what}")
 
 
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
@@ -67,6 +81,8 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
 
 def show_plan(plan: Plan, title: str) -> None:
     """The rich view of a priced plan: groups and layouts, time breakdown, memory, bounds."""
+    if (cut := search_line(plan)) is not None:
+        console.print(cut)
     table = Table(title=title)
     tasks = plan.breakdown.get("tasks", [])
     experts = any(t["layout"].get("etp") is not None for t in tasks)  # MoE plans show etp
@@ -127,8 +143,10 @@ def show_plan(plan: Plan, title: str) -> None:
               f"({it / b['decode_s']:.1f}×)" if b["decode_s"] else "")
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
                   f"({it / b['compute_s']:.1f}× from it){decode}")
-    console.print(f"binding memory: {plan.explanation['binding_constraint']}")
+    console.print(memory_line(plan))
     explanation = plan.explanation
+    if explanation.get("idle_gpus"):
+        console.print(f"idle GPUs: {explanation['idle_gpus']}")
     for alt in explanation.get("alternatives", []):
         console.print(f"alternative: {alt['summary']}")
     for note in explanation.get("what_if", []):
@@ -154,6 +172,30 @@ def offload_lines(breakdown: dict) -> list[str]:
                    f"({sync['offload_during_generation_gib_per_gpu']:.1f} GiB per GPU out "
                    "and back over the host link)")
     return out
+
+
+def search_line(plan: Plan) -> str | None:
+    """A plan the search did not prove optimal: its status and gap to the best bound."""
+    s = plan.search or {}
+    if plan.status != "feasible":
+        return None
+    gap = s.get("gap")
+    far = (f"at most {gap:.1%} from the optimum (the best bound)" if gap is not None else
+           "gap unknown (no bound was found for every option in time)")
+    how = (" the greedy plan (CP-SAT found none in time)," if s.get("greedy") else "")
+    return (f"status feasible, not proven optimal:{how} {far}; raise --time-limit "
+            "(search.time_limit_s) to search longer")
+
+
+def memory_line(plan: Plan) -> str:
+    """'binding memory: …' when the fullest GPU is within BINDING_MARGIN of its capacity; else
+    the peak, saying memory does not bind."""
+    peak, capacity = plan.memory["peak_gib_per_gpu"], plan.memory["capacity_gib"]
+    where = plan.explanation["binding_constraint"]
+    if memory_binds(peak, capacity):
+        return f"binding memory: {where}"
+    return (f"memory does not bind ({peak / capacity:.0%} of capacity at the peak, below the "
+            f"{1 - BINDING_MARGIN:.0%} that binds): {where}")
 
 
 def rollout_section(rollout: dict, layout: dict | None,

@@ -205,7 +205,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     n = sequences(sc)
     staleness = plan.inter_model.staleness
     shadow = staleness >= 1 and plan.inter_model.overlap_weight_sync
-    homes = {role: _home_group(role, tasks) for role in {t.role for t in tasks}}
+    # in task order, not a set's (hash-seeded) order: it orders the plan JSON's "resident:"
+    homes = {role: _home_group(role, tasks) for role in dict.fromkeys(t.role for t in tasks)}
     capacity = gpu.memory_bytes
 
     # Persistent state of each model: on its home group (training group, else where its

@@ -53,6 +53,21 @@ def time_lower_bound(space: Space, cand: Candidate, floors: dict[str, int]) -> i
     return t
 
 
+def space_lower_bound(space: Space) -> int | None:
+    """A lower bound on the score of every choice of `space` (None if a task has no candidate):
+    each choice uses one candidate of every task, so it scores at least the least
+    `lower_bound` among each task's candidates — the largest of those minima."""
+    floors = stage_floors(space)
+    least = []
+    for t in space.tasks:
+        bounds = [lower_bound(space, c, size, floors) for size in space.sizes
+                  for c in space.candidates.get((t.name, size), [])]
+        if not bounds:
+            return None
+        least.append(min(bounds))
+    return max(least, default=None)
+
+
 def prune(space: Space, bound: int) -> Space:
     """`space` without the candidates whose lower bound exceeds `bound` (or whose iteration
     cannot reach the gpus objective's target)."""

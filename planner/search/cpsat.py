@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.errors import InputError
-from planner.search.bounds import incumbent, prune
+from planner.search.bounds import incumbent, prune, space_lower_bound
 from planner.search.choice import Choice, score
+from planner.search.deadline import Deadline
 from planner.search.space import (
     FUSION_REST,
     FUSION_SCALE,
@@ -39,6 +40,7 @@ class Result:
     wall_s: float
     variables: int
     candidates: int = 0  # in the model, after the bounds pruned the space's
+    greedy: bool = False  # the choice is the greedy incumbent: CP-SAT found none in its time
 
 
 class Model:
@@ -227,12 +229,13 @@ class Model:
         self.add_objective()
         return self
 
-    def solve(self, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
-        """Minimise; once the optimum is proven, pin the objective to it and take one worker's
-        first solution: the plan returned is then the same whatever the worker count (with
-        several workers, which of equal-cost plans is found first depends on thread timing)."""
+    def solve(self, deadline: Deadline, workers: int = 1, seed: int = 0) -> Result:
+        """Minimise until `deadline`; once the optimum is proven, pin the objective to it and
+        take one worker's first solution in what is left: the plan returned is then the same
+        whatever the worker count (with several workers, which of equal-cost plans is found
+        first depends on thread timing) — unless that second solve finds nothing in time."""
         started = time.monotonic()
-        solver = _solver(time_limit_s, workers, seed)
+        solver = _solver(deadline.left(), workers, seed)
         code = solver.Solve(self.m)
         status = STATUS.get(code, "UNKNOWN")
         nvars = len(self.m.Proto().variables)
@@ -243,8 +246,9 @@ class Model:
         if code == cp_model.OPTIMAL:
             self.m.Add(self.objective <= objective)
             self.m.ClearObjective()
-            canonical = _solver(max(1.0, time_limit_s - (time.monotonic() - started)), 1, seed)
-            if canonical.Solve(self.m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            canonical = _solver(deadline.left(), 1, seed)
+            if deadline.left() > 0 and canonical.Solve(self.m) in (cp_model.OPTIMAL,
+                                                                    cp_model.FEASIBLE):
                 solver = canonical
         return Result(status, self._choice(solver), objective, bound,
                       time.monotonic() - started, nvars, self.space.kept)
@@ -312,13 +316,30 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     return solver
 
 
-def solve(space: Space, time_limit_s: float, workers: int = 1, seed: int = 0) -> Result:
-    """Build and solve the model for `space`, its candidates first pruned by a greedy
-    incumbent's score (`bounds`: the optimum is unchanged), the incumbent given as a hint."""
+def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0
+          ) -> Result:
+    """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
+    candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
+    the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
+    no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
+    one."""
+    started = time.monotonic()
+    deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
+                else Deadline.after(time_limit_s))
     start = incumbent(space)
     if start is not None:
         space = prune(space, score(space, start))
-    model = Model(space).build()
-    if start is not None:
-        model.hint(start)
-    return model.solve(time_limit_s, workers, seed)
+    result = None
+    if not deadline.expired():
+        model = Model(space).build()
+        if start is not None:
+            model.hint(start)
+        result = model.solve(deadline, workers, seed)
+        if result.choice is not None or result.status == "INFEASIBLE" or start is None:
+            return result
+    if start is None:  # no time to build the model, and no greedy plan: nothing known
+        return Result("UNKNOWN", None, None, None, time.monotonic() - started, 0, space.kept)
+    bound = space_lower_bound(space)
+    return Result("FEASIBLE", start, int(score(space, start)),
+                  None if bound is None else int(bound), time.monotonic() - started,
+                  result.variables if result else 0, space.kept, greedy=True)

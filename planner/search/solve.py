@@ -8,12 +8,17 @@ placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbe
 (`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
 (the same functions the candidates were priced with, at full precision). A proven optimum
 gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`).
+
+One `Deadline` bounds it all (`deadline.py`): pricing stops at it, each option's solve gets an
+even share of what is left, the what-ifs and the fewest-GPUs diagnosis what remains after; an
+option CP-SAT could not solve in its share answers with its greedy incumbent.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.cost.constants import GIB
@@ -23,6 +28,9 @@ from planner.errors import InfeasibleError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.choice import Choice
+from planner.search.deadline import Deadline
+from planner.search.explain import alternatives, idle_gpus, memory_binds
+from planner.search.option import Option, options
 from planner.search.space import (
     GPU_WEIGHT,
     MIB,
@@ -30,30 +38,13 @@ from planner.search.space import (
     PriceCache,
     Space,
     build_space,
-    host_budget_mib,
 )
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
+Progress = Callable[[str], None]  # told what the search is doing, for a status line
 TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
-
-
-@dataclass(frozen=True)
-class Option:
-    staleness: int
-    fusion: bool
-    shared: bool
-    swap: bool = False
-    overlap_sync: bool = False
-    partial: bool = False
-
-    def describe(self) -> str:
-        return ", ".join(InterModel(
-            inter_stage_fusion=self.fusion, staleness=self.staleness,
-            shared_actor_critic=self.shared, offload_during_generation=self.swap,
-            overlap_weight_sync=self.overlap_sync, partial_rollout=self.partial).choices()) \
-            or "staleness 0"
 
 
 @dataclass
@@ -61,22 +52,6 @@ class Outcome:
     option: Option
     result: cpsat.Result
     space: Space
-
-
-def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
-    """The inter-model options a scenario allows (fusion and swapping exclude each other: one
-    needs generation apart from assessment, the other co-located; so do swapping and an
-    overlapped weight sync, which needs a separate rollout group and staleness ≥ 1). Partial
-    rollouts carry off-policy tokens: offered when `max_staleness` ≥ 1."""
-    online = sc.family is not Family.DPO
-    swaps = online and host_budget_mib(sc) > 0
-    return [Option(s, f, sh, sw, ov, pa)
-            for s in range(max_staleness + 1 if online else 1)
-            for f in ((False, True) if online else (False,))
-            for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))
-            for sw in ((False, True) if swaps and not f else (False,))
-            for ov in ((False, True) if s >= 1 and not sw else (False,))
-            for pa in ((False, True) if online and max_staleness >= 1 else (False,))]
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
@@ -99,17 +74,21 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
         overlap_weight_sync=option.overlap_sync, partial_rollout=option.partial))
 
 
-def _search(sc: Scenario, opts: list[Option], time_limit_s: float, workers: int,
-            cache: PriceCache | None = None) -> list[Outcome]:
-    """One CP-SAT solve per option; candidates priced once per scenario (`cache`)."""
+def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
+            cache: PriceCache | None = None, progress: Progress | None = None,
+            what: str = "inter-model option") -> list[Outcome]:
+    """One CP-SAT solve per option, each with an even share of what is left of `deadline`
+    (an option past it gets its greedy plan only); candidates priced once per scenario
+    (`cache`), pricing itself stopping at the deadline."""
     cache = {} if cache is None else cache
     out = []
-    deadline = time.monotonic() + time_limit_s
     for i, opt in enumerate(opts):
+        if progress:
+            progress(f"{what} {i + 1} of {len(opts)}: {opt.describe()}")
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
                             swap=opt.swap, overlap_sync=opt.overlap_sync, partial=opt.partial,
-                            cache=cache)
-        share = max(0.1, (deadline - time.monotonic()) / (len(opts) - i))  # what is left, split
+                            cache=cache, deadline=deadline)
+        share = deadline.sooner(deadline.share(len(opts) - i))
         out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
     return out
 
@@ -127,65 +106,87 @@ def default_workers() -> int:
 
 
 def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = None,
-         explain: bool = True) -> Plan:
-    """The best plan for `sc` under the cost model, with its explanation.
+         explain: bool = True, deadline: Deadline | None = None,
+         progress: Progress | None = None) -> Plan:
+    """The best plan for `sc` under the cost model, with its explanation, by `deadline` (by
+    default `time_limit_s`, else the scenario's `search.time_limit_s`, from now).
 
-    Raises InfeasibleError (with the reason and what would make it feasible) when no option has
-    a plan that fits in memory. `explain=False` skips the extra searches behind the what-ifs
-    and the fewest-GPUs diagnosis (a sweep runs its own sizes).
+    When the search is cut short, the best plan found — the greedy incumbent at least — is
+    the answer, status `feasible`, with its gap to the best bound (None: unknown). Raises
+    InfeasibleError (with the reason and what would make it feasible) when no option has a
+    plan that fits in memory, or none was found in time. `explain=False` skips the extra
+    searches behind the what-ifs and the fewest-GPUs diagnosis (a sweep runs its own sizes).
+    `progress` is told what the search is doing (a terminal's status line).
     """
-    started = time.monotonic()
+    if deadline is None:
+        deadline = Deadline.after(time_limit_s if time_limit_s is not None
+                                  else sc.search.time_limit_s)
     workers = workers or default_workers()
-    limit = time_limit_s if time_limit_s is not None else sc.search.time_limit_s
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
     cache: PriceCache = {}
-    outcomes = _search(sc, allowed, limit, workers, cache)
+    outcomes = _search(sc, allowed, deadline, workers, cache, progress)
     ranked = _feasible(outcomes)
     if not ranked:
-        unknown = [o for o in outcomes if o.result.status == "UNKNOWN"]
-        if unknown:  # cut short, not proven infeasible: say so rather than guess a size
+        cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]
+        if cut:  # cut short, not proven infeasible: say so rather than guess a size
             raise InfeasibleError(
-                f"no plan found within the time limit ({limit:g} s) for "
-                f"{len(unknown)} of {len(outcomes)} inter-model options, and none of the "
+                f"no plan found within the time limit ({deadline.budget_s:g} s) for "
+                f"{len(cut)} of {len(outcomes)} inter-model options, and none of the "
                 "others has one; raise --time-limit (search.time_limit_s)")
         if sc.search.objective == "gpus":
-            raise InfeasibleError(_target_unreachable(sc, allowed, limit, workers, cache,
+            raise InfeasibleError(_target_unreachable(sc, allowed, deadline, workers, cache,
                                                       explain))
-        raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain))
+        raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
+                                                deadline=deadline))
     best = ranked[0]
+    if progress:
+        progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
     ev = evaluate(sc, plan_in)
-    proven = all(o.result.status in ("OPTIMAL", "INFEASIBLE") for o in outcomes)
-    bound = min((o.result.bound for o in outcomes if o.result.bound is not None),
-                default=best.result.objective)
+    proven = all(o.result.status in ("OPTIMAL", "INFEASIBLE") and o.space.complete
+                 for o in outcomes)
     objective = best.result.objective
-    search = {"solver": "cp-sat", "wall_s": time.monotonic() - started,
+    gap = 0.0 if proven else _gap(objective, outcomes)
+    search = {"solver": "cp-sat", "wall_s": time.monotonic() - deadline.started,
               "status": "OPTIMAL" if proven else "FEASIBLE",
-              "gap": 0.0 if proven else (objective - bound) / objective if objective else 0.0,
-              "objective_ms": objective, "options_searched": len(outcomes),
+              "gap": gap, "objective_ms": objective, "options_searched": len(outcomes),
+              "greedy": best.result.greedy,
+              "options_cut_short": sum(o.result.status not in ("OPTIMAL", "INFEASIBLE")
+                                       or not o.space.complete for o in outcomes),
+              "time_limit_s": deadline.budget_s,
               "candidates": best.space.priced, "candidates_after_pruning": best.space.kept,
               "candidates_in_model": best.result.candidates}
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
-    explanation["alternatives"] = _alternatives(best, ranked)
-    explanation["what_if"] = _what_if(sc, best, limit, workers, cache) if explain else []
+    explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
+                                               result.memory["capacity_gib"])
+    explanation["alternatives"] = alternatives(best, ranked, _delta)
+    if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
+        explanation["idle_gpus"] = idle
+    explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress)
+                              if explain else [])
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
                              f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              "bound")
-    return result.model_copy(update={"explanation": explanation})
+    search["wall_s"] = time.monotonic() - deadline.started
+    return result.model_copy(update={"explanation": explanation, "search": search})
 
 
-def _alternatives(best: Outcome, ranked: list[Outcome]) -> list[dict]:
-    """The next-best option's plans, with their delta against the chosen one."""
-    out = []
-    for o in ranked[1:4]:
-        delta = _delta(best.space, o.result.objective, best.result.objective)
-        out.append({"option": o.option.describe(), "objective_ms": o.result.objective,
-                    "delta": delta, "groups": [s for s in o.result.choice.sizes if s],
-                    "summary": f"{o.option.describe()}: {delta:+.1%}"})
-    return out
+def _gap(objective: int, outcomes: list[Outcome]) -> float | None:
+    """The chosen plan's gap to the best bound over every option, (objective − bound) /
+    objective; None (unknown) when an option has no bound: its search or its pricing was cut
+    short before one was known. A complete option proven infeasible bounds nothing."""
+    bounds = []
+    for o in outcomes:
+        if o.result.status == "INFEASIBLE" and o.space.complete:
+            continue
+        if o.result.bound is None or not o.space.complete:
+            return None
+        bounds.append(o.result.bound)
+    bound = min(bounds, default=objective)
+    return (objective - bound) / objective if objective else 0.0
 
 
 def _delta(space: Space, objective: int, reference: int) -> float:
@@ -196,9 +197,10 @@ def _delta(space: Space, objective: int, reference: int) -> float:
     return objective / reference - 1
 
 
-def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
-             cache: PriceCache) -> list[str]:
-    """What staleness 1, or a shared critic, would buy when the user did not allow them."""
+def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
+             cache: PriceCache, progress: Progress | None = None) -> list[str]:
+    """What staleness 1, or a shared critic, would buy when the user did not allow them — in
+    what is left of the deadline (skipped, and said so, when nothing is)."""
     asks = []
     if sc.family is not Family.DPO and sc.search.max_staleness == 0:
         asks.append(("max_staleness 1 (one step off-policy)",
@@ -211,13 +213,22 @@ def _what_if(sc: Scenario, best: Outcome, limit: float, workers: int,
                              best.option.partial)]))
     notes = []
     for what, opts in asks:
-        found = _feasible(_search(sc, opts, limit, workers, cache))
+        if deadline.expired():
+            notes.append(f"{what}: not searched, the time limit ({deadline.budget_s:g} s) was "
+                         "spent; raise --time-limit to see what it would buy")
+            continue
+        outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if")
+        found = _feasible(outcomes)
+        settled = all(o.result.status in ("OPTIMAL", "INFEASIBLE") and o.space.complete
+                      for o in outcomes)
         if not found:
-            notes.append(f"{what} would find no plan that fits")
+            notes.append(f"{what} would find no plan that fits" if settled else
+                         f"{what}: no plan found within the time limit")
             continue
         d = _delta(best.space, found[0].result.objective, best.result.objective)
-        notes.append(f"{what} would cut the {_objective_name(sc)} by {-d:.1%}" if d < 0 else
-                     f"{what} would not help: its best plan is {d:+.1%}")
+        hedge = "" if settled else " (best found within the time limit)"
+        notes.append(f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
+                     else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
     return notes
 
 
@@ -226,30 +237,31 @@ def _objective_name(sc: Scenario) -> str:
             "gpus": "GPUs needed"}[sc.search.objective]
 
 
-def _target_unreachable(sc: Scenario, allowed: list[Option], limit: float, workers: int,
+def _target_unreachable(sc: Scenario, allowed: list[Option], deadline: Deadline, workers: int,
                         cache: PriceCache, diagnose: bool) -> str:
     """Why the gpus objective found nothing: the target is out of reach on this cluster (with
-    the fastest plan's throughput when `diagnose`), or nothing fits at all."""
+    the fastest plan's throughput when `diagnose` and time is left), or nothing fits at all."""
     target = sc.search.target_tokens_per_s
     n = sc.cluster.total_gpus
     head = (f"no plan on up to {gpu_count(n)} reaches {target:,.0f} tokens/s (an iteration "
             f"of at most {tokens_per_step(sc) / target:,.1f} s)")
-    if not diagnose:
+    if not diagnose or deadline.expired():
         return head
     fastest_sc = sc.model_copy(update={"search": sc.search.model_copy(
         update={"objective": "time"})})
-    outcomes = _search(fastest_sc, allowed, limit, workers, cache)
+    outcomes = _search(fastest_sc, allowed, deadline, workers, cache)
     ranked = _feasible(outcomes)
     if not ranked:
-        return infeasible_reason(fastest_sc, outcomes)
+        return infeasible_reason(fastest_sc, outcomes, deadline=deadline)
     reach = tokens_per_step(sc) / (ranked[0].result.objective * MS)
     return (f"{head}; the fastest plan reaches {reach:,.0f} tokens/s — add nodes (`rlplan "
             f"sweep --target-tokens-per-s {target:g}` finds how many) or lower the target")
 
 
-def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = True) -> str:
-    """Why nothing fits, the fewest GPUs that would (when `diagnose`), and which option
-    helps."""
+def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = True,
+                      deadline: Deadline | None = None) -> str:
+    """Why nothing fits, the fewest GPUs that would (when `diagnose`, in what is left of
+    `deadline`), and which option helps."""
     space = outcomes[0].space
     gpu = sc.cluster.gpu
     budget = space.budget_mib * MIB
@@ -261,7 +273,8 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     else:
         why = (f"every task fits alone, but no placement fits them together on "
                f"{gpu_count(sc.cluster.total_gpus)}")
-    fewest = fewestgpu_count(sc, sc.search.time_limit_s) if diagnose else None
+    deadline = deadline or Deadline.after(sc.search.time_limit_s)
+    fewest = fewestgpu_count(sc, deadline) if diagnose else None
     fix = ("" if not diagnose else f"; the fewest GPUs that fit: {fewest}" if fewest else
            f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
            "time limit)")
@@ -272,16 +285,18 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     return f"infeasible: {why}{fix}; or try {', or '.join(hints)}"
 
 
-def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -> int | None:
+def fewestgpu_count(sc: Scenario, deadline: Deadline | float,
+                    factor_limit: int = 64) -> int | None:
     """The smallest cluster, growing by doubling (a node up to the profile's size, then the
     node count), on which the search finds a plan; None if none up to `factor_limit`× does
-    within `time_limit_s`."""
+    by `deadline` (a deadline, or seconds from now)."""
+    if not isinstance(deadline, Deadline):
+        deadline = Deadline.after(deadline)
     c = sc.cluster
     per_node, nodes = c.gpus_per_node, c.nodes
     if c.gpu.intra_node_gbps is None:  # no scale-up figure: one GPU is all it can price
         return None
-    deadline = time.monotonic() + time_limit_s
-    while per_node * nodes <= c.total_gpus * factor_limit and time.monotonic() < deadline:
+    while per_node * nodes <= c.total_gpus * factor_limit and not deadline.expired():
         if per_node < c.gpu.gpus_per_node:
             per_node = min(2 * per_node, c.gpu.gpus_per_node)
         elif c.gpu.inter_node_gbps is not None:
@@ -289,7 +304,6 @@ def fewestgpu_count(sc: Scenario, time_limit_s: float, factor_limit: int = 64) -
         else:  # one node is all the profile allows
             return None
         bigger = sc.model_copy(update={"cluster": c.reshaped(nodes, per_node)})
-        remaining = max(0.1, deadline - time.monotonic())
-        if _feasible(_search(bigger, [Option(0, False, False)], remaining, 1)):
+        if _feasible(_search(bigger, [Option(0, False, False)], deadline, 1)):
             return nodes * per_node
     return None

@@ -65,6 +65,7 @@ from planner.cost.offload import swap_time
 from planner.cost.variants import LayoutVariants
 from planner.errors import InputError
 from planner.plan import Layout
+from planner.search.deadline import Deadline
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -150,6 +151,7 @@ class Space:
     target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
     candidates: dict[tuple[str, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
+    complete: bool = True  # False: the deadline passed before every (task, size) was priced
 
     @property
     def kept(self) -> int:
@@ -484,8 +486,11 @@ options."""
 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
                 swap: bool = False, overlap_sync: bool = False, partial: bool = False,
-                slots: int = MAX_SLOTS, cache: PriceCache | None = None) -> Space:
-    """Enumerate and price every legal candidate of every task on every group size."""
+                slots: int = MAX_SLOTS, cache: PriceCache | None = None,
+                deadline: Deadline | None = None) -> Space:
+    """Enumerate and price every legal candidate of every task on every group size — the
+    largest sizes first, so that when `deadline` passes part way (`Space.complete` False) what
+    was priced still holds the simplest plans (everything on the whole cluster)."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
@@ -502,16 +507,22 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                    if sc.search.objective == "gpus" else None),
         swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
                 if gpu.host_link_gbps else 0))
-    for task in tasks:
-        variant = ((overlap_sync, partial) if task.kind == "generation" else None,
-                   shared if task.role == "actor" else None)
-        for g in space.sizes:
+    for g in reversed(space.sizes):
+        for task in tasks:
+            variant = ((overlap_sync, partial) if task.kind == "generation" else None,
+                       shared if task.role == "actor" else None)
             key = (task.name, g, variant)
             if key not in cache:
+                if deadline is not None and deadline.expired():
+                    space.complete = False
+                    continue
                 before = space.priced
                 cache[key] = (_candidates(space, task, g, heads), space.priced - before)
             else:
                 space.priced += cache[key][1]
             if cache[key][0]:
                 space.candidates[(task.name, g)] = cache[key][0]
+    # in (task, size) order whatever order they were priced in
+    space.candidates = {(t.name, g): space.candidates[(t.name, g)] for t in tasks
+                        for g in space.sizes if (t.name, g) in space.candidates}
     return space

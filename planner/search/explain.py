@@ -1,0 +1,74 @@
+"""The search's explanation of a plan: alternatives named by what differs from the chosen plan
+(ties merged), whether memory binds, and why GPUs are left idle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from planner.search.space import Space
+from planner.specs.hardware import gpu_count
+from planner.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from planner.search.solve import Outcome
+
+BINDING_MARGIN = 0.05
+"""Memory "binds" when the fullest GPU's peak is within this share of its capacity: a plan so
+close to the limit is shaped by it (a larger batch, less sharding would not fit); further below,
+memory did not decide the plan and the view says it does not bind."""
+MAX_ALTERNATIVES = 3  # strictly worse options listed
+MAX_TIES_NAMED = 3  # tying options named in the merged line; the rest counted
+
+
+def memory_binds(peak_gib: float, capacity_gib: float) -> bool:
+    """Whether memory binds: the peak within `BINDING_MARGIN` of the capacity."""
+    return peak_gib >= (1 - BINDING_MARGIN) * capacity_gib
+
+
+def alternatives(best: Outcome, ranked: list[Outcome],
+                 delta: Callable[[Space, int, int], float]) -> list[dict]:
+    """The next-best options' plans, each named by what it changes from the chosen one, with
+    its delta against it; options that tie the chosen plan's objective (a flag that changes
+    nothing) merged into one entry marked `ties`."""
+    rest = ranked[1:]
+    ties = [o for o in rest if o.result.objective == best.result.objective]
+    worse = [o for o in rest if o.result.objective != best.result.objective][:MAX_ALTERNATIVES]
+    out = []
+    if ties:
+        named = [o.option.versus(best.option) for o in ties[:MAX_TIES_NAMED]]
+        more = len(ties) - len(named)
+        what = "; ".join(named) + (f"; and {more} more" if more else "")
+        out.append({"option": what, "objective_ms": best.result.objective, "delta": 0.0,
+                    "ties": True, "options": len(ties),
+                    "groups": [s for s in ties[0].result.choice.sizes if s],
+                    "summary": f"ties the chosen plan (the same objective): {what}"})
+    for o in worse:
+        d = delta(best.space, o.result.objective, best.result.objective)
+        what = o.option.versus(best.option)
+        out.append({"option": what, "objective_ms": o.result.objective, "delta": d,
+                    "ties": False, "groups": [s for s in o.result.choice.sizes if s],
+                    "summary": f"{what}: {d:+.1%}"})
+    return out
+
+
+def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
+    """Why a plan leaves GPUs of the cluster idle (None when it uses them all): the group sizes
+    the search offers, the tasks with no layout on the whole cluster, and the objective."""
+    total = sc.cluster.total_gpus
+    if used >= total:
+        return None
+    menu = ", ".join(map(str, space.sizes))
+    why = [f"{used} of {gpu_count(total)} used: the search's group sizes here are {menu} "
+           "(powers of two within a node, power-of-two multiples of a node, and their "
+           "complements to the whole cluster)"]
+    lacking = [t.name for t in space.tasks if not space.candidates.get((t.name, total))]
+    if lacking and space.complete:
+        why.append(f"on all {total} GPUs {', '.join(lacking)} "
+                   f"{'has' if len(lacking) == 1 else 'have'} no layout that fits (tp, pp "
+                   "and cp are powers of two and dividing the model; every data-parallel rank "
+                   "needs an equal share of the step's sequences)")
+    elif not space.complete:
+        why.append("the time limit cut the pricing short before every size was priced")
+    why.append(f"no choice on more GPUs scored better under the {sc.search.objective} objective")
+    return "; ".join(why)
