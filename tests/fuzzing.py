@@ -29,6 +29,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli.main import app
+from tests.conftest import grpo_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "examples" / "grpo-qwen2.5-7b.yaml"
@@ -41,14 +42,7 @@ ALLOWANCE_S = 20.0
 # of the fuzzer: bad input must be refused before it allocates.
 MEMORY_CAP_BYTES = 4 * 1024**3
 # A small scenario `plan` can search quickly (8 GPUs, a 0.5B model).
-SMALL_SCENARIO = {
-    "algorithm": "grpo",
-    "models": {"actor": "qwen2.5-0.5b", "reference": "actor", "reward": "verifier"},
-    "workload": {"prompts_per_step": 64, "samples_per_prompt": 4, "prompt_len": 256,
-                 "response_len": 512, "max_response_len": 1024},
-    "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
-    "search": {"max_staleness": 1},
-}
+SMALL_SCENARIO = grpo_scenario(search={"max_staleness": 1})
 
 HOSTILE = [0, -1, 1, 3, 2**31, 2**63, 10**20, 10**30, 0.0, -0.0, 0.5, 1e-12, 1e300,
            float("nan"), float("inf"), float("-inf"), True, False, None, "", "abc", "none",
