@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import collections
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fuzzing import check_case, draw_case
+from tests.fuzzing import PLAN_TIME_LIMIT_S, check_case, draw_case
 
 
 def main() -> int:
@@ -31,6 +32,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     tried = collections.Counter()
     failures = []
+    timed: list[float] = []  # wall time of the `plan` runs (they carry a time limit)
     started = time.monotonic()
     for i in range(args.cases):
         case = draw_case(rng, plan_runs=not args.no_plan)
@@ -39,10 +41,15 @@ def main() -> int:
         tried[case.kind] += 1
         with tempfile.TemporaryDirectory() as folder:
             problems = check_case(case, Path(folder))
+        if case.time_limit_s is not None and case.elapsed_s is not None:
+            timed.append(case.elapsed_s)
         if problems:
             failures.append((i, case, problems))
             print(f"case {i} [{case.kind}] {case.mutation}: {'; '.join(problems)}", flush=True)
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(tried.items()))
+    if timed:
+        print(f"`plan` runs at --time-limit {PLAN_TIME_LIMIT_S:g} s: {len(timed)}, the slowest "
+              f"{max(timed):.2f} s in the command, median {statistics.median(timed):.2f} s")
     print(f"{args.cases} cases ({kinds}) in {time.monotonic() - started:.0f} s, "
           f"seed {args.seed}: {len(failures)} broke the contract")
     return 1 if failures else 0

@@ -115,6 +115,7 @@ class Case:
     args: list[str]  # `{dir}` stands for the case folder
     outputs: list[str]  # files the command is asked to write (names under the folder)
     time_limit_s: float | None = None
+    elapsed_s: float | None = None  # set by `check_case`: the command's own wall time
 
 
 def _dump(doc, name: str) -> str:
@@ -214,6 +215,7 @@ def check_case(case: Case, folder: Path) -> list[str]:
     if answer is None:
         return [f"still running after {limit:.0f} s (killed)"]
     exit_code, stdout, stderr, error, elapsed = answer
+    case.elapsed_s = elapsed
     problems = []
     if error is not None:
         problems.append(f"exception {error}")
