@@ -159,6 +159,9 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
                     micro_batches(sc, layout))):
                 raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")
             out.append(Task(role, stage, layout))
+    if sc.family.offline and (unused := set(plan.layouts.get("actor", {})) - {"training"}):
+        raise InputError(f"plan: layouts.actor.{sorted(unused)[0]}: {sc.algorithm} trains on "
+                         "offline data, the actor runs its training stage only; remove it")
     extra = {r for r in plan.layouts if r not in sc.roles or (r == "critic" and shared)}
     if extra:
         raise InputError(f"plan: layouts for {', '.join(sorted(extra))}, which the scenario "

@@ -362,7 +362,8 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
             if getattr(w_in, name) != 1:
                 notes.append(f"workload.{name} ignored: sft takes one optimizer step over "
                              "prompts_per_step sequences")
-        w_in = w_in.model_copy(update={"ppo_epochs": 1, "mini_batches": 1})
+        w_in = w_in.model_copy(update={"ppo_epochs": 1, "mini_batches": 1,
+                                       "samples_per_prompt": 1})
     sequences = w_in.prompts_per_step * (1 if family.offline else w_in.samples_per_prompt)
     if sequences % w_in.mini_batches:
         divisors = [d for d in range(1, min(sequences, 64) + 1) if sequences % d == 0]
