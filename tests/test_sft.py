@@ -106,3 +106,7 @@ def test_tokens_count_one_sequence_per_prompt():
     with pytest.raises(InputError, match="layouts.actor.training"):
         evaluate(sc, PlanInput.model_validate(_plan({"actor": {"generation": {
             "group": "g0", "dp": 8}}})))
+
+
+def test_analyze_pipeline_refuses_sft(cli):
+    assert_bad_input(cli("analyze", "pipeline", EXAMPLE), "algorithm: sft", "rlplan plan")
