@@ -153,9 +153,9 @@ def predict(row: Row) -> tuple[float, float]:
     spec, gpu = load_model(row.model), load_profile(row.gpu)
     precision, zero = row.states
     layout = Layout(group="g", dp=row.dp, tp=row.tp, pp=row.pp, cp=row.cp, ep=row.ep, sp=row.sp,
-                    zero=zero, checkpointing=row.recompute, micro_batch=row.mbs)
+                    zero=zero, checkpointing=row.recompute, micro_batch=row.mbs, vp=row.vp)
     m = memory_training_per_gpu(spec, layout, seq_len=row.seq, micro_batches=row.micro_batches,
-                                head=Head.POLICY, precision=precision, interleave=row.vp,
+                                head=Head.POLICY, precision=precision,
                                 reserve_bytes=gpu.runtime_reserve_gib * GIB)
     tensors = float(m.persistent + m.transient) / GIB
     return tensors, tensors + gpu.runtime_reserve_gib

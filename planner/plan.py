@@ -49,6 +49,9 @@ class Layout(BaseModel):
                             "expert split over etp ranks; unset = as the framework runs it "
                             "(`expert_tp`: training and assessment etp = tp, as Megatron-Core; "
                             "generation etp = tp without EP, 1 with EP, as vLLM and SGLang)")
+    vp: int = Field(1, gt=0, description="training: interleaved pipeline chunks per rank "
+                    "(Megatron's virtual pipeline); needs pp > 1, and pp·vp must divide the "
+                    "layers")
     sp: bool = False
     zero: int = Field(0, ge=0, le=3)
     checkpointing: Checkpointing = "none"
@@ -102,6 +105,9 @@ class Layout(BaseModel):
                              f"({ranks}); expert parallelism is carved out of those ranks")
         if self.sp and self.tp == 1:
             raise ValueError("sp (sequence parallelism) needs tp > 1")
+        if self.vp > 1 and self.pp == 1:
+            raise ValueError(f"vp (interleaved pipeline chunks) {self.vp} needs pp > 1; set vp "
+                             "to 1 or use pipeline parallelism")
         return self
 
     @property
@@ -225,6 +231,9 @@ class PlanInput(BaseModel):
                         f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
                         f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
                 check_experts(layout, stage, where)
+                if layout.vp > 1 and stage != "training":
+                    raise ValueError(f"{where}.vp: interleaved pipeline chunks are a training "
+                                     f"schedule; {stage} runs with vp 1 (drop vp)")
         self._check_staleness()
         return self
 

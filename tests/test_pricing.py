@@ -42,6 +42,8 @@ SCENARIOS = {  # name: (flags, staleness, shared critic, group sizes to check (N
     "dpo-dense-no-offload": ({"algorithm": "dpo", "models.actor": "llama-3.1-8b",
                               "cluster.gpu": "l40s", "cluster.nodes": 1,
                               "cluster.gpus_per_node": 4}, 0, False, None),
+    "sft-interleaved": ({"algorithm": "sft", "models.actor": "qwen2.5-7b",  # pp 2: vp 1, 2
+                         "cluster.gpu": "h100-sxm", "cluster.nodes": 1}, 0, False, None),
 }
 
 

@@ -29,7 +29,7 @@ def small(**flags):
 
 
 scenarios = st.fixed_dictionaries({
-    "algorithm": st.sampled_from(["grpo", "dapo", "ppo", "dpo"]),
+    "algorithm": st.sampled_from(["grpo", "dapo", "ppo", "dpo", "sft"]),
     "workload.samples_per_prompt": st.sampled_from([2, 4]),
     "cluster.gpus_per_node": st.sampled_from([1, 2, 4]),
     "cluster.gpu": st.sampled_from(["h100-sxm", "a100-sxm-40gb", "l40s"]),

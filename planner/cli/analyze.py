@@ -13,8 +13,10 @@ from rich.table import Table
 
 from planner.cli import options as o
 from planner.cli.output import console, print_json, reports_errors
+from planner.errors import InputError
 from planner.specs.model import load_model
 from planner.specs.scenario import Scenario, load_scenario
+from planner.specs.workload import Family
 from planner.theory.analyze import analyze_intra, analyze_pipeline, readings
 from planner.theory.shape import TheoryModel
 
@@ -38,6 +40,10 @@ def theory_roles(scenario: Scenario) -> dict[str, TheoryModel]:
 
 
 def pipeline_result(scenario: Scenario) -> dict[str, Any]:
+    if scenario.family is Family.SFT:
+        raise InputError("algorithm: sft has no rows in the work–depth–memory model (it covers "
+                         "ppo, grpo and dpo); price sft with `rlplan plan` or `rlplan evaluate`, "
+                         "or run `rlplan analyze intra` for its training iteration")
     w = scenario.workload
     return analyze_pipeline(scenario.family.value, theory_roles(scenario),
                             B=w.prompts_per_step, K=w.samples_per_prompt, S=w.prompt_len,

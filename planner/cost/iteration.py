@@ -59,7 +59,7 @@ from planner.cost.memory import (
 )
 from planner.cost.offload import swap_time
 from planner.cost.states import Precision
-from planner.cost.time import hbm_rate, time_forward, time_train
+from planner.cost.time import hbm_rate, interleave_problem, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, PlanInput
@@ -109,8 +109,8 @@ class Evaluation:
 
 
 def sequences(sc: Scenario) -> int:
-    """Sequences each stage processes per step: B·K rollouts, or 2B for DPO (chosen and
-    rejected response of every pair)."""
+    """Sequences each stage processes per step: B·K rollouts, 2B for DPO (chosen and
+    rejected response of every pair), B for SFT."""
     w = sc.workload
     return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
 
@@ -146,15 +146,22 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
             continue  # the critic is a head on the actor
         layouts = plan.layouts.get(role, {})
         for stage in ROLE_STAGES[role]:
-            if sc.family is Family.DPO and role == "actor" and stage != "training":
-                continue  # DPO: no rollouts; the policy forward is part of its training pass
+            if sc.family.offline and role == "actor" and stage != "training":
+                continue  # DPO, SFT: no rollouts; DPO's policy forward is part of training
             layout = layouts.get(stage)
             if layout is None and stage == "assessment" and "training" in layouts:
                 layout = layouts["training"]  # forward with the training layout (verl, NeMo)
             if layout is None:
                 raise InputError(f"plan: layouts.{role}.{stage} is missing; give the group and "
                                  "degrees this stage runs with")
+            if stage == "training" and (why := interleave_problem(
+                    sc.roles[role].num_hidden_layers, layout.pp, layout.vp,
+                    micro_batches(sc, layout))):
+                raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")
             out.append(Task(role, stage, layout))
+    if sc.family.offline and (unused := set(plan.layouts.get("actor", {})) - {"training"}):
+        raise InputError(f"plan: layouts.actor.{sorted(unused)[0]}: {sc.algorithm} trains on "
+                         "offline data, the actor runs its training stage only; remove it")
     extra = {r for r in plan.layouts if r not in sc.roles or (r == "critic" and shared)}
     if extra:
         raise InputError(f"plan: layouts for {', '.join(sorted(extra))}, which the scenario "
@@ -375,11 +382,14 @@ def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVari
                 head: Head) -> MemoryBreakdown:
     """Peak bytes per GPU of one assessment or training task: sequences at the longest length;
     1F1B micro-batches per optimizer step. Layout variants give an array per component."""
-    w = sc.workload
-    micro = np.maximum(1, np.ceil(sequences(sc) / w.mini_batches
-                                  / (layout.dp * layout.micro_batch)))
-    load = MemoryWorkload(seq_len=w.max_seq_len, micro_batches=micro)
+    load = MemoryWorkload(seq_len=sc.workload.max_seq_len, micro_batches=micro_batches(sc, layout))
     return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
+
+
+def micro_batches(sc: Scenario, layout: Layout | LayoutVariants) -> Num:
+    """Micro-batches per optimizer step per data-parallel rank (whole, at least one)."""
+    return np.maximum(1, np.ceil(sequences(sc) / sc.workload.mini_batches
+                                 / (layout.dp * layout.micro_batch)))
 
 
 def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,

@@ -130,17 +130,17 @@ def _offloaded(offload: str | np.ndarray) -> tuple[bool | np.ndarray, bool | np.
 def memory_training_per_gpu(
     spec: ModelSpec, layout: Layout | LayoutVariants, *, seq_len: Num, micro_batches: Num = 1,
     head: Head = Head.POLICY, precision: Precision = MIXED_PRECISION_ADAM,
-    options: ActivationOptions = MODERN_ACTIVATIONS, interleave: int = 1,
-    reserve_bytes: float = 0.0,
+    options: ActivationOptions = MODERN_ACTIVATIONS, reserve_bytes: float = 0.0,
 ) -> MemoryBreakdown:
     """Peak bytes per GPU of a trainable model in its training layout (every pipeline stage
     priced, the largest returned).
 
     Model states by ZeRO stage over dp·cp ([ZeRO] §3.1; experts over dp·cp·tp/(ep·etp)), after
     TP/PP/EP sharding; 1F1B activations of `layout.micro_batch` sequences of `seq_len` tokens
-    ([Korthikanti]); fp32 logits on the last stage; the recompute workspace; a gather buffer
-    under ZeRO-3 or parameter offload; offloaded state moved to `host_offload`. With
-    `LayoutVariants` every component is an array over the variants. Units: bytes.
+    ([Korthikanti]; × 1 + (pp−1)/(pp·vp) with `layout.vp` interleaved chunks); fp32 logits on
+    the last stage; the recompute workspace; a gather buffer under ZeRO-3 or parameter
+    offload; offloaded state moved to `host_offload`. With `LayoutVariants` every component
+    is an array over the variants. Units: bytes.
     """
     nd = layout.dp * layout.cp
     etp = expert_tp(layout, "training")
@@ -157,7 +157,7 @@ def memory_training_per_gpu(
         act = bytes_activation_training_stage(
             spec, seq_len, b, tp=layout.tp, pp=layout.pp, cp=layout.cp, sp=layout.sp,
             checkpointing=layout.checkpointing, stage=k, micro_batches=micro_batches,
-            interleave=interleave, options=options, activation_bytes=precision.activation_bytes)
+            interleave=layout.vp, options=options, activation_bytes=precision.activation_bytes)
         last = k == layout.pp - 1
         host = where(params_host, states.weights, 0.0) + where(
             optim_host, states.gradients + states.optimizer_states, 0.0)
@@ -231,12 +231,11 @@ class MemoryWorkload:
 
     seq_len: tokens per sequence (prompt + response).
     micro_batches: micro-batches per optimizer step per data-parallel rank (1F1B in-flight).
-    interleave: virtual pipeline chunks per stage (1 = plain 1F1B).
+    (Interleaving is the layout's `vp`.)
     """
 
     seq_len: int
     micro_batches: Num = 1
-    interleave: int = 1
 
 
 def memory_per_gpu(
@@ -265,5 +264,4 @@ def memory_per_gpu(
                                       reserve_bytes=reserve)
     return memory_training_per_gpu(
         spec, layout, seq_len=workload.seq_len, micro_batches=workload.micro_batches, head=head,
-        precision=precision, options=options, interleave=workload.interleave,
-        reserve_bytes=reserve)
+        precision=precision, options=options, reserve_bytes=reserve)

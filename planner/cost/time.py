@@ -29,6 +29,11 @@ composed by the 1F1B schedule:
   — exactly (p − 1)/M of the balanced work — and `pp_imbalance` = (M − 1)(max − mean): the
   last stage also runs the vocabulary head and the loss, the first `L mod p` stages one layer
   more (`states.pipeline_stage_layers`).
+- Interleaved 1F1B (`vp` > 1 chunks of L/(p·vp) layers per rank, Megatron's virtual pipeline,
+  Narayanan et al. SC'21 §2.2.2): fill and drain pass through chunks vp times shorter, so
+  `pp_bubble` = (p − 1)·mean(t_s)/vp, (p − 1)/(vp·M) of the balanced work; every micro-batch
+  crosses vp times as many stage boundaries, so `pp_comm` is vp × the sends. The closed form
+  needs M ≥ p micro-batches (`interleave_problem`; Megatron's schedule warms up p of them).
 
 Generation (rollouts) is priced in `generation.py`. Rank order is the frameworks'
 (Megatron-Core): TP innermost, then CP, DP, PP outermost; expert parallelism reuses DP×CP×TP
@@ -148,7 +153,7 @@ class TrainTime(Seconds):
     compute: Num = 0.0  # matmuls at achievable peak (the balanced share of every GPU)
     memory: Num = 0.0  # element-wise kernels at achievable HBM bandwidth
     host: Num = 0.0  # where issuing the kernels outlasts their GPU work
-    pp_bubble: Num = 0.0  # 1F1B fill and drain: (pp − 1)/M of the balanced stage time
+    pp_bubble: Num = 0.0  # 1F1B fill and drain: (pp − 1)/(vp·M) of the balanced stage time
     pp_imbalance: Num = 0.0  # the slowest stage pacing the others
     pp_comm: Num = 0.0  # activations and gradients sent between stages
     tp_comm: Num = 0.0
@@ -363,10 +368,11 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     head_cost = _Stage(compute=tokens * head_flops / rate, memory=tokens * head_bytes / hbm)
 
     pp_send = 0.0
-    if L.pp > 1:  # activations forward (and gradients back) to the neighbouring stage
+    if L.pp > 1:  # activations forward (and gradients back) to the neighbouring stage, once
+        # per chunk: vp chunks per rank send vp times per micro-batch
         stride = L.tp * L.cp * L.dp
         nbytes = tokens * spec.hidden_size * BYTES_BF16 / L.tp
-        pp_send = (1 + (1 if train else 0)) * comm.time_p2p(
+        pp_send = L.vp * (1 + (1 if train else 0)) * comm.time_p2p(
             nbytes, comm.link_p2p(gpu, 2, stride=stride))
 
     out = []
@@ -393,14 +399,33 @@ class _Pipeline:
     imbalance: Num
 
 
-def _pipeline(stages: tuple[_Stage, ...], micro: Num) -> _Pipeline:
+def _pipeline(stages: tuple[_Stage, ...], micro: Num, vp: int = 1) -> _Pipeline:
+    """1F1B over `stages` (`vp` interleaved chunks per rank: the bubble vp times shorter)."""
     pp = len(stages)
     mean = sum(s.total for s in stages) / pp
     slowest = reduce(np.maximum, (s.total for s in stages))  # each variant's own
     parts = {f.name: micro * sum(getattr(s, f.name) for s in stages) / pp
              for f in fields(_Stage)}
-    return _Pipeline(parts=parts, bubble=(pp - 1) * mean,
+    return _Pipeline(parts=parts, bubble=(pp - 1) * mean / vp,
                      imbalance=(micro - 1) * (slowest - mean))
+
+
+def interleave_problem(layers: int, pp: int, vp: int, micro: Num) -> str | None:
+    """Why `vp` interleaved chunks cannot run (None when they can): Megatron splits each
+    rank's layers evenly into vp chunks (pp·vp must divide the layers), and the bubble's
+    closed form (p − 1)/(vp·M) holds with at least pp micro-batches M per optimizer step."""
+    if vp == 1:
+        return None
+    if pp == 1:
+        return "needs pp > 1"
+    if layers % (pp * vp):
+        fits = [v for v in range(1, layers // pp + 1) if layers % (pp * v) == 0]
+        return (f"pp·vp = {pp}·{vp} must divide the model's {layers} layers; use vp "
+                f"{' or '.join(map(str, fits[-3:]))}")
+    if np.any(np.asarray(micro) < pp):
+        return (f"needs at least pp = {pp} micro-batches per optimizer step per rank (the "
+                f"schedule has {int(np.min(micro))}); use smaller micro-batches or vp 1")
+    return None
 
 
 def _dp_link(gpu: HardwareProfile, layout: Layout | LayoutVariants) -> tuple[int, comm.Link]:
@@ -434,7 +459,8 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
     steps = epochs * mini_batches
     seqs_per_step = n_seqs / mini_batches
     micro = np.maximum(1.0, seqs_per_step / (L.dp * L.micro_batch))
-    pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro)
+    pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro,
+                     L.vp)
 
     params = params_with_head(spec, head)
     shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
@@ -489,7 +515,7 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     L = layout
     micro = np.maximum(1.0, n_seqs / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
-                     micro)
+                     micro, L.vp)
     replicas, link = _dp_link(gpu, L)
     shard = params_with_head(spec, head) / (L.tp * L.pp)
     dp = where(L.zero == 3, micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (

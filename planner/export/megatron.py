@@ -78,6 +78,10 @@ def role_args(v: PlanView, role: str, spec: ModelSpec, layout: Layout,
         args.append(("--decoder-last-pipeline-num-layers", last))
         notes.append(f"{role}: pp {layout.pp} does not divide {spec.num_hidden_layers} layers; "
                      f"the last stage gets {last}")
+    if layout.vp > 1:  # interleaved 1F1B: each rank's layers in vp chunks (plan checks pp·vp
+        # divides the layers); docs/exports.md §4 names this flag for VPP
+        args.append(("--num-layers-per-virtual-pipeline-stage",
+                     spec.num_hidden_layers // (layout.pp * layout.vp)))
     if layout.sp:
         args.append(("--sequence-parallel", None))
     if spec.moe is not None:

@@ -120,6 +120,9 @@ class Args:
 
 
 def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
+    if sc.family is Family.SFT:  # openrlhf.cli.train_sft exists; its script is not written
+        raise ExportError("OpenRLHF's train_ppo_ray and train_dpo do not run sft, and its "
+                          "train_sft (openrlhf.cli.train_sft) is not exported")
     v = PlanView(plan, sc)
     return (_dpo if sc.family is Family.DPO else _ppo)(v, version)
 

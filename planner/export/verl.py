@@ -58,6 +58,9 @@ def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     if sc.family is Family.DPO:
         raise ExportError(f"verl's main_ppo has no {sc.algorithm} trainer (it runs PPO-style "
                           "algorithms)")
+    if sc.family is Family.SFT:  # verl 0.9.1's verl.trainer.sft_trainer has its own config
+        raise ExportError("verl's main_ppo runs RL algorithms; its SFT trainer "
+                          "(verl.trainer.sft_trainer, sft_trainer_engine.yaml) is not exported")
     v = PlanView(plan, sc)
     if v.inter.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: verl has no critic head on the "
@@ -162,6 +165,8 @@ def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
                          f"{root}.pipeline_model_parallel_size": layout.pp,
                          f"{root}.context_parallel_size": layout.cp,
                          f"{root}.expert_model_parallel_size": layout.ep}
+    if layout.vp > 1:  # interleaved pipeline chunks per rank (Megatron's virtual pipeline)
+        o[f"{root}.virtual_pipeline_model_parallel_size"] = layout.vp
     spec = sc.critic if role == "critic" else sc.actor
     if spec.moe is not None:  # verl's default (null) is Megatron's: etp = tp
         o[f"{root}.expert_tensor_parallel_size"] = expert_tp(layout, "training")

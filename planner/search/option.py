@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields
 from planner.plan import InterModel
 from planner.search.space import STAGES, host_budget_mib
 from planner.specs.scenario import Scenario
-from planner.specs.workload import Family
 
 STALENESS_THAT_MATTERS = len(STAGES)
 """The largest staleness that can change a plan's price; larger ones are not searched.
@@ -73,7 +72,7 @@ def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option
     overlapped weight sync, which needs a separate rollout group and staleness ≥ 1). Partial
     rollouts carry off-policy tokens: offered when `max_staleness` ≥ 1. Staleness stops at
     `STALENESS_THAT_MATTERS`."""
-    online = sc.family is not Family.DPO
+    online = not sc.family.offline
     swaps = online and host_budget_mib(sc) > 0
     top = min(max_staleness, STALENESS_THAT_MATTERS) if online else 0
     return [Option(s, f, sh, sw, ov, pa)

@@ -41,7 +41,6 @@ from planner.search.space import (
 )
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
-from planner.specs.workload import Family
 
 Progress = Callable[[str], None]  # told what the search is doing, for a status line
 TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
@@ -202,7 +201,7 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
     """What staleness 1, or a shared critic, would buy when the user did not allow them — in
     what is left of the deadline (skipped, and said so, when nothing is)."""
     asks = []
-    if sc.family is not Family.DPO and sc.search.max_staleness == 0:
+    if not sc.family.offline and sc.search.max_staleness == 0:
         asks.append(("max_staleness 1 (one step off-policy)",
                      [o for o in options(sc, 1, sc.search.allow_shared_actor_critic)
                       if (o.staleness == 1 or o.partial) and o.shared == best.option.shared]))

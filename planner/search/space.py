@@ -20,7 +20,9 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
 - tp a power of two dividing g, within one scale-up domain, dividing the attention heads and
   compatible with the KV heads (one divides the other); sequence parallelism on whenever tp > 1
   (it only saves memory in the model);
-- pp dividing the layers (Megatron's even split), at most `MAX_PP`;
+- pp dividing the layers (Megatron's even split), at most `MAX_PP`; in training, vp interleaved
+  chunks per rank (1, or 2 … `MAX_VP` with pp > 1, pp·vp dividing the layers and at least pp
+  micro-batches per step);
 - cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
 - ep dividing the experts and dp·cp·tp (MoE only);
 - micro-batches dividing each rank's share of a mini-batch;
@@ -68,11 +70,11 @@ from planner.plan import Layout
 from planner.search.deadline import Deadline
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
-from planner.specs.workload import Family
 from planner.theory.shape import Head
 
 MAX_SLOTS = 3
 MAX_PP = 16
+MAX_VP = 4  # interleaved chunks per rank: the bubble's gain (1 − 1/vp) flattens past 4
 MIN_CP_CHUNK = 4096
 KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence
 PARTIAL_KV_LEVELS = 2  # KV sizes offered under partial rollouts: the largest two
@@ -170,9 +172,10 @@ def heads_for(sc: Scenario, shared: bool) -> dict[str, Head]:
 
 
 def tasks_for(sc: Scenario, shared: bool) -> list[Task]:
-    """The tasks a scenario runs: generation (not DPO), training of each trainable model,
-    the forward of each frozen one. Shared actor–critic folds the critic into the actor."""
-    tasks = [] if sc.family is Family.DPO else [Task("actor", "generation")]
+    """The tasks a scenario runs: generation (not DPO or SFT), training of each trainable
+    model, the forward of each frozen one. Shared actor–critic folds the critic into the
+    actor."""
+    tasks = [] if sc.family.offline else [Task("actor", "generation")]
     tasks.append(Task("actor", "training"))
     if sc.critic is not None and not shared:
         tasks.append(Task("critic", "training"))
@@ -312,8 +315,10 @@ def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
 
 
 def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
-    """Training: tp, pp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch ×
-    offload."""
+    """Training: tp, pp, vp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch
+    × offload. Interleaved chunks vp (powers of two up to `MAX_VP`) where pp·vp divides the
+    layers, with the micro-batch sizes that leave at least pp micro-batches per step
+    (`time.interleave_problem`)."""
     sc = space.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if space.host_budget_mib else [])
@@ -328,11 +333,22 @@ def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants
                 if per_rank < 1 or not micro_batches:
                     continue
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
-                options = _product(zero=zeros, checkpointing=CHECKPOINTING,
-                                   micro_batch=micro_batches, offload=offloads)
-                for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
-                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, sp=tp > 1,
-                                         **options)
+                for vp in _vp_options(spec.num_hidden_layers, pp):
+                    sizes = [b for b in micro_batches if vp == 1 or per_rank // b >= pp]
+                    if not sizes:
+                        continue
+                    options = _product(zero=zeros, checkpointing=CHECKPOINTING,
+                                       micro_batch=sizes, offload=offloads)
+                    for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
+                        yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                             vp=vp, sp=tp > 1, **options)
+
+
+def _vp_options(layers: int, pp: int) -> list[int]:
+    """Interleaved chunks per rank the search offers: 1, and with pp > 1 the powers of two up
+    to `MAX_VP` with pp·vp dividing the layers (Megatron's even split into chunks)."""
+    return [1] + [v for v in (1 << k for k in range(1, MAX_VP.bit_length()))
+                  if pp > 1 and v <= MAX_VP and layers % (pp * v) == 0]
 
 
 def _forward_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
@@ -381,11 +397,11 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
             layout=lay, time_ms={"assessment": _ms(task_time(sc, role, "assessment", lay,
                                                              head)[0])},
             persistent_mib=_mib(mem.persistent), transient_mib={"assessment": _mib(mem.transient)})
-    # training, with the model's assessment forward (old log-probs / values; not DPO's)
+    # training, with the model's assessment forward (old log-probs / values; not DPO's, SFT's)
     train = task_memory(sc, role, "training", lay, head)
     times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
     transient = {"training": _mib(train.transient)}
-    if sc.family is not Family.DPO:
+    if not sc.family.offline:
         times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
         transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay,
                                                    head).transient)

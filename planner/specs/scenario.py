@@ -193,9 +193,9 @@ class Scenario(BaseModel):
 
     @property
     def sequences_per_step(self) -> int:
-        """B·K for PPO/GRPO, B preference pairs for DPO."""
+        """B·K for PPO/GRPO, B preference pairs for DPO, B sequences for SFT."""
         w = self.workload
-        return w.prompts_per_step * (1 if self.family is Family.DPO else w.samples_per_prompt)
+        return w.prompts_per_step * (1 if self.family.offline else w.samples_per_prompt)
 
     @property
     def response_lengths(self) -> np.ndarray:
@@ -206,7 +206,7 @@ class Scenario(BaseModel):
     def summary(self) -> dict[str, Any]:
         """A compact JSON view: names instead of full specs."""
         w = self.workload
-        lengths = (None if self.family is Family.DPO
+        lengths = (None if self.family.offline
                    else self.length_distribution.describe(self.sequences_per_step))
         return {
             "algorithm": self.algorithm, "family": self.family.value,
@@ -317,6 +317,9 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
         return actor if ref.lower() == SAME_AS_ACTOR else _load_role(ref, field, source)
 
     ref_name = m.reference
+    if family is Family.SFT and ref_name not in (None, NONE):
+        notes.append("models.reference ignored: sft trains on its data alone (no KL term)")
+        ref_name = NONE
     if ref_name is None:
         ref_name = SAME_AS_ACTOR if info.reference_default else NONE
     if ref_name.lower() != NONE and not info.reference_allowed:
@@ -325,9 +328,10 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
     reference = None if ref_name.lower() == NONE else role(ref_name, "reference")
 
     reward, reward_kind = None, "none"
-    if family is Family.DPO:
+    if family.offline:
         if m.reward not in (None, NONE):
-            notes.append(f"models.reward ignored: {inp.algorithm} learns from preference pairs")
+            learns = "preference pairs" if family is Family.DPO else "its labelled sequences"
+            notes.append(f"models.reward ignored: {inp.algorithm} learns from {learns}")
     else:
         reward_name = m.reward or VERIFIER
         if reward_name.lower() == VERIFIER:
@@ -346,14 +350,21 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
     elif m.critic not in (None, NONE):
         notes.append(f"models.critic ignored: {inp.algorithm} has no critic")
 
-    if family is Family.DPO:
+    if family.offline:
         if w_in.samples_per_prompt != 1:
             notes.append(f"workload.samples_per_prompt ignored: {inp.algorithm} has no sampling")
     elif w_in.samples_per_prompt < info.min_samples:
         raise bad("workload.samples_per_prompt", f"{inp.algorithm} needs at least "
                   f"{info.min_samples} samples per prompt for its group baseline; set it to "
                   f"{info.min_samples} or more")
-    sequences = w_in.prompts_per_step * (1 if family is Family.DPO else w_in.samples_per_prompt)
+    if family is Family.SFT:  # DESIGN.md: prompts_per_step sequences per optimizer step
+        for name in ("ppo_epochs", "mini_batches"):
+            if getattr(w_in, name) != 1:
+                notes.append(f"workload.{name} ignored: sft takes one optimizer step over "
+                             "prompts_per_step sequences")
+        w_in = w_in.model_copy(update={"ppo_epochs": 1, "mini_batches": 1,
+                                       "samples_per_prompt": 1})
+    sequences = w_in.prompts_per_step * (1 if family.offline else w_in.samples_per_prompt)
     if sequences % w_in.mini_batches:
         divisors = [d for d in range(1, min(sequences, 64) + 1) if sequences % d == 0]
         raise bad("workload.mini_batches", f"{w_in.mini_batches} does not divide the "
@@ -365,7 +376,7 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
     notes += length_notes
-    if family is Family.DPO and w_in.response_lengths is not None:
+    if family.offline and w_in.response_lengths is not None:
         used = " beyond their mean" if w_in.response_len is None else ""
         notes.append(f"workload.response_lengths ignored{used}: {inp.algorithm} has no "
                      "generation stage")

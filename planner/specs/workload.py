@@ -2,6 +2,8 @@
 
 The variants are the practical ones of FORMULAS.md §2: each maps onto a family (PPO, GRPO or
 DPO) whose stage structure the cost model prices, plus the models it does or does not need.
+SFT (DESIGN.md) is the actor's training stage alone: prompts_per_step sequences of
+prompt_len + response_len tokens per optimizer step, no generation, reference or reward.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ class Family(StrEnum):
     PPO = "ppo"  # actor + critic (+ reward, reference): GAE advantages
     GRPO = "grpo"  # actor only, group-relative advantages over K samples per prompt
     DPO = "dpo"  # offline preference pairs: no generation stage
+    SFT = "sft"  # supervised: the actor's training stage alone on offline sequences
+
+    @property
+    def offline(self) -> bool:
+        """Trains on a fixed data set: no generation stage, one sequence per prompt (DPO: a
+        pair)."""
+        return self in (Family.DPO, Family.SFT)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ ALGORITHMS: dict[str, AlgorithmInfo] = {
     "dpo": AlgorithmInfo(Family.DPO, True, True, 1, "DPO on preference pairs"),
     "simpo": AlgorithmInfo(Family.DPO, False, False, 1, "SimPO: DPO-like, reference-free"),
     "orpo": AlgorithmInfo(Family.DPO, False, False, 1, "ORPO: DPO-like, reference-free"),
+    "sft": AlgorithmInfo(Family.SFT, False, False, 1, "SFT: supervised fine-tuning, the "
+                         "actor's training stage alone"),
 }
 
 

@@ -3,8 +3,8 @@ verl's Hydra composition against 0.9.1's config files, OpenRLHF 0.11.2's parser 
 checks, DeepSpeed 0.19.8's DeepSpeedConfig with each role's world size, Megatron-LM's
 parse_args/validate_args where installable (skipped with the reason otherwise).
 
-Plans span algorithms (GRPO, PPO with critic and reward model, DPO), model kinds (dense, MoE)
-and placements (colocated, separate groups, one step off-policy)."""
+Plans span algorithms (GRPO, PPO with critic and reward model, DPO, SFT), model kinds (dense,
+MoE), interleaved pipelines and placements (colocated, separate groups, one step off-policy)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,12 @@ CASES: dict[str, Callable] = {
     "ppo-one-step-off-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(staleness=1),
                                           {"openrlhf", "deepspeed", "megatron"}),
     "dpo": lambda: (scenario("dpo"), dpo_plan(), {"openrlhf", "deepspeed", "megatron"}),
+    "sft": lambda: (scenario("sft"), {"groups": [{"name": "g0", "gpus": 8}], "layouts": {
+        "actor": {"training": {"group": "g0", "dp": 8, "zero": 2, "micro_batch": 2}}},
+        "inter_model": {"placement": "colocated"}}, {"deepspeed", "megatron"}),
+    "grpo-interleaved-pipeline": lambda: (
+        scenario(), colocated(train={"dp": 2, "tp": 2, "pp": 2, "vp": 2, "sp": True, "zero": 1,
+                                     "micro_batch": 1}), {"verl", "megatron"}),
     "grpo-fp8-rollout": lambda: (scenario(**{"runtime.rollout_weights": "fp8",
                                              "runtime.kv_cache_dtype": "fp8"}), colocated(),
                                  {"verl", "deepspeed", "megatron"}),
@@ -191,3 +197,14 @@ def test_megatron_validate_args(case, exports):
         result.text else {}
     for words in _arrays(result.text).values():
         fw.megatron_validate(words, env)  # skips here with the reason (MEGATRON_SKIP)
+
+
+def test_interleaved_pipeline_is_exported(exports):
+    """vp reaches verl's Megatron key and Megatron's layers-per-chunk flag (L/(pp·vp))."""
+    _, _, results = exports["grpo-interleaved-pipeline"]
+    cfg = fw.verl_compose(results["verl"].text)
+    assert cfg.actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size == 2
+    words = _arrays(results["megatron"].text)["ACTOR"]
+    assert words[words.index("--num-layers-per-virtual-pipeline-stage") + 1] == str(24 // 4)
+    for fmt in ("deepspeed", "openrlhf"):  # no pipeline parallelism there
+        assert "pp" in str(results[fmt])
