@@ -123,7 +123,8 @@ def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):
     assert load_scenario(path).runtime.engine == "vllm-v1"
     s = load_scenario(path, overrides({"engine": "sglang", "nodes": None}))
     assert s.runtime.engine == "sglang" and s.summary()["runtime"] == {
-        "engine": "sglang", "rollout_weights": "auto", "kv_cache_dtype": "bf16"}
+        "engine": "sglang", "rollout_weights": "auto", "kv_cache_dtype": "bf16",
+        "old_log_probs": "recompute"}
     s = load(write, runtime={"engine": "eager"})
     assert s.runtime.engine == "eager" and s.source_input.runtime.engine == "eager"
 
@@ -167,7 +168,8 @@ def test_engine_flag_on_the_cli(cli):
     fp8 = cli("validate", str(path), "--json", "--rollout-weights", "fp8",
               "--kv-cache-dtype", "fp8")
     assert json.loads(fp8.stdout)["resolved"]["runtime"] == {
-        "engine": "vllm-v1", "rollout_weights": "fp8", "kv_cache_dtype": "fp8"}
+        "engine": "vllm-v1", "rollout_weights": "fp8", "kv_cache_dtype": "fp8",
+        "old_log_probs": "recompute"}
     assert "engine sglang" in cli("validate", str(path), "--engine", "sglang").stdout
     assert_bad_input(cli("validate", str(path), "--engine", "tensorrt"),
                      "field 'runtime.engine'", "'sglang'")

@@ -40,6 +40,8 @@ Engine = Annotated[str | None, _opt("Inference engine of the rollouts: vllm-v1 (
 RolloutWeights = Annotated[str | None, _opt("Rollout weight precision: auto (default: fp8 for "
                                             "an FP8 checkpoint, else bf16), bf16, fp8.")]
 KvCacheDtype = Annotated[str | None, _opt("Rollout KV-cache precision: bf16 (default) or fp8.")]
+OldLogProbs = Annotated[str | None, _opt("Old-policy log-probs: recompute (default, an actor "
+                                         "forward pass) or rollout (the engine's own).")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
@@ -62,7 +64,7 @@ OPTIONS: dict[str, Any] = {
     "prompts": Prompts, "samples": Samples, "prompt_len": PromptLen,
     "response_len": ResponseLen, "max_response_len": MaxResponseLen, "ppo_epochs": PpoEpochs,
     "mini_batches": MiniBatches, "engine": Engine, "rollout_weights": RolloutWeights,
-    "kv_cache_dtype": KvCacheDtype, "gpu": Gpu, "nodes": Nodes,
+    "kv_cache_dtype": KvCacheDtype, "old_log_probs": OldLogProbs, "gpu": Gpu, "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
     "time_limit": TimeLimit,

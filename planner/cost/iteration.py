@@ -146,8 +146,8 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
             continue  # the critic is a head on the actor
         layouts = plan.layouts.get(role, {})
         for stage in ROLE_STAGES[role]:
-            if sc.family.offline and role == "actor" and stage != "training":
-                continue  # DPO, SFT: no rollouts; DPO's policy forward is part of training
+            if not runs_stage(sc, role, stage):
+                continue
             layout = layouts.get(stage)
             if layout is None and stage == "assessment" and "training" in layouts:
                 layout = layouts["training"]  # forward with the training layout (verl, NeMo)
@@ -162,11 +162,25 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
     if sc.family.offline and (unused := set(plan.layouts.get("actor", {})) - {"training"}):
         raise InputError(f"plan: layouts.actor.{sorted(unused)[0]}: {sc.algorithm} trains on "
                          "offline data, the actor runs its training stage only; remove it")
+    if "assessment" in plan.layouts.get("actor", {}) and not runs_stage(sc, "actor",
+                                                                         "assessment"):
+        raise InputError("plan: layouts.actor.assessment: runtime.old_log_probs is rollout (the "
+                         "engine's log-probs, no actor forward pass); remove it")
     extra = {r for r in plan.layouts if r not in sc.roles or (r == "critic" and shared)}
     if extra:
         raise InputError(f"plan: layouts for {', '.join(sorted(extra))}, which the scenario "
                          f"does not run ({sc.algorithm}); remove them")
     return out
+
+
+def runs_stage(sc: Scenario, role: str, stage: str) -> bool:
+    """Whether the scenario runs `role`'s `stage`: DPO and SFT train the actor on offline data
+    (no rollouts; DPO's policy forward is part of training), and old log-probs taken from the
+    rollout engine (`runtime.old_log_probs`) drop the actor's assessment pass."""
+    if role == "actor" and stage != "training":
+        return not sc.family.offline and (stage == "generation"
+                                          or sc.runtime.old_log_probs == "recompute")
+    return True
 
 
 def _home_group(role: str, tasks: list[Task]) -> str:

@@ -368,6 +368,10 @@ def _engines(v: PlanView, a: Args, gen: Layout, colocate_all: bool, run_async: b
     if v.sc.rollout_weights == "fp8":  # bf16 weights would take twice the memory planned
         raise ExportError("the plan rolls out with FP8 weights and OpenRLHF has no flag for "
                           "vLLM quantization; re-plan with --rollout-weights bf16")
+    if v.sc.runtime.old_log_probs == "rollout":
+        notes.append("runtime.old_log_probs rollout: OpenRLHF has no flag to take the engine's "
+                     "log-probs; it recomputes them with the actor (a forward pass the plan "
+                     "does not have)")
     if v.sc.runtime.kv_cache_dtype == "fp8":
         notes.append("runtime.kv_cache_dtype fp8: OpenRLHF has no flag for vLLM's "
                      "kv_cache_dtype; its KV cache stays bf16 and holds half the tokens planned "

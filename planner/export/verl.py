@@ -309,6 +309,9 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, separate: bool
         o[f"{ROLLOUT}.quantization"] = "fp8"
         notes.append(f"the plan rolls out with FP8 weights → {ROLLOUT}.quantization=fp8 (the "
                      "engine quantizes the synced weights); training stays bf16")
+    if v.sc.runtime.old_log_probs == "rollout":  # the engine's log-probs as the old policy's
+        o[f"{ROLLOUT}.calculate_log_probs"] = True
+        o["algorithm.rollout_correction.bypass_mode"] = True
     if v.sc.runtime.kv_cache_dtype == "fp8":
         o[f"+{ROLLOUT}.engine_kwargs.{'sglang' if sglang else 'vllm'}.kv_cache_dtype"] = (
             "fp8_e4m3" if sglang else "fp8")

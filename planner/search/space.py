@@ -55,6 +55,7 @@ from planner.cost.iteration import (
     max_seqs,
     resharding_time,
     rollout_precision_of,
+    runs_stage,
     sequences,
     task_memory,
     task_time,
@@ -401,7 +402,7 @@ def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -
     train = task_memory(sc, role, "training", lay, head)
     times = {"training": _ms(task_time(sc, role, "training", lay, head)[0])}
     transient = {"training": _mib(train.transient)}
-    if not sc.family.offline:
+    if runs_stage(sc, role, "assessment"):
         times["assessment"] = _ms(task_time(sc, role, "assessment", lay, head)[0])
         transient["assessment"] = _mib(task_memory(sc, role, "assessment", lay,
                                                    head).transient)

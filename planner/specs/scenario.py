@@ -54,6 +54,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "engine": "runtime.engine",
     "rollout_weights": "runtime.rollout_weights",
     "kv_cache_dtype": "runtime.kv_cache_dtype",
+    "old_log_probs": "runtime.old_log_probs",
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",
@@ -112,8 +113,14 @@ class RuntimeInput(BaseModel):
     kv_cache_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="KV-cache elements in the rollout engine: bf16 (vLLM's default, the "
         "model's dtype) or fp8 (vLLM kv_cache_dtype=fp8: twice the tokens in the same memory)")
+    old_log_probs: Literal["recompute", "rollout"] = Field(
+        "recompute", description="where the old policy's log-probs come from: recompute (a "
+        "forward pass of the actor after generation, the frameworks' default) or rollout (the "
+        "engine's own, as verl's bypass mode and its fully-async recipe take them: no actor "
+        "assessment pass)")
 
-    @field_validator("engine", "rollout_weights", "kv_cache_dtype", mode="before")
+    @field_validator("engine", "rollout_weights", "kv_cache_dtype", "old_log_probs",
+                     mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value

@@ -69,6 +69,9 @@ CASES: dict[str, Callable] = {
     "grpo-interleaved-pipeline": lambda: (
         scenario(), colocated(train={"dp": 2, "tp": 2, "pp": 2, "vp": 2, "sp": True, "zero": 1,
                                      "micro_batch": 1}), {"verl", "megatron"}),
+    "grpo-rollout-log-probs": lambda: (scenario(**{"runtime.old_log_probs": "rollout"}),
+                                       colocated(), {"verl", "openrlhf", "deepspeed",
+                                                     "megatron"}),
     "grpo-fp8-rollout": lambda: (scenario(**{"runtime.rollout_weights": "fp8",
                                              "runtime.kv_cache_dtype": "fp8"}), colocated(),
                                  {"verl", "deepspeed", "megatron"}),
