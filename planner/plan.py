@@ -284,6 +284,13 @@ class Plan(PlanInput):
     explanation: dict[str, Any] = Field(default_factory=dict)
     breakdown: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
+    framework: str | None = Field(None, description="`plan --framework`: the framework@version "
+                                  "the search was restricted to (what `export` targets when "
+                                  "no --format is given)")
+    baseline: dict[str, Any] | None = Field(None, description="`plan --baseline`: the given "
+                                            "plan priced (iteration_time_s, tokens_per_s, "
+                                            "cost_per_step_usd), the gain over it and what "
+                                            "the plan changes")
     scenario: dict[str, Any] | None = Field(None, description="the scenario as written (with "
                                             "CLI overrides): what `export` and `evaluate` "
                                             "need besides the plan")

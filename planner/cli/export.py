@@ -9,7 +9,8 @@ import typer
 
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import reports_errors
-from planner.export import FORMATS
+from planner.errors import InputError
+from planner.export import FORMATS, parse_framework
 from planner.export import export as make_export
 from planner.export.base import Export, refuse_infeasible
 from planner.specs.files import read_mapping
@@ -50,8 +51,10 @@ def export(
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN.json",
                                               help="A plan written by `rlplan plan/evaluate "
                                                    "--out`.")],
-    format: Annotated[str, typer.Option("--format", "-f", help=f"Target: {', '.join(FORMATS)}.",
-                                        show_default=False)],
+    format: Annotated[str | None, typer.Option(
+        "--format", "-f", show_default=False,
+        help=f"Target: {', '.join(FORMATS)} (default: the plan's `framework`, from `plan "
+             "--framework`).")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the config to this file instead of "
                                                   "standard output.")] = None,
     framework_version: Annotated[str | None, typer.Option(
@@ -68,10 +71,17 @@ def export(
 
 
 @reports_errors
-def _export(plan_file: Path, fmt: str, out: Path | None, version: str | None,
+def _export(plan_file: Path, fmt: str | None, out: Path | None, version: str | None,
             scenario: Path | None) -> None:
     check_outputs({"--out": out})
     plan = read_mapping(plan_file, "plan JSON")
+    if fmt is None:
+        recorded = plan.get("framework")
+        if not isinstance(recorded, str):
+            raise InputError(f"--format is missing and {plan_file} records no framework (plan "
+                             f"with --framework); choose one of {', '.join(FORMATS)}")
+        fmt, planned = parse_framework(recorded, f"{plan_file}: framework")
+        version = version or planned
     refuse_infeasible(plan)  # before asking for a scenario it would not need
     sc = load_scenario(scenario) if scenario else scenario_from_plan(plan, str(plan_file))
     write_export(plan, sc, fmt, version, out)

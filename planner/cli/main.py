@@ -12,6 +12,7 @@ from planner.cli import analyze
 from planner.cli.catalog import clusters, gpus, models
 from planner.cli.evaluate import evaluate
 from planner.cli.export import export
+from planner.cli.import_ import import_
 from planner.cli.output import OneLineErrors, print_json
 from planner.cli.plan import plan
 from planner.cli.sweep import sweep
@@ -36,6 +37,7 @@ app.add_typer(analyze.app, name="analyze")
 app.command()(evaluate)
 app.command()(plan)
 app.command()(export)
+app.command(name="import")(import_)
 app.command()(sweep)
 
 

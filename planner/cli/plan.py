@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from planner.cli import options as o
+from planner.cli.baseline import load_baseline, with_baseline
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
-from planner.export import FORMATS, Export
+from planner.export import FORMATS, Export, parse_framework
 from planner.export import export as make_export
 from planner.pictures import picture_format
 from planner.plan import Plan
@@ -37,6 +38,15 @@ def plan(
     framework_version: Annotated[str | None, typer.Option(
         "--framework-version", help="--export: the release to target (default: "
                                     "the newest; OpenRLHF 0.11.2 or 0.9.5).")] = None,
+    framework: Annotated[str | None, typer.Option(
+        "--framework", show_default=False,
+        help=f"Search only what a framework runs as planned: {', '.join(FORMATS)}, optionally "
+             "@VERSION (default the newest); the plan records it and `export` targets it.")]
+    = None,
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", show_default=False,
+        help="A plan JSON, or any file `rlplan import` reads: report the gain of the best "
+             "plan over it and what it changes.")] = None,
     workers: Annotated[int | None, typer.Option(
         min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
         "8). A proven optimum gives the same plan whatever the count.")] = None,
@@ -45,19 +55,22 @@ def plan(
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
     _plan(scenario, flags or {}, as_json, out, timeline, workers,
-          (export, framework_version, export_out) if export else None)
+          (export, framework_version, export_out) if export else None, framework, baseline)
 
 
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
-          export: tuple[str, str | None, Path | None] | None) -> None:
+          export: tuple[str, str | None, Path | None] | None, framework: str | None = None,
+          baseline: Path | None = None) -> None:
     started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     check_outputs({"--out": out, "--timeline": timeline,
                    "--export-out": export[2] if export else None})
     if timeline is not None:
         picture_format(timeline, "--timeline")
+    target = parse_framework(framework) if framework else None
     sc = load_scenario(path, flags)
+    base = load_baseline(baseline, sc) if baseline else None  # bad input before searching
     deadline = started.within(sc.search.time_limit_s)
     exporter = None
     if export:
@@ -65,6 +78,9 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
         if fmt not in FORMATS:  # before searching, not after
             raise InputError(f"--export: unknown format '{fmt}'; choose one of "
                              f"{', '.join(FORMATS)}")
+
+        if target and version is None and fmt == target[0]:
+            version = target[1]
 
         def exporter(data: dict) -> Export:
             return make_export(data, sc, fmt, version)
@@ -80,6 +96,8 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
 
     def make() -> Plan:
         with searching(quiet=as_json) as progress:
-            return search(sc, workers=workers, deadline=deadline, progress=progress)
+            found = search(sc, workers=workers, deadline=deadline, progress=progress,
+                           framework=target)
+        return found if base is None else with_baseline(found, base, sc)
 
     emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None)

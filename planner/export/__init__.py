@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from planner.errors import InputError
+from planner.export import deepspeed, megatron, openrlhf, verl
 from planner.export.base import Export, ExportError
+from planner.export.capabilities import Capabilities
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
-from planner.export.openrlhf import export_openrlhf
+from planner.export.openrlhf import FLAT_VERSIONS, export_openrlhf
 from planner.export.verl import export_verl
 from planner.specs.scenario import Scenario
 
@@ -23,7 +25,25 @@ FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
              "megatron": export_megatron}
 
-__all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export"]
+__all__ = ["FORMATS", "VERSIONS", "Capabilities", "Export", "ExportError", "capabilities",
+           "export", "parse_framework"]
+
+
+def capabilities(fmt: str, version: str) -> Capabilities:
+    """What `fmt` at `version` runs as planned (each exporter module's `CAPS`)."""
+    if fmt == "openrlhf" and version in FLAT_VERSIONS:
+        return openrlhf.FLAT_CAPS
+    return {"verl": verl.CAPS, "openrlhf": openrlhf.CAPS, "deepspeed": deepspeed.CAPS,
+            "megatron": megatron.CAPS}[fmt]
+
+
+def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
+    """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given)."""
+    fmt, _, version = text.partition("@")
+    if fmt not in FORMATS:
+        raise InputError(f"{flag}: unknown framework '{fmt}'; choose one of "
+                         f"{', '.join(FORMATS)} (optionally @VERSION)")
+    return fmt, check_version(fmt, version or None)
 
 
 def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = None) -> Export:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planner.export.base import Export, ExportError, PlanView, train_batch
+from planner.export.base import Export, PlanView, train_batch
+from planner.export.capabilities import Capabilities, deepspeed_offload, no_pp
 from planner.plan import Layout, expert_tp
 from planner.specs.scenario import Scenario
+from planner.specs.workload import ALGORITHMS
 
 # Every key docs/exports.md §3 names, flattened (nested dicts joined with '.'). The exporter writes
 # only these; the tests check every leaf of its output against this set.
@@ -33,6 +35,10 @@ DEEPSPEED_KEYS = frozenset({
     "tensor_parallel.autotp_size", "data_types.grad_accum_dtype", "compile.deepcompile",
     "checkpoint.load_universal",
 })
+# ds_config trains any algorithm's models; it has no pipeline parallelism (docs/exports.md §3).
+CAPS = Capabilities("deepspeed", frozenset(ALGORITHMS), rules=(
+    no_pp("training", "the DeepSpeed config (docs/exports.md §3) has no pipeline parallelism"),
+    *deepspeed_offload("DeepSpeed's ZeRO offload")))
 GRADIENT_CLIPPING = 1.0  # the value in docs/exports.md's ZeRO-1 template; the plan does not set it
 
 
@@ -48,18 +54,9 @@ def flat_keys(config: dict[str, Any], prefix: str = "") -> list[str]:
 def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict[str, Any]:
     """One role's ds_config, checked against DeepSpeed's start-up rules."""
     where = f"layouts.{role}.training"
-    if layout.pp > 1:
-        raise ExportError(f"{where}.pp {layout.pp}: the DeepSpeed config (docs/exports.md §3) "
-                          "has no pipeline parallelism; re-plan with pp 1")
+    CAPS.check("training", layout, sc.roles[role], where)
     params_off = layout.offload in ("params", "both")
     optimizer_off = layout.offload in ("optimizer", "both")
-    if params_off and layout.zero < 3:
-        raise ExportError(f"zero_optimization.offload_param is valid only with stage 3 "
-                          f"({where}: zero {layout.zero}, offload {layout.offload}); set zero "
-                          "to 3 or offload only the optimizer")
-    if optimizer_off and layout.zero == 0:
-        raise ExportError(f"zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 "
-                          f"({where}: zero 0); set zero to 1 or more")
     batch = train_batch(sc, layout, "train_batch_size", "train_micro_batch_size_per_gpu", notes)
     # DeepSpeed counts every GPU of the model, tensor- and sequence-parallel ranks included
     # (docs/exports.md §3: OpenRLHF multiplies train_batch_size by ring_attn_size × ds_tp).

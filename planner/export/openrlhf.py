@@ -9,6 +9,7 @@ each role its own GPUs unless it co-locates all models, actor + reference, or cr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planner.cost.constants import ENGINES
@@ -24,6 +25,7 @@ from planner.export.base import (
     shell_value,
     train_batch,
 )
+from planner.export.capabilities import Capabilities, Options, deepspeed_offload, no_pp
 from planner.export.keys import VERSIONS, check_keys
 from planner.plan import Layout
 from planner.specs.scenario import Scenario
@@ -95,6 +97,35 @@ DPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "rloo"}
 
 
+def _groups(group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
+    """train_ppo_ray.py's placement groups: every model on the same GPUs (vLLM too, and only
+    synchronously), else each model group its own GPUs with actor + reference or critic +
+    reward sharing theirs, and vLLM its own; train_dpo runs policy and reference together."""
+    if group == tasks:
+        return staleness == 0 or "actor.generation" not in tasks
+    if "actor.generation" not in tasks:  # DPO
+        return False
+    return group in ({"actor.training"}, {"actor.training", "reference.forward"},
+                     {"reference.forward"}, {"critic.training"},
+                     {"critic.training", "reward.forward"}, {"reward.forward"},
+                     {"actor.generation"})
+
+
+# What OpenRLHF runs as planned (0.11.2; 0.9.5 has no partial-rollout flag: `capabilities`):
+# DeepSpeed training (no pipeline parallelism; its offload rules), vLLM without pipeline
+# parallelism, its placements, no critic head, fusion or overlapped weight sync, partial
+# rollouts only with async training (staleness ≥ 1).
+CAPS = Capabilities(
+    "openrlhf", frozenset(ESTIMATOR) | {"dpo"},
+    rules=(no_pp("training", "OpenRLHF's DeepSpeed trainer has no pipeline parallelism"),
+           no_pp("generation", "OpenRLHF's vLLM engines have no pipeline-parallel flag"),
+           *deepspeed_offload("OpenRLHF trains with DeepSpeed", refuse=False)),
+    options=Options(fusion=False, overlap_weight_sync=False, shared_actor_critic=False,
+                    partial=lambda staleness, partial: not partial or staleness >= 1),
+    groups=_groups, whole_nodes=True)
+FLAT_CAPS = replace(CAPS, options=replace(CAPS.options, partial=lambda s, partial: not partial))
+
+
 class Args:
     """Flags by concept, rendered for one OpenRLHF version."""
 
@@ -128,7 +159,7 @@ def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
 
 
 def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
-    if layout.pp > 1:
+    if CAPS.refusal("training", layout, None, f"layouts.{role}.training"):
         raise ExportError(f"layouts.{role}.training.pp {layout.pp}: OpenRLHF's DeepSpeed trainer "
                           "has no pipeline parallelism; re-plan with pp 1")
     if layout.ep > 1:
@@ -143,10 +174,10 @@ def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
 
 def _ppo(v: PlanView, version: str) -> Export:
     sc, w, notes, header = v.sc, v.sc.workload, [], []
-    if sc.algorithm not in ESTIMATOR:
+    if sc.algorithm not in CAPS.algorithms:
         raise ExportError(f"OpenRLHF has no {sc.algorithm} advantage estimator (it has "
                           "gae, rloo, reinforce(_baseline), group_norm, dr_grpo)")
-    if v.inter.shared_actor_critic:
+    if v.inter.shared_actor_critic and not CAPS.options.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: OpenRLHF has no critic head on the "
                           "actor; re-plan with search.allow_shared_actor_critic false")
     if ESTIMATOR[sc.algorithm] != "gae" and w.samples_per_prompt < 2:
@@ -157,7 +188,7 @@ def _ppo(v: PlanView, version: str) -> Export:
     trains = {role: v.need(role, "training") for role in v.trainable}
     for role, layout in trains.items():
         _training_checks(role, layout, notes)
-    if gen.pp > 1:  # neither version's flag list has a vLLM pipeline-parallel flag
+    if CAPS.refusal("generation", gen, sc.actor, "layouts.actor.generation"):
         raise generation_pp_refusal("layouts.actor.generation.pp", gen.pp,
                                     "OpenRLHF's vLLM engines have no pipeline-parallel flag", sc)
     if gen.cp > 1 or gen.ep > 1:
@@ -394,7 +425,7 @@ def _placement_notes(groups: dict[str, str]) -> list[str]:
 
 def _dpo(v: PlanView, version: str) -> Export:
     sc, w, notes = v.sc, v.sc.workload, []
-    if sc.algorithm != "dpo":
+    if sc.algorithm not in CAPS.algorithms:
         raise ExportError(f"OpenRLHF's train_dpo has no {sc.algorithm} loss (it has DPO and "
                           "IPO)")
     a = Args(DPO_FLAGS, version)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from planner.export.base import (
     Export,
     ExportError,
@@ -26,6 +28,7 @@ from planner.export.base import (
     train_batch,
     uneven_last_stage,
 )
+from planner.export.capabilities import Capabilities, Options, Rule, megatron_zero, no_pp
 from planner.export.keys import check_keys
 from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
 from planner.plan import Layout, expert_tp
@@ -54,15 +57,46 @@ def needs_megatron(layouts: list[Layout]) -> bool:
     return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
 
 
+def _groups(group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
+    """verl 0.9.1's pools (verl_pools.py): actor, reference and critic on the global pool (the
+    actor's training group); the rollout there (hybrid engine) when on-policy, on a pool of its
+    own when off-policy (separate_async, which also needs the reward model off the trainer's
+    GPUs); the reward model on the global pool or on its own."""
+    if "actor.training" in group:
+        return ({"critic.training", "reference.forward"} & tasks <= group
+                and ("actor.generation" in group) == (staleness == 0)
+                and not (staleness and "reward.forward" in group))
+    return group in ({"actor.generation"}, {"reward.forward"})
+
+
+# What verl 0.9.1's main_ppo runs as planned: PPO-style algorithms, no pipeline-parallel
+# rollout, Megatron's ZeRO-1 where TP/PP/EP need the Megatron backend, no critic head on the
+# actor, no inter-stage fusion or overlapped weight sync (no setting), partial rollouts exactly
+# when off-policy (separate_async continues unfinished responses).
+CAPS = Capabilities(
+    "verl", frozenset(ADV_ESTIMATOR),
+    rules=(no_pp("generation", "verl raises NotImplementedError for pipeline-parallel rollout"),
+           megatron_zero("training", lambda x: (x.tp > 1) | (x.pp > 1) | (x.ep > 1),
+                         "verl's Megatron backend (TP, PP or EP > 1): its distributed optimizer"),
+           # FSDP (TP = PP = EP = 1) has no selective recomputation (`_fsdp_training` notes it)
+           Rule("training", lambda x, _: ~((x.tp == 1) & (x.pp == 1) & (x.ep == 1))
+                | (np.asarray(x.checkpointing) != "selective"),
+                lambda where, x: f"{where}.checkpointing selective: verl's FSDP backend has "
+                                 "full gradient checkpointing only", refuse=False)),
+    options=Options(fusion=False, overlap_weight_sync=False, shared_actor_critic=False,
+                    partial=lambda staleness, partial: partial == (staleness >= 1)),
+    groups=_groups, whole_nodes=True)
+
+
 def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
-    if sc.family is Family.DPO:
+    if sc.algorithm not in CAPS.algorithms:
         raise ExportError(f"verl's main_ppo has no {sc.algorithm} trainer (it runs PPO-style "
                           "algorithms)")
     if sc.family is Family.SFT:  # verl 0.9.1's verl.trainer.sft_trainer has its own config
         raise ExportError("verl's main_ppo runs RL algorithms; its SFT trainer "
                           "(verl.trainer.sft_trainer, sft_trainer_engine.yaml) is not exported")
     v = PlanView(plan, sc)
-    if v.inter.shared_actor_critic:
+    if v.inter.shared_actor_critic and not CAPS.options.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: verl has no critic head on the "
                           "actor; re-plan with search.allow_shared_actor_critic false")
     w, notes, comments = sc.workload, [], []
@@ -287,7 +321,8 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, separate: bool
              notes: list[str], comments: list[str]) -> dict[str, Any]:
     """The rollout engine (runtime.engine), TP/DP/EP per replica, memory fraction,
     concurrency, samples per prompt."""
-    if gen.pp > 1:  # docs/exports.md §1.5: pp > 1 raises NotImplementedError for every engine
+    if CAPS.refusal("generation", gen, v.sc.actor, "layouts.actor.generation"):
+        # docs/exports.md §1.5: pp > 1 raises NotImplementedError for every engine
         raise generation_pp_refusal(f"{ROLLOUT}.pipeline_model_parallel_size", gen.pp,
                                     "verl raises NotImplementedError for pipeline-parallel "
                                     "rollout (vllm, sglang, trtllm)", v.sc)

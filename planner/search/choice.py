@@ -52,7 +52,20 @@ def valid(space: Space, ch: Choice) -> bool:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
             return False
-    return True
+    return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
+               for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])
+
+
+def allowed_groups(space: Space) -> list[frozenset[str]]:
+    """The task sets one group may hold: every non-empty set, or under `plan --framework` those
+    the framework runs (`Capabilities.group_ok`)."""
+    names = [t.name for t in space.tasks]
+    every = [frozenset(n for i, n in enumerate(names) if mask >> i & 1)
+             for mask in range(1, 1 << len(names))]
+    if space.caps is None:
+        return every
+    tasks = frozenset(names)
+    return [g for g in every if space.caps.group_ok(g, tasks, space.staleness)]
 
 
 def fits(space: Space, ch: Choice) -> bool:

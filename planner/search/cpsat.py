@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from planner.errors import InputError
 from planner.search.bounds import incumbent, prune, space_lower_bound
-from planner.search.choice import Choice, score
+from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
 from planner.search.space import (
     FUSION_REST,
@@ -115,6 +115,20 @@ class Model:
         m.Add(self.a["actor.training", 0] == 1)
         for k in range(sp.slots):
             m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
+        if sp.caps is not None:
+            self.add_framework_groups()
+
+    def add_framework_groups(self) -> None:
+        """`plan --framework`: each used slot holds exactly one of the task sets the framework
+        runs on one group (`choice.allowed_groups`)."""
+        sp, m = self.space, self.m
+        groups = allowed_groups(sp)
+        for k in range(sp.slots):
+            z = [m.NewBoolVar(f"group[{k},{j}]") for j in range(len(groups))]
+            m.Add(sum(z) == self.used[k])
+            for zj, group in zip(z, groups, strict=True):
+                for t in sp.tasks:
+                    m.Add(self.a[t.name, k] == int(t.name in group)).OnlyEnforceIf(zj)
 
     def add_generation_slot(self) -> None:
         """Swapping state out during generation needs the generation co-located (slot 0); an

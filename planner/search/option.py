@@ -8,10 +8,14 @@ rollouts. Each is one solve (`solve._search`).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from planner.plan import InterModel
 from planner.search.space import STAGES, host_budget_mib
 from planner.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from planner.export.capabilities import Capabilities
 
 STALENESS_THAT_MATTERS = len(STAGES)
 """The largest staleness that can change a plan's price; larger ones are not searched.
@@ -66,7 +70,8 @@ class Option:
         return ", ".join(out) or "the same options"
 
 
-def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option]:
+def options(sc: Scenario, max_staleness: int, allow_shared: bool,
+            caps: Capabilities | None = None) -> list[Option]:
     """The inter-model options a scenario allows (fusion and swapping exclude each other: one
     needs generation apart from assessment, the other co-located; so do swapping and an
     overlapped weight sync, which needs a separate rollout group and staleness ≥ 1). Partial
@@ -75,10 +80,17 @@ def options(sc: Scenario, max_staleness: int, allow_shared: bool) -> list[Option
     online = not sc.family.offline
     swaps = online and host_budget_mib(sc) > 0
     top = min(max_staleness, STALENESS_THAT_MATTERS) if online else 0
-    return [Option(s, f, sh, sw, ov, pa)
+    out = [Option(s, f, sh, sw, ov, pa)
             for s in range(top + 1)
             for f in ((False, True) if online else (False,))
             for sh in ((False, True) if allow_shared and sc.critic is not None else (False,))
             for sw in ((False, True) if swaps and not f else (False,))
             for ov in ((False, True) if s >= 1 and not sw else (False,))
             for pa in ((False, True) if online and max_staleness >= 1 else (False,))]
+    if caps is None:
+        return out
+    allowed = caps.options
+    return [o for o in out if (allowed.fusion or not o.fusion)
+            and (allowed.overlap_weight_sync or not o.overlap_sync)
+            and (allowed.shared_actor_critic or not o.shared)
+            and allowed.partial(o.staleness, o.partial)]

@@ -20,11 +20,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
 from planner.cost.iteration import evaluate, tokens_per_step
 from planner.cost.report import to_plan
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, InputError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.choice import Choice
@@ -41,6 +42,9 @@ from planner.search.space import (
 )
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from planner.export.capabilities import Capabilities
 
 Progress = Callable[[str], None]  # told what the search is doing, for a status line
 TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
@@ -75,7 +79,8 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
 
 def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             cache: PriceCache | None = None, progress: Progress | None = None,
-            what: str = "inter-model option") -> list[Outcome]:
+            what: str = "inter-model option", caps: Capabilities | None = None
+            ) -> list[Outcome]:
     """One CP-SAT solve per option, each with an even share of what is left of `deadline`
     (an option past it gets its greedy plan only); candidates priced once per scenario
     (`cache`), pricing itself stopping at the deadline."""
@@ -86,7 +91,7 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             progress(f"{what} {i + 1} of {len(opts)}: {opt.describe()}")
         space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
                             swap=opt.swap, overlap_sync=opt.overlap_sync, partial=opt.partial,
-                            cache=cache, deadline=deadline)
+                            cache=cache, deadline=deadline, caps=caps)
         share = deadline.sooner(deadline.share(len(opts) - i))
         out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
     return out
@@ -106,7 +111,7 @@ def default_workers() -> int:
 
 def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = None,
          explain: bool = True, deadline: Deadline | None = None,
-         progress: Progress | None = None) -> Plan:
+         progress: Progress | None = None, framework: tuple[str, str] | None = None) -> Plan:
     """The best plan for `sc` under the cost model, with its explanation, by `deadline` (by
     default `time_limit_s`, else the scenario's `search.time_limit_s`, from now).
 
@@ -115,15 +120,18 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     InfeasibleError (with the reason and what would make it feasible) when no option has a
     plan that fits in memory, or none was found in time. `explain=False` skips the extra
     searches behind the what-ifs and the fewest-GPUs diagnosis (a sweep runs its own sizes).
-    `progress` is told what the search is doing (a terminal's status line).
+    `progress` is told what the search is doing (a terminal's status line). `framework`
+    (format, version): search only what that framework runs as planned (its exporter's
+    `Capabilities`), and record it in the plan.
     """
+    caps = framework_caps(sc, framework)
     if deadline is None:
         deadline = Deadline.after(time_limit_s if time_limit_s is not None
                                   else sc.search.time_limit_s)
     workers = workers or default_workers()
-    allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic)
+    allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
     cache: PriceCache = {}
-    outcomes = _search(sc, allowed, deadline, workers, cache, progress)
+    outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps)
     ranked = _feasible(outcomes)
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]
@@ -134,7 +142,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                 "others has one; raise --time-limit (search.time_limit_s)")
         if sc.search.objective == "gpus":
             raise InfeasibleError(_target_unreachable(sc, allowed, deadline, workers, cache,
-                                                      explain))
+                                                      explain, caps))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
     best = ranked[0]
@@ -162,7 +170,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
-    explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress)
+    explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress, caps)
                               if explain else [])
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
@@ -170,7 +178,22 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                              f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              "bound")
     search["wall_s"] = time.monotonic() - deadline.started
-    return result.model_copy(update={"explanation": explanation, "search": search})
+    return result.model_copy(update={"explanation": explanation, "search": search,
+                                     "framework": "@".join(framework) if framework else None})
+
+
+def framework_caps(sc: Scenario, framework: tuple[str, str] | None) -> Capabilities | None:
+    """The exporter's capabilities for `plan --framework`; refuses an algorithm it lacks."""
+    if framework is None:
+        return None
+    from planner.export import capabilities  # the exporters load only when asked for
+
+    caps = capabilities(*framework)
+    if sc.algorithm not in caps.algorithms:
+        raise InputError(f"--framework {framework[0]}: it has no {sc.algorithm} trainer (it "
+                         f"runs {', '.join(sorted(caps.algorithms))}); choose another "
+                         "framework or algorithm")
+    return caps
 
 
 def _gap(objective: int, outcomes: list[Outcome]) -> float | None:
@@ -197,15 +220,17 @@ def _delta(space: Space, objective: int, reference: int) -> float:
 
 
 def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
-             cache: PriceCache, progress: Progress | None = None) -> list[str]:
+             cache: PriceCache, progress: Progress | None = None,
+             caps: Capabilities | None = None) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them — in
     what is left of the deadline (skipped, and said so, when nothing is)."""
     asks = []
     if not sc.family.offline and sc.search.max_staleness == 0:
         asks.append(("max_staleness 1 (one step off-policy)",
-                     [o for o in options(sc, 1, sc.search.allow_shared_actor_critic)
+                     [o for o in options(sc, 1, sc.search.allow_shared_actor_critic, caps)
                       if (o.staleness == 1 or o.partial) and o.shared == best.option.shared]))
-    if sc.critic is not None and not sc.search.allow_shared_actor_critic:
+    if sc.critic is not None and not sc.search.allow_shared_actor_critic and (
+            caps is None or caps.options.shared_actor_critic):
         asks.append(("a shared actor–critic (allow_shared_actor_critic)",
                      [Option(best.option.staleness, best.option.fusion, True,
                              best.option.swap, best.option.overlap_sync,
@@ -216,7 +241,10 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
             notes.append(f"{what}: not searched, the time limit ({deadline.budget_s:g} s) was "
                          "spent; raise --time-limit to see what it would buy")
             continue
-        outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if")
+        if not opts:
+            continue
+        outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
+                           caps=caps)
         found = _feasible(outcomes)
         settled = all(o.result.status in ("OPTIMAL", "INFEASIBLE") and o.space.complete
                       for o in outcomes)
@@ -237,7 +265,8 @@ def _objective_name(sc: Scenario) -> str:
 
 
 def _target_unreachable(sc: Scenario, allowed: list[Option], deadline: Deadline, workers: int,
-                        cache: PriceCache, diagnose: bool) -> str:
+                        cache: PriceCache, diagnose: bool,
+                        caps: Capabilities | None = None) -> str:
     """Why the gpus objective found nothing: the target is out of reach on this cluster (with
     the fastest plan's throughput when `diagnose` and time is left), or nothing fits at all."""
     target = sc.search.target_tokens_per_s
@@ -248,7 +277,7 @@ def _target_unreachable(sc: Scenario, allowed: list[Option], deadline: Deadline,
         return head
     fastest_sc = sc.model_copy(update={"search": sc.search.model_copy(
         update={"objective": "time"})})
-    outcomes = _search(fastest_sc, allowed, deadline, workers, cache)
+    outcomes = _search(fastest_sc, allowed, deadline, workers, cache, caps=caps)
     ranked = _feasible(outcomes)
     if not ranked:
         return infeasible_reason(fastest_sc, outcomes, deadline=deadline)

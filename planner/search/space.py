@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import product
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -72,6 +73,9 @@ from planner.search.deadline import Deadline
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
+
+if TYPE_CHECKING:
+    from planner.export.capabilities import Capabilities
 
 MAX_SLOTS = 3
 MAX_PP = 16
@@ -155,6 +159,7 @@ class Space:
     candidates: dict[tuple[str, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
     complete: bool = True  # False: the deadline passed before every (task, size) was priced
+    caps: Capabilities | None = None  # `plan --framework`: only what the framework runs
 
     @property
     def kept(self) -> int:
@@ -431,17 +436,23 @@ def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
     integer arrays, only the kept becoming `Candidate`s; `one_at_a_time` prices each `Layout`
     through the scalar cost model instead (the reference the tests hold the numpy pass to)."""
     head = heads[task.role]
+    spec = space.scenario.roles[task.role]
     shapes = list(SHAPES[task.kind](space, task.role, g))
+    if space.caps is not None:  # the framework's rules, before pricing where a shape fails all
+        masks = [space.caps.mask(task.kind, variants, spec) for variants in shapes]
+        shapes = [v for v, m in zip(shapes, masks, strict=True) if np.any(m)]
     space.priced += sum(len(variants) for variants in shapes)
     if one_at_a_time:
         return pareto(space, [_at(_price(space, task, lay, head), 0, lay)
-                              for variants in shapes for lay in variants])
+                              for variants in shapes for lay in variants
+                              if space.caps is None or space.caps.mask(task.kind, lay, spec)])
     priced = [_price(space, task, variants, head) for variants in shapes]
     keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
     for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
         n = len(variants)
+        allowed = True if space.caps is None else space.caps.mask(task.kind, variants, spec)
         fit = np.flatnonzero(np.broadcast_to(
-            fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib), n))
+            fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
         keys.append(np.column_stack([np.broadcast_to(x, n) for x in c.key()])[fit])
         rows += [(k, i) for i in fit.tolist()]
     if not rows:
@@ -504,10 +515,11 @@ options."""
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
                 swap: bool = False, overlap_sync: bool = False, partial: bool = False,
                 slots: int = MAX_SLOTS, cache: PriceCache | None = None,
-                deadline: Deadline | None = None) -> Space:
+                deadline: Deadline | None = None, caps: Capabilities | None = None) -> Space:
     """Enumerate and price every legal candidate of every task on every group size — the
     largest sizes first, so that when `deadline` passes part way (`Space.complete` False) what
-    was priced still holds the simplest plans (everything on the whole cluster)."""
+    was priced still holds the simplest plans (everything on the whole cluster). `caps`: only
+    the group sizes and layouts that framework runs (the cache must be for the same `caps`)."""
     gpu, cluster = sc.cluster.gpu, sc.cluster
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
@@ -515,7 +527,8 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
         overlap_sync=overlap_sync, partial=partial, objective=sc.search.objective, tasks=tasks,
-        sizes=slot_sizes(cluster.total_gpus, cluster.gpus_per_node),
+        sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node)
+               if caps is None or caps.size_ok(s, cluster.gpus_per_node)],
         slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
         budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
         host_budget_mib=host_budget_mib(sc),
@@ -523,7 +536,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
                    if sc.search.objective == "gpus" else None),
         swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
-                if gpu.host_link_gbps else 0))
+                if gpu.host_link_gbps else 0), caps=caps)
     for g in reversed(space.sizes):
         for task in tasks:
             variant = ((overlap_sync, partial) if task.kind == "generation" else None,

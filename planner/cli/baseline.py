@@ -1,0 +1,70 @@
+"""`plan --baseline FILE`: the plan the user runs today (a plan JSON, or anything `rlplan
+import` reads), priced by `evaluate`, and what the best plan gains over it and changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from planner.cost.iteration import evaluate
+from planner.cost.report import to_plan
+from planner.errors import InputError
+from planner.importers import import_config
+from planner.plan import Plan, PlanInput
+from planner.specs.files import validate_as
+from planner.specs.scenario import Scenario
+
+LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing",
+                 "micro_batch")
+
+
+def load_baseline(path: Path, sc: Scenario) -> PlanInput:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"--baseline: cannot read {path} ({err.strerror}); give a plan JSON "
+                         "or a file `rlplan import` reads") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        data = import_config(text, sc).plan
+    return validate_as(PlanInput, data, f"--baseline {path}")
+
+
+def changes(best: PlanInput, base: PlanInput) -> list[str]:
+    """Per role and stage, the layout fields that differ; the groups and inter-model options."""
+    out = []
+    sizes = {g.name: g.gpus for g in base.groups}, {g.name: g.gpus for g in best.groups}
+    if sorted(sizes[0].values()) != sorted(sizes[1].values()):
+        out.append(f"groups: {sorted(sizes[0].values())} GPUs → {sorted(sizes[1].values())}")
+    for role, stages in best.layouts.items():
+        for stage, lay in stages.items():
+            was = base.layouts.get(role, {}).get(stage)
+            if was is None:
+                continue
+            diff = [f"{f} {getattr(was, f)} → {getattr(lay, f)}" for f in LAYOUT_FIELDS
+                    if f != "group" and getattr(was, f) != getattr(lay, f)]
+            if sizes[0][was.group] != sizes[1][lay.group]:
+                diff.insert(0, f"on {sizes[0][was.group]} → {sizes[1][lay.group]} GPUs")
+            if diff:
+                out.append(f"{role} {stage}: {', '.join(diff)}")
+    mine, theirs = best.inter_model.model_dump(), base.inter_model.model_dump()
+    out += [f"inter_model.{k}: {theirs[k]} → {v}" for k, v in mine.items() if theirs[k] != v]
+    return out
+
+
+def with_baseline(found: Plan, base: PlanInput, sc: Scenario) -> Plan:
+    priced = to_plan(sc, base, evaluate(sc, base))
+    gain: dict[str, Any] = {
+        "iteration_time": priced.iteration_time_s / found.iteration_time_s - 1,
+        "tokens_per_s": found.tokens_per_s / priced.tokens_per_s - 1}
+    if found.cost_per_step_usd and priced.cost_per_step_usd:
+        gain["cost_per_step"] = 1 - found.cost_per_step_usd / priced.cost_per_step_usd
+    baseline = {"iteration_time_s": priced.iteration_time_s, "tokens_per_s": priced.tokens_per_s,
+                "cost_per_step_usd": priced.cost_per_step_usd,
+                "fits": priced.status != "infeasible", "gain": gain,
+                "changes": changes(found, base)}
+    return found.model_copy(update={"baseline": baseline})
