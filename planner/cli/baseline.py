@@ -9,7 +9,7 @@ from typing import Any
 
 from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
-from planner.errors import InputError
+from planner.errors import InfeasibleError, InputError
 from planner.importers import import_config
 from planner.plan import Plan, PlanInput
 from planner.specs.files import validate_as
@@ -57,7 +57,13 @@ def changes(best: PlanInput, base: PlanInput) -> list[str]:
 
 
 def with_baseline(found: Plan, base: PlanInput, sc: Scenario) -> Plan:
-    priced = to_plan(sc, base, evaluate(sc, base))
+    """`found` with the baseline priced beside it: its figures, the gain, what changes (a
+    baseline that does not fit is reported as such, with the reason)."""
+    try:
+        priced = to_plan(sc, base, evaluate(sc, base))
+    except InfeasibleError as exc:
+        return found.model_copy(update={"baseline": {
+            "fits": False, "reason": str(exc), "changes": changes(found, base)}})
     gain: dict[str, Any] = {
         "iteration_time": priced.iteration_time_s / found.iteration_time_s - 1,
         "tokens_per_s": found.tokens_per_s / priced.tokens_per_s - 1}
@@ -68,3 +74,21 @@ def with_baseline(found: Plan, base: PlanInput, sc: Scenario) -> Plan:
                 "fits": priced.status != "infeasible", "gain": gain,
                 "changes": changes(found, base)}
     return found.model_copy(update={"baseline": baseline})
+
+
+def baseline_lines(plan: Plan) -> list[str]:
+    """The plan view's lines on the baseline (`plan --baseline`): its step, the gain, what the
+    best plan changes."""
+    b = plan.baseline
+    if not b:
+        return []
+    if not b["fits"]:
+        out = [f"baseline: does not fit — {b['reason']}"]
+    else:
+        g = b["gain"]
+        cost = (f", cost per step {g['cost_per_step']:+.1%} cheaper" if "cost_per_step" in g
+                else "")
+        out = [f"baseline: {b['iteration_time_s']:.2f} s per step → {plan.iteration_time_s:.2f}"
+               f" s ({g['iteration_time']:+.1%} faster), tokens/s {g['tokens_per_s']:+.1%}{cost}"]
+    out += [f"  change: {c}" for c in b["changes"]] or ["  no change: the baseline is this plan"]
+    return out

@@ -11,6 +11,7 @@ from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 
+from planner.cli.baseline import baseline_lines
 from planner.cli.export import export_output, show_notes
 from planner.cli.files import Output, write_outputs
 from planner.cli.output import console, fail, print_json
@@ -151,6 +152,8 @@ def show_plan(plan: Plan, title: str) -> None:
         console.print(f"alternative: {alt['summary']}")
     for note in explanation.get("what_if", []):
         console.print(f"what if: {note}")
+    for line in baseline_lines(plan):
+        console.print(line)
 
 
 def offload_lines(breakdown: dict) -> list[str]:
