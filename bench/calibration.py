@@ -717,9 +717,11 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         case.assumptions.append(
             ASYNC_SYNC_ASSUMPTION.format("fully async") + "; partial rollouts on (verl's "
             "fully-async async_training.partial_rollout defaults to True, exports.md §1.10); "
-            "the planner cannot drop the old-log-prob pass ('old_lp' is '-' in the measured "
-            "row: the recipe uses the rollout's log-probs), so the trainer group is priced "
-            "with it")
+            "old log-probs from the rollout engine (runtime.old_log_probs rollout: 'old "
+            "log-prob' is '-' in the measured row, and the recipe's "
+            "async_training.use_rollout_log_probs defaults to True, exports.md §1.10), so the "
+            "trainer group runs no old-log-prob pass")
+        case.overrides["runtime.old_log_probs"] = "rollout"
     gen = _layout(gen_group, groups[gen_group])
     train = _layout(train_group, groups[train_group], zero=3, checkpointing="full",
                     micro_batch=2)
