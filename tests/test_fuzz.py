@@ -8,6 +8,7 @@ import random
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,3 +42,14 @@ def test_mutated_scenarios_keep_the_contract_when_planned(seed):
     with tempfile.TemporaryDirectory() as folder:
         problems = check_case(case, Path(folder))
     assert not problems, f"{case.kind}: {case.mutation}: {problems}"
+
+
+@pytest.mark.parametrize("cluster", ["", {"gpu": ""}, {"preset": ""}])
+def test_an_empty_cluster_name_is_one_error_line(cli, write, cluster):
+    """Found by a longer campaign (bench/fuzz.py --seed 4): an empty cluster or profile name
+    crashed with AttributeError."""
+    from tests.conftest import grpo_scenario
+    from tests.test_cli import assert_bad_input
+
+    path = write("s.yaml", grpo_scenario(cluster=cluster))
+    assert_bad_input(cli("validate", str(path)), "cluster")

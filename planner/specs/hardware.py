@@ -300,8 +300,9 @@ class ClusterInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    preset: str | None = None
-    gpu: str | None = None
+    preset: str | None = Field(None, min_length=1, description="a preset from `rlplan clusters`")
+    gpu: str | None = Field(None, min_length=1, description="a profile from `rlplan gpus`, or "
+                            "a path to one")
     nodes: int | None = Field(None, gt=0, le=lim.MAX_NODES)
     gpus_per_node: int | None = Field(None, gt=0, le=lim.MAX_GPUS_PER_NODE)
     price_usd_per_gpu_hour: float | None = Field(
