@@ -18,7 +18,8 @@ from tests.export.plans import (
     scenario,
 )
 
-FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing", "micro_batch")
+FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing", "micro_batch",
+          "vp")
 SIZES = {"grpo": scenario, "ppo3": lambda: ppo_scenario(nodes=3)}
 
 
@@ -69,7 +70,7 @@ def test_openrlhf_round_trip(version):
                         ("reference", "assessment"), ("reward", "assessment")]:
         a, b = want.layouts[role][stage], back.layouts[role][stage]
         # OpenRLHF has one micro-batch for every forward (the smallest): not compared there
-        fields = FIELDS[:-1] if stage == "assessment" else FIELDS
+        fields = [f for f in FIELDS if f != "micro_batch"] if stage == "assessment" else FIELDS
         assert {f: getattr(b, f) for f in fields} == {f: getattr(a, f) for f in fields}, \
             (role, stage)
     assert [g.gpus for g in back.groups] == [g.gpus for g in want.groups]
@@ -87,6 +88,25 @@ def test_megatron_round_trip(train):
     sc = scenario()
     train = {**train, "zero": min(train["zero"], 1)}  # Megatron's distributed optimizer
     _same(sc, colocated(train=train), "megatron", [("actor", "training")])
+
+
+TRAIN_INTERLEAVED = {"dp": 2, "tp": 2, "pp": 2, "vp": 2, "zero": 1, "micro_batch": 1,
+                     "checkpointing": "full"}
+
+
+@pytest.mark.parametrize("fmt", ["verl", "megatron"])
+def test_interleaved_pipelines_round_trip(fmt):
+    sc = scenario()
+    _same(sc, colocated(train=TRAIN_INTERLEAVED), fmt, [("actor", "training")])
+
+
+def test_unknown_verl_key_is_named():
+    sc = scenario()
+    text = export(priced(sc, colocated()), sc, "verl").text.replace(
+        "python3 -m verl.trainer.main_ppo \\\n", "python3 -m verl.trainer.main_ppo \\\n"
+        "  actor_rollout_ref.rollout.tensor_parallel_sise=2 \\\n")
+    with pytest.raises(InputError, match="tensor_parallel_sise: verl 0.9.1 has no such key"):
+        import_config(text, sc)
 
 
 def test_unknown_flag_is_named():

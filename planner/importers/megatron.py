@@ -60,10 +60,14 @@ def read(text: str, sc: Scenario) -> Imported:
                * (2 if sc.family is Family.DPO else 1)}
         if "--expert-tensor-parallel-size" in f:
             lay["etp"] = int(f["--expert-tensor-parallel-size"])
+        if "--num-layers-per-virtual-pipeline-stage" in f:  # layers / (pp · vp)
+            lay["vp"] = whole(sc.roles[role].num_hidden_layers,
+                              pp * int(f["--num-layers-per-virtual-pipeline-stage"]),
+                              f"{role} layers ÷ (pp × --num-layers-per-virtual-pipeline-stage)")
         groups[group] = gpus
         layouts[role] = {"training": lay}
     actor = layouts["actor"]["training"]
-    if sc.family is not Family.DPO:
+    if not sc.family.offline:
         layouts["actor"]["generation"] = {"group": actor["group"], "tp": actor["tp"],
                                           "dp": groups[actor["group"]] // actor["tp"]}
         notes.append("generation: Megatron arguments do not hold it; assumed on the actor's "

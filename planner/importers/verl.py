@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.errors import InputError
+from planner.export.keys import VERL_VERSION, verl_key_ok
 from planner.export.verl import FSDP_CONFIG, GRADIENT_CHECKPOINTING, MEGATRON, MICRO_BATCH, ULYSSES
 from planner.export.verl_pools import REWARD, ROLLOUT
 from planner.importers import Imported, value, whole, words
@@ -15,10 +16,18 @@ UNSUPPORTED = {f"{ROLLOUT}.pipeline_model_parallel_size": "pipeline-parallel rol
 
 
 def overrides(text: str) -> dict[str, Any]:
+    """The `key=value` overrides of a verl command; a key verl 0.9.1's config does not have is
+    one error naming it (a typo there would be dropped silently by a reader, refused by
+    Hydra). Shell assignments (`NAME=value`, upper case) are not overrides."""
     out = {}
     for w in words(text):
         if "=" in w and not w.startswith("-"):
             key, _, raw = w.partition("=")
+            if key.isupper():
+                continue
+            if not any(verl_key_ok(schema, key) for schema in ("verl-fsdp", "verl-megatron")):
+                raise InputError(f"import: {key}: verl {VERL_VERSION} has no such key; fix or "
+                                 "drop it (rlplan reads verl's own config keys)")
             out[key.lstrip("+")] = value(raw)
     return out
 
@@ -106,6 +115,8 @@ def _megatron(o: dict[str, Any], role: str, pool: int) -> dict[str, Any]:
     root = MEGATRON[role]
     lay = _degrees(o, root, pool)
     recompute = o.get(f"{root}.override_transformer_config.recompute_granularity")
+    if f"{root}.virtual_pipeline_model_parallel_size" in o:
+        lay["vp"] = int(o[f"{root}.virtual_pipeline_model_parallel_size"])
     lay |= {"sp": bool(o.get(f"{root}.sequence_parallel")),
             "zero": 1 if o.get(f"{root}.use_distributed_optimizer") else 0,
             "offload": _offload(o, root),
