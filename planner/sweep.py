@@ -6,11 +6,9 @@ one node is one node of that many GPUs and must divide the node (8-GPU nodes: 1,
 larger size is whole nodes. The node is the scenario's `cluster.gpus_per_node` (at most the
 profile's); the scenario's `cluster.nodes` is what the sweep varies, so it is ignored.
 
-Each size is searched on its own (`planner.search.solve.plan`, one CP-SAT worker, no what-ifs)
-in worker processes. The time limit bounds the whole sweep: `jobs` sizes run at once, so the
-sizes form ⌈sizes / jobs⌉ waves, and each size gets the time left when the sizes are handed out
-over the waves (one job: what is left over the sizes still to run), never past the command's
-deadline (`planner.search.deadline`).
+Each size is searched on its own, in worker processes or on Ray (`planner.sweep_run`), all
+within the command's one time limit. A grid over several GPU types (`planner.sweep_grid`)
+makes one such table per profile.
 
 Per row: throughput per GPU of the swept size; scaling efficiency, that
 per-GPU throughput over the smallest feasible size's; cost per step and per million tokens for
@@ -32,20 +30,13 @@ carries a note naming the causes that apply.
 
 from __future__ import annotations
 
-import math
-import multiprocessing
-import os
 import re
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
 
 from planner.cost.iteration import cost_per_step
-from planner.errors import InfeasibleError, InputError
+from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION, Plan
-from planner.search.deadline import Deadline
-from planner.search.solve import plan as search
 from planner.search.space import slot_sizes
 from planner.specs import bounds as lim
 from planner.specs.hardware import ClusterSpec, gpu_count
@@ -67,7 +58,6 @@ class NoPlan:
 
 
 Solved = Plan | NoPlan
-OnDone = Callable[[int, int, int], None]  # (gpus, sizes done, sizes in all)
 
 
 # --- sizes ----------------------------------------------------------------------------------
@@ -139,58 +129,6 @@ def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
     return c.reshaped(nodes, per_node)
 
 
-# --- solving ----------------------------------------------------------------------------------
-
-
-def solve_size(sc: Scenario, gpus: int, deadline: Deadline, share_s: float = math.inf
-               ) -> Solved:
-    """The best plan on `gpus` GPUs, or why there is none (runs in a worker process), within
-    `share_s` seconds from its start and by `deadline` (the machine's monotonic clock is the
-    same in every process)."""
-    try:
-        cluster = cluster_for(sc, gpus)
-    except InputError as exc:  # a size this profile cannot form: a row saying why
-        return NoPlan(str(exc), searched=False)
-    try:
-        return search(sc.model_copy(update={"cluster": cluster}), workers=1, explain=False,
-                      deadline=deadline.sooner(share_s))
-    except InfeasibleError as exc:
-        return NoPlan(str(exc))
-
-
-def solve_sizes(sc: Scenario, sizes: list[int], deadline: Deadline | None = None,
-                jobs: int | None = None, on_done: OnDone | None = None) -> list[Solved]:
-    """Each size's answer, in the order of `sizes` whatever order they finish in. `jobs`
-    worker processes (default one per CPU, at most one per size); one job solves in this
-    process. Workers are spawned, not forked: a fork copies the parent's threads' locks (the
-    progress bar's refresh thread, the solver's pools) into a child that cannot release them."""
-    jobs = jobs or min(os.cpu_count() or 1, len(sizes))
-    deadline = deadline or Deadline.after(sc.search.time_limit_s)
-    done: dict[int, Solved] = {}
-
-    def record(gpus: int, answer: Solved) -> None:
-        done[gpus] = answer
-        if on_done:
-            on_done(gpus, len(done), len(sizes))
-
-    if jobs == 1:
-        for i, gpus in enumerate(sizes):
-            record(gpus, solve_size(sc, gpus, deadline, deadline.share(len(sizes) - i)))
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            share = deadline.share(-(-len(sizes) // jobs))  # per wave of `jobs` sizes
-            futures = {pool.submit(solve_size, sc, gpus, deadline, share): gpus
-                       for gpus in sizes}
-            try:
-                for future in as_completed(futures):
-                    record(futures[future], future.result())
-            except BaseException:  # Ctrl-C or a crash: do not wait for the queued sizes
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-    return [done[gpus] for gpus in sizes]
-
-
 # --- the table --------------------------------------------------------------------------------
 
 
@@ -212,6 +150,8 @@ class Row:
     note: str | None = None  # why a larger size is slower than a smaller one
     reason: str | None = None  # why infeasible
     plan: dict | None = None
+    gpu: str | None = None  # the hardware profile
+    price_usd_per_gpu_hour: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -220,26 +160,24 @@ class Row:
 
 @dataclass(frozen=True)
 class Sweep:
+    """One profile's table."""
+
     gpus_per_node: int
     rows: list[Row]
     smallest_feasible: int | None
     knee: int | None
-    target_tokens_per_s: float | None = None
-    target_gpus: int | None = None
-    target_message: str | None = None
     price: dict | None = None  # price_usd_per_gpu_hour and price_source, as a plan's `cost`
+    gpu: str | None = None  # the hardware profile
 
     def to_json(self) -> dict:
         return {
             "schema_version": SCHEMA_VERSION,
+            "gpu": self.gpu,
             "gpus_per_node": self.gpus_per_node,
             "rows": [asdict(r) for r in self.rows],
             "smallest_feasible_gpus": self.smallest_feasible,
             "knee_gpus": self.knee,
             "cost": self.price,
-            "target": None if self.target_tokens_per_s is None else {
-                "tokens_per_s": self.target_tokens_per_s, "gpus": self.target_gpus,
-                "message": self.target_message},
             "definitions": {
                 "cost": "every GPU of the swept size, idle ones included",
                 "scaling_efficiency": "tokens/s per GPU over the smallest feasible size's",
@@ -248,9 +186,10 @@ class Sweep:
         }
 
 
-CSV_COLUMNS = ("gpus", "status", "iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
+CSV_COLUMNS = ("gpu", "gpus", "status", "iteration_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
                "scaling_efficiency", "marginal_scaling", "cost_per_step_usd",
-               "cost_per_million_tokens_usd", "gpus_used", "placement", "note", "reason")
+               "cost_per_million_tokens_usd", "price_usd_per_gpu_hour", "gpus_used", "placement",
+               "note", "reason")
 
 
 def per_million_tokens(cost_per_step_usd: float | None, tokens_per_s: float,
@@ -282,7 +221,7 @@ def placement_summary(p: Plan) -> str:
     return f"{im.placement}: {', '.join(parts)}" + (f"; {', '.join(extras)}" if extras else "")
 
 
-def plan_row(gpus: int, p: Plan, price: float | None) -> Row:
+def plan_row(gpus: int, p: Plan, price: float | None, gpu: str | None = None) -> Row:
     cost = cost_per_step(p.iteration_time_s, gpus, price)
     used = sum(g.gpus for g in p.groups)
     idle = f"; {gpu_count(gpus - used)} idle" if used < gpus else ""
@@ -292,7 +231,7 @@ def plan_row(gpus: int, p: Plan, price: float | None) -> Row:
                cost_per_million_tokens_usd=per_million_tokens(cost, p.tokens_per_s,
                                                               p.iteration_time_s),
                gpus_used=used, placement=placement_summary(p) + idle,
-               plan=p.model_dump(mode="json"))
+               plan=p.model_dump(mode="json"), gpu=gpu, price_usd_per_gpu_hour=price)
 
 
 def slower_note(row: Row, faster: Row, gpus_per_node: int) -> str:
@@ -331,24 +270,9 @@ def knee(rows: list[Row]) -> int | None:
     return None
 
 
-def fewest_for(rows: list[Row], target_tokens_per_s: float) -> tuple[int | None, str]:
-    """The smallest swept size reaching the target throughput, and a sentence saying so."""
-    ok = [r for r in rows if r.feasible]
-    hit = next((r for r in ok if r.tokens_per_s >= target_tokens_per_s), None)
-    if hit:
-        return hit.gpus, (f"{gpu_count(hit.gpus)} are the fewest swept that reach "
-                          f"{target_tokens_per_s:,.0f} tokens/s ({hit.tokens_per_s:,.0f})")
-    if not ok:
-        return None, (f"no swept size has a plan, so none reaches {target_tokens_per_s:,.0f} "
-                      "tokens/s")
-    best = max(ok, key=lambda r: r.tokens_per_s)
-    return None, (f"no swept size reaches {target_tokens_per_s:,.0f} tokens/s; the most is "
-                  f"{best.tokens_per_s:,.0f} on {gpu_count(best.gpus)} — sweep larger sizes")
-
-
 def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: float | None,
-              target_tokens_per_s: float | None = None) -> Sweep:
-    """The sweep's table from each size's answer (sizes ascending)."""
+              gpu: str | None = None) -> Sweep:
+    """The sweep's table for profile `gpu` from each size's answer (sizes ascending)."""
     out: list[Row] = []
     first: Row | None = None  # the smallest feasible size: efficiency's reference
     previous: Row | None = None  # the last feasible size
@@ -356,9 +280,10 @@ def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: floa
     for gpus, answer in answers:
         if isinstance(answer, NoPlan):
             note = infeasible_note(fastest) if fastest and answer.searched else None
-            out.append(Row(gpus, "infeasible", reason=answer.reason, note=note))
+            out.append(Row(gpus, "infeasible", reason=answer.reason, note=note, gpu=gpu,
+                           price_usd_per_gpu_hour=price))
             continue
-        row = plan_row(gpus, answer, price)
+        row = plan_row(gpus, answer, price, gpu)
         first = first or row
         changes: dict = {"scaling_efficiency": row.tokens_per_s_per_gpu
                          / first.tokens_per_s_per_gpu}
@@ -372,21 +297,5 @@ def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: floa
         previous = row
         if fastest is None or row.iteration_time_s < fastest.iteration_time_s:
             fastest = row
-    target_gpus, message = (fewest_for(out, target_tokens_per_s)
-                            if target_tokens_per_s is not None else (None, None))
     return Sweep(gpus_per_node=gpus_per_node, rows=out,
-                 smallest_feasible=first.gpus if first else None, knee=knee(out),
-                 target_tokens_per_s=target_tokens_per_s, target_gpus=target_gpus,
-                 target_message=message)
-
-
-def run_sweep(sc: Scenario, sizes: list[int], deadline: Deadline | None = None,
-              jobs: int | None = None, target_tokens_per_s: float | None = None,
-              on_done: OnDone | None = None) -> Sweep:
-    """Search every size by `deadline` (default: the scenario's time limit from now) and
-    tabulate the answers."""
-    answers = solve_sizes(sc, sizes, deadline, jobs, on_done)
-    swept = summarize(list(zip(sizes, answers, strict=True)), sc.cluster.gpus_per_node,
-                      sc.cluster.price, target_tokens_per_s)
-    return replace(swept, price={"price_usd_per_gpu_hour": sc.cluster.price,
-                                 "price_source": sc.cluster.price_source})
+                 smallest_feasible=first.gpus if first else None, knee=knee(out), gpu=gpu)

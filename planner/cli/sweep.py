@@ -1,17 +1,26 @@
-"""`rlplan sweep [SCENARIO.yaml] --gpus 8..256`: capacity planning over cluster sizes."""
+"""`rlplan sweep [SCENARIO.yaml] --gpus 8..256 [--gpu a,b]`: capacity planning over cluster
+sizes and GPU types."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from planner.cli import options as o
@@ -22,7 +31,9 @@ from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
 from planner.search.deadline import Deadline
 from planner.specs.scenario import Scenario, load_scenario
-from planner.sweep import CSV_COLUMNS, Row, Sweep, gpu_count, parse_gpus, run_sweep
+from planner.sweep import CSV_COLUMNS, Row, gpu_count, parse_gpus
+from planner.sweep_grid import Grid, label, parse_profiles, run_grid, usd
+from planner.sweep_run import import_ray
 
 
 @o.scenario_flags(exclude=("nodes", "target_tokens_per_s"))  # the sweep sets both its way
@@ -32,52 +43,78 @@ def sweep(
     gpus_spec: Annotated[str | None, typer.Option(
         "--gpus", help="Cluster sizes: a list and/or ranges, e.g. 8,16,32 or 8..256 (a range "
                        "doubles from its start and ends at its end). Up to one node a size "
-                       "divides the node; above, it is whole nodes.", show_default=False)]
+                       "divides the node; above, it is whole nodes. With several --gpu "
+                       "profiles, every size on every profile.", show_default=False)]
     = None,
-    jobs: Annotated[int | None, typer.Option(min=1, help="Worker processes solving sizes in "
+    jobs: Annotated[int | None, typer.Option(min=1, help="Worker processes solving points in "
                                              "parallel (default: one per CPU, at most one per "
-                                             "size)", show_default=False)] = None,
+                                             "point); with --ray local, the CPUs of the Ray "
+                                             "instance", show_default=False)] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray", help="Run the points as Ray tasks: 'auto' (the Ray cluster this machine "
+                      "runs), a head address, or 'local' (start one for this command). Needs "
+                      "pip install 'rlplan[ray]'.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     csv_out: Annotated[Path | None, typer.Option("--csv", help="Also write the table as CSV.")]
     = None,
     json_out: Annotated[Path | None, typer.Option("--json-out", help="Also write the JSON to "
                                                   "this file.")] = None,
-    picture: Annotated[Path | None, typer.Option(help="Draw throughput and cost against GPUs "
-                                                 "(.svg or .png).")] = None,
+    picture: Annotated[Path | None, typer.Option(help="Draw throughput against GPUs and step "
+                                                 "time against cost with the frontier (.svg "
+                                                 "or .png).")] = None,
     target: Annotated[float | None, typer.Option(
         "--target-tokens-per-s",
-        help="Answer the fewest swept GPUs reaching this throughput.")] = None,
+        help="Answer the cheapest swept point reaching this throughput (the fewest GPUs when a "
+             "point reaching it has no price).")] = None,
+    target_step: Annotated[float | None, typer.Option(
+        "--target-step-s",
+        help="Answer the cheapest swept point whose step takes at most this many seconds (the "
+             "fewest GPUs when a point meeting it has no price).")] = None,
     flags: dict | None = None,
 ) -> None:
-    """The best plan on each cluster size: time, tokens/s, scaling, cost, placement; the
-    smallest feasible size and the knee. --time-limit bounds the whole sweep. The scenario's
-    cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the node."""
-    _sweep(scenario, flags or {}, gpus_spec, jobs, as_json, csv_out, json_out, picture, target)
+    """The best plan on each cluster size (of each --gpu profile, comma-separated): time,
+    tokens/s, scaling, cost, placement; the smallest feasible size, the knee, and the cost–time
+    frontier. --time-limit bounds the whole sweep. The scenario's cluster.nodes is what the
+    sweep varies (ignored); --gpus-per-node sets the node."""
+    _sweep(scenario, flags or {}, gpus_spec, jobs, ray_address, as_json, csv_out, json_out,
+           picture, target, target_step)
 
 
 @reports_errors
-def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, as_json: bool,
-           csv_out: Path | None, json_out: Path | None, picture: Path | None,
-           target: float | None) -> None:
+def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None,
+           ray_address: str | None, as_json: bool, csv_out: Path | None,
+           json_out: Path | None, picture: Path | None, target: float | None,
+           target_step: float | None) -> None:
     started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     if spec is None:
         raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256")
     check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture})
     fmt = picture_format(picture) if picture else None
-    # the sweep sets the node count per size: the file's is ignored (and not checked)
-    sc = load_scenario(path, {**flags, "cluster.nodes": 1})
-    deadline = started.within(sc.search.time_limit_s)
-    sizes = parse_gpus(spec, sc.cluster.gpus_per_node)
-    if target is not None and not target > 0:
-        raise InputError(f"--target-tokens-per-s: {target:g}; give a throughput above 0")
+    for flag, value, what in (("--target-tokens-per-s", target, "a throughput"),
+                              ("--target-step-s", target_step, "a step time")):
+        if value is not None and not value > 0:
+            raise InputError(f"{flag}: {value:g}; give {what} above 0")
+    if ray_address is not None:
+        if not ray_address.strip():
+            raise InputError("--ray: empty; give 'auto', a head address or 'local'")
+        import_ray()  # the install hint before any solving
+    scenarios = load_grid(path, flags)
+    deadline = started.within(scenarios[0].search.time_limit_s)
+    sizes = [parse_gpus(spec, sc.cluster.gpus_per_node) for sc in scenarios]
+
+    def run(on_done=None) -> Grid:
+        return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
+                        tokens_per_s=target, step_s=target_step, on_done=on_done)
 
     if as_json or not Console(stderr=True).is_terminal:  # progress on a terminal only
-        result = run_sweep(sc, sizes, deadline, jobs=jobs, target_tokens_per_s=target)
+        result = run()
     else:
-        result = _with_progress(sc, sizes, deadline, jobs, target)
+        result = _with_progress(run, scenarios, sizes, deadline)
 
-    scenario = sc.summary()
+    scenario = scenarios[0].summary()
     scenario["cluster"] = {k: scenario["cluster"][k] for k in ("name", "gpu", "gpus_per_node")}
+    if len(scenarios) > 1:
+        scenario["cluster"]["gpu"] = [sc.cluster.gpu.name for sc in scenarios]
     document = {"scenario": scenario, **result.to_json()}
     files: list[Output] = []  # everything rendered before anything is written, then all or none
     if csv_out:
@@ -87,36 +124,59 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None, a
     if picture and fmt:
         from planner.pictures.sweep_chart import render  # matplotlib only when drawing
 
-        files.append(Output("--picture", picture, render(result, fmt, title(sc))))
+        files.append(Output("--picture", picture, render(result, fmt, title(scenarios))))
     write_outputs(files)
 
     if as_json:
         print_json(document)
     else:
-        show(result, title(sc))
-    if result.smallest_feasible is None:
-        raise fail(f"none of the swept sizes ({', '.join(map(str, sizes))} GPUs) has a plan; "
-                   "each row says why", EXIT_INFEASIBLE)
+        show(result, title(scenarios))
+    if not any(r.feasible for r in result.rows):
+        raise fail(f"none of the swept points ({', '.join(map(str, sizes[0]))} GPUs"
+                   f"{' on each profile' if len(scenarios) > 1 else ''}) has a plan; each row "
+                   "says why", EXIT_INFEASIBLE)
 
 
-def _with_progress(sc: Scenario, sizes: list[int], deadline: Deadline, jobs: int | None,
-                   target: float | None) -> Sweep:
-    """Solve with a progress bar on stderr (it disappears when done)."""
+def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
+    """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
+    the node count per size: the file's is ignored (and not checked)."""
+    flags = {**flags, "cluster.nodes": 1}
+    spec = flags.get("cluster.gpu")
+    if spec is None or "," not in spec:
+        return [load_scenario(path, flags)]
+    out = []
+    for name in parse_profiles(spec):
+        try:
+            out.append(load_scenario(path, {**flags, "cluster.gpu": name}))
+        except InputError as exc:
+            raise InputError(f"--gpu {name}: {exc}") from None
+    return out
+
+
+def _with_progress(run, scenarios: list[Scenario], sizes: list[list[int]],
+                   deadline: Deadline) -> Grid:
+    """Solve with a progress bar on stderr (it disappears when done): points solved of all,
+    the estimated time left, and the time limit's."""
+    labels = [f"{gpu_count(g)}" + (f" of {sc.cluster.gpu.name}" if len(scenarios) > 1 else "")
+              for sc, its in zip(scenarios, sizes, strict=True) for g in its]
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn())
+               MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"),
+               TimeRemainingColumn(), TextColumn("{task.fields[limit]}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"searching {len(sizes)} cluster sizes", total=len(sizes))
+        limit = f"(limit: {deadline.left():.0f} s)" if deadline.ends != math.inf else ""
+        task = bar.add_task(f"searching {len(labels)} points", total=len(labels), limit=limit)
 
-        def done(gpus: int, n: int, total: int) -> None:
-            bar.update(task, completed=n, description=f"searched {gpu_count(gpus)}")
+        def done(i: int, n: int, total: int) -> None:
+            left = f"(limit: {deadline.left():.0f} s)" if deadline.ends != math.inf else ""
+            bar.update(task, completed=n, description=f"searched {labels[i]}", limit=left)
 
-        return run_sweep(sc, sizes, deadline, jobs=jobs, target_tokens_per_s=target,
-                         on_done=done)
+        return run(done)
 
 
-def title(sc: Scenario) -> str:
-    return (f"{sc.algorithm} {sc.actor.name} on {sc.cluster.gpu.name}, "
-            f"{sc.sequences_per_step} sequences per step")
+def title(scenarios: list[Scenario]) -> str:
+    sc = scenarios[0]
+    gpus = ", ".join(s.cluster.gpu.name for s in scenarios)
+    return f"{sc.algorithm} {sc.actor.name} on {gpus}, {sc.sequences_per_step} sequences per step"
 
 
 def to_csv(rows: list[Row]) -> str:
@@ -132,38 +192,56 @@ def _num(value: float | None, spec: str, prefix: str = "") -> str:
     return "—" if value is None else f"{prefix}{value:{spec}}"
 
 
-def show(result: Sweep, heading: str) -> None:
-    """The capacity table, then what it says: smallest feasible size, knee, target, notes."""
+def show(result: Grid, heading: str) -> None:
+    """The capacity table, then what it says: per profile its price, smallest feasible size
+    and knee; the frontier; the target; the notes."""
+    several = len(result.sweeps) > 1
     table = Table(title=f"Sweep — {heading}")
-    for col in ("GPUs", "status", "iteration s", "tokens/s", "tokens/s/GPU", "scaling",
-                "$/step", "$/M tokens", "placement"):
-        table.add_column(col, justify="left" if col in ("status", "placement") else "right")
+    for col in ("GPU type", "GPUs", "status", "iteration s", "tokens/s", "tokens/s/GPU",
+                "scaling", "$/step", "$/M tokens", "placement")[0 if several else 1:]:
+        table.add_column(col, justify="left" if col in ("GPU type", "status", "placement")
+                         else "right")
     notes: list[str] = []
     for r in result.rows:
         mark = ""
         for text in (r.reason, r.note):
             if text:
-                notes.append(f"{gpu_count(r.gpus)}: {text}")
+                notes.append(f"{label(r) if several else gpu_count(r.gpus)}: {text}")
                 mark += f" [{len(notes)}]"
-        table.add_row(
-            str(r.gpus), escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
-            _num(r.tokens_per_s, ",.0f"), _num(r.tokens_per_s_per_gpu, ",.0f"),
-            _num(r.scaling_efficiency, ".0%"), _num(r.cost_per_step_usd, ",.2f", "$"),
-            _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
-            escape(r.placement or _short(r.reason)))
+        table.add_row(*([escape(r.gpu or "")] if several else []),
+                      str(r.gpus), escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
+                      _num(r.tokens_per_s, ",.0f"), _num(r.tokens_per_s_per_gpu, ",.0f"),
+                      _num(r.scaling_efficiency, ".0%"), _num(r.cost_per_step_usd, ",.2f", "$"),
+                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      escape(r.placement or _short(r.reason)))
     console.print(table)
-    price = (result.price or {}).get("price_usd_per_gpu_hour")
-    at = (f" at ${price:g} per GPU-hour ({price_origin(result.price['price_source'])})"
-          if price is not None else " (no price: pass --price)")
-    console.print("scaling: tokens/s per GPU against the smallest feasible size; cost counts "
-                  f"every GPU of the size{at}", markup=False)
-    if result.smallest_feasible is not None:
-        console.print(f"smallest feasible: {gpu_count(result.smallest_feasible)}")
-    console.print(f"knee: {gpu_count(result.knee)} (the next step gains less than half of the "
-                  "ideal throughput increase)" if result.knee is not None else
-                  "knee: none in range (every step gains at least half of the ideal increase)")
-    if result.target_message:
-        console.print(f"target: {result.target_message}")
+    console.print("scaling: tokens/s per GPU against the profile's smallest feasible size; cost "
+                  "counts every GPU of the size", markup=False)
+    for s in result.sweeps:
+        head = f"{s.gpu}: " if several else ""
+        price = (s.price or {}).get("price_usd_per_gpu_hour")
+        console.print(f"{head}price " + (f"${price:g} per GPU-hour "
+                                         f"({price_origin(s.price['price_source'])})"
+                                         if price is not None else "none (pass --price)"),
+                      markup=False)
+        if s.smallest_feasible is not None:
+            console.print(f"{head}smallest feasible: {gpu_count(s.smallest_feasible)}",
+                          markup=False)
+        console.print(f"{head}knee: {gpu_count(s.knee)} (the next step gains less than half of "
+                      "the ideal throughput increase)" if s.knee is not None else
+                      f"{head}knee: none in range (every step gains at least half of the ideal "
+                      "increase)", markup=False)
+    if result.frontier:
+        console.print("cost–time frontier (no other point is both cheaper and faster): "
+                      + "; ".join(f"{label(r) if several else gpu_count(r.gpus)} "
+                                  f"{usd(r.cost_per_step_usd)}/step {r.iteration_time_s:.2f} s"
+                                  for r in result.frontier), markup=False)
+    if result.unpriced:
+        console.print(f"not on the frontier for want of a price: "
+                      f"{', '.join(label(r) for r in result.unpriced)} (pass --price)",
+                      markup=False)
+    if result.target:
+        console.print(f"target: {result.target.message}", markup=False)
     for k, note in enumerate(notes, 1):
         console.print(f"[{k}] {note}", markup=False)
 

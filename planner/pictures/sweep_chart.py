@@ -1,9 +1,13 @@
-"""The sweep picture: throughput and cost per million tokens against GPUs.
+"""The sweep picture: throughput against GPUs, and step time against cost with the frontier.
 
-Throughput (left axis) and the ideal linear scaling from the smallest feasible size, cost per
-million tokens (right axis, when the profile has a price), the smallest feasible size and the
-knee marked and labelled, infeasible sizes crossed on the GPU axis, and the target throughput
-as a line when one is given. GPUs on a log2 axis, ticked at the swept sizes.
+Left, one profile: throughput (left axis) and the ideal linear scaling from the smallest
+feasible size, cost per million tokens (right axis, when the profile has a price), the smallest
+feasible size, the knee and the target's point marked and labelled, infeasible sizes crossed on
+the GPU axis, and the target throughput as a line when one is given. Several profiles: one
+throughput line each. GPUs on a log2 axis, ticked at the swept sizes.
+
+Right: every priced point's step time against its cost per step, the cost–time frontier joined
+(`planner.sweep_grid`), the target's point ringed and a target step time as a line.
 """
 
 from __future__ import annotations
@@ -14,19 +18,36 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from planner import pictures
 from planner.specs.hardware import gpu_count
 from planner.sweep import Sweep
+from planner.sweep_grid import Grid, usd
 
 THROUGHPUT, COST, IDEAL, MARK, INFEASIBLE, TARGET = (
     "tab:blue", "tab:orange", "tab:gray", "black", "tab:red", "tab:green")
 
 
-def render(sweep: Sweep, fmt: str, title: str) -> bytes:
+def render(grid: Grid, fmt: str, title: str) -> bytes:
     """The picture as `fmt` ('svg' or 'png') bytes."""
-    return pictures.render(lambda: draw(sweep, title), fmt)
+    return pictures.render(lambda: draw(grid, title), fmt)
 
 
-def draw(sweep: Sweep, title: str) -> Figure:
-    fig = Figure(figsize=(9, 5), layout="constrained")
+def draw(grid: Grid, title: str) -> Figure:
+    fig = Figure(figsize=(15, 5.5), layout="constrained")
+    fig.suptitle(title)
+    left, right = fig.subfigures(1, 2, width_ratios=[1.15, 1])
+    if len(grid.sweeps) == 1:
+        _one_profile(left, grid.sweeps[0], grid)
+    else:
+        _profiles(left.add_subplot(), grid)
+    _frontier(right.add_subplot(), grid)
+    return fig
+
+
+def _target_tokens(grid: Grid) -> float | None:
+    return grid.target.tokens_per_s if grid.target else None
+
+
+def _one_profile(fig, sweep: Sweep, grid: Grid) -> None:
     ax = fig.add_subplot()
+    target = _target_tokens(grid)
     sizes = [r.gpus for r in sweep.rows]
     ok = [r for r in sweep.rows if r.feasible]
     priced = [r for r in ok if r.cost_per_million_tokens_usd is not None]
@@ -40,14 +61,14 @@ def draw(sweep: Sweep, title: str) -> Figure:
     ax.set_ylabel("throughput (tokens/s)", color=THROUGHPUT)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.grid(True, alpha=0.3)
-    ax.set_title(title)
+    ax.set_title("throughput and cost against GPUs")
     handles = []
     if ok:
         xs, tps = [r.gpus for r in ok], [r.tokens_per_s for r in ok]
         handles += ax.plot(xs, tps, "o-", color=THROUGHPUT, label="throughput (tokens/s)")
         handles += ax.plot(xs, [tps[0] * x / xs[0] for x in xs], "--", color=IDEAL,
                            linewidth=1, label=f"ideal: linear from {gpu_count(xs[0])}")
-        ax.set_ylim(0, max([*tps, sweep.target_tokens_per_s or 0]) * 1.3)
+        ax.set_ylim(0, max([*tps, target or 0]) * 1.3)
     else:
         ax.set_ylim(0, 1)
         ax.text(0.5, 0.5, "no size has a plan", transform=ax.transAxes, ha="center")
@@ -57,9 +78,9 @@ def draw(sweep: Sweep, title: str) -> Figure:
         handles += ax.plot(bad, [0] * len(bad), "x", color=INFEASIBLE, markersize=10,
                            markeredgewidth=2, clip_on=False, transform=ax.get_xaxis_transform(),
                            label="infeasible (no plan)")
-    if sweep.target_tokens_per_s is not None:
-        handles.append(ax.axhline(sweep.target_tokens_per_s, linestyle=":", color=TARGET,
-                                  label=f"target {sweep.target_tokens_per_s:,.0f} tokens/s"))
+    if target is not None:
+        handles.append(ax.axhline(target, linestyle=":", color=TARGET,
+                                  label=f"target {target:,.0f} tokens/s"))
     if ax2 is not None:
         handles += ax2.plot([r.gpus for r in priced],
                             [r.cost_per_million_tokens_usd for r in priced], "s--", color=COST,
@@ -70,16 +91,18 @@ def draw(sweep: Sweep, title: str) -> Figure:
     elif ok:
         ax.text(0.99, 0.02, "no price in the profile: cost not drawn", transform=ax.transAxes,
                 ha="right", fontsize=8, color=COST)
-    _marks(ax, ax2 or ax, ok, sweep)
+    _marks(ax, ax2 or ax, ok, sweep, grid)
     (ax2 or ax).legend(handles=handles, loc="upper left", fontsize=8)
-    return fig
 
 
-def _marks(ax, top, rows, sweep: Sweep) -> None:
+def _marks(ax, top, rows, sweep: Sweep, grid: Grid) -> None:
     """Ring the smallest feasible size, the knee and the fewest GPUs reaching the target on the
     throughput curve, one label per point (e.g. 'smallest feasible, knee: 8 GPUs')."""
+    hit = grid.target.row if grid.target else None
     kinds = [(sweep.smallest_feasible, "smallest feasible", "D"), (sweep.knee, "knee", "*"),
-             (sweep.target_gpus, "fewest reaching the target", "o")]
+             (hit.gpus if hit else None,
+              "cheapest meeting the target" if hit and grid.target.by == "cost" else
+              "fewest reaching the target", "o")]
     by_size = {r.gpus: r for r in rows}
     labels: dict[int, list[str]] = {}
     for gpus, what, marker in kinds:
@@ -96,3 +119,77 @@ def _marks(ax, top, rows, sweep: Sweep) -> None:
                      bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.9,
                            "edgecolor": "none"},
                      arrowprops={"arrowstyle": "-", "color": MARK, "linewidth": 0.8})
+
+
+def _axis_gpus(ax, sizes: list[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(min(sizes) / 1.5, max(sizes) * 1.5)
+    ax.set_xticks(sizes, [str(g) for g in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("GPUs")
+
+
+def _profiles(ax, grid: Grid) -> None:
+    """One throughput line per profile; infeasible points crossed on the GPU axis."""
+    _axis_gpus(ax, sorted({r.gpus for r in grid.rows}))
+    ax.set_ylabel("throughput (tokens/s)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.grid(True, alpha=0.3)
+    ax.set_title("throughput against GPUs, per GPU type")
+    top = _target_tokens(grid) or 0
+    for k, s in enumerate(grid.sweeps):
+        ok = [r for r in s.rows if r.feasible]
+        color = f"C{k}"
+        if ok:
+            ax.plot([r.gpus for r in ok], [r.tokens_per_s for r in ok], "o-", color=color,
+                    label=s.gpu)
+            top = max(top, *(r.tokens_per_s for r in ok))
+        bad = [r.gpus for r in s.rows if not r.feasible]
+        if bad:
+            ax.plot(bad, [0] * len(bad), "x", color=color, markersize=10, markeredgewidth=2,
+                    clip_on=False, transform=ax.get_xaxis_transform(),
+                    label=f"{s.gpu}: infeasible (no plan)")
+    ax.set_ylim(0, (top or 1) * 1.3)
+    if (target := _target_tokens(grid)) is not None:
+        ax.axhline(target, linestyle=":", color=TARGET, label=f"target {target:,.0f} tokens/s")
+    ax.legend(loc="upper left", fontsize=8)
+
+
+def _frontier(ax, grid: Grid) -> None:
+    """Step time against cost per step: every priced point, the frontier joined."""
+    ax.set_title("step time against cost: the cost–time frontier")
+    ax.set_xlabel("cost per step (USD)")
+    ax.set_ylabel("step time (s)")
+    ax.grid(True, alpha=0.3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: usd(v)))
+    several = len(grid.sweeps) > 1
+    priced = False
+    for k, s in enumerate(grid.sweeps):
+        pts = [r for r in s.rows if r.feasible and r.cost_per_step_usd is not None]
+        if not pts:
+            continue
+        priced = True
+        ax.plot([r.cost_per_step_usd for r in pts], [r.iteration_time_s for r in pts], "o",
+                color=f"C{k}", alpha=0.8, label=s.gpu if several else "swept sizes")
+        for r in pts:
+            ax.annotate(str(r.gpus), (r.cost_per_step_usd, r.iteration_time_s), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points", color=f"C{k}")
+    if not priced:
+        ax.text(0.5, 0.5, "no point has a price: no frontier (pass --price)",
+                transform=ax.transAxes, ha="center")
+        return
+    f = grid.frontier
+    ax.plot([r.cost_per_step_usd for r in f], [r.iteration_time_s for r in f], "-",
+            color=MARK, linewidth=1.2, zorder=1, label="cost–time frontier")
+    hit = grid.target.row if grid.target else None
+    if hit is not None and hit.cost_per_step_usd is not None:
+        ax.plot([hit.cost_per_step_usd], [hit.iteration_time_s], "o", color=TARGET,
+                markersize=14, markerfacecolor="none", markeredgewidth=1.8,
+                label=f"target: {hit.gpus} GPUs" + (f" of {hit.gpu}" if several else ""))
+    if grid.target and grid.target.step_s is not None:
+        ax.axhline(grid.target.step_s, linestyle=":", color=TARGET,
+                   label=f"target step {grid.target.step_s:g} s")
+    if grid.unpriced:
+        ax.text(0.99, 0.02, f"{len(grid.unpriced)} feasible point(s) without a price not shown",
+                transform=ax.transAxes, ha="right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
