@@ -24,10 +24,10 @@ from planner.sweep import (
     TIE,
     NoPlan,
     Row,
-    fewest_for,
     parse_gpus,
     summarize,
 )
+from planner.sweep_grid import pick_target
 from tests.conftest import grpo_scenario
 from tests.test_cli import assert_bad_input
 
@@ -99,7 +99,7 @@ def test_bad_picture_refused_before_solving(cli, write, tmp_path, monkeypatch):
     def no_solving(*args, **kwargs):
         raise AssertionError("solved despite bad input")
 
-    monkeypatch.setattr("planner.cli.sweep.run_sweep", no_solving)
+    monkeypatch.setattr("planner.cli.sweep.run_grid", no_solving)
     path = write("s.yaml", SMALL)
     csv_out = tmp_path / "out.csv"
     result = cli("sweep", str(path), "--gpus", "8", "--picture", str(tmp_path / "chart.pdf"),
@@ -164,16 +164,21 @@ def test_knee_and_target(run):
         if knee is None and gain < KNEE_MARGINAL:
             knee = a["gpus"]
     assert doc["knee_gpus"] == knee
-    reaching = [r["gpus"] for r in ok if r["tokens_per_s"] >= TARGET]
-    assert doc["target"]["gpus"] == (reaching[0] if reaching else None)
+    # every size is priced (the profile's price): the cheapest size reaching the target
+    reaching = [r for r in ok if r["tokens_per_s"] >= TARGET]
+    cheapest = min(reaching, key=lambda r: r["cost_per_step_usd"]) if reaching else None
+    assert doc["target"]["gpus"] == (cheapest["gpus"] if cheapest else None)
+    assert doc["target"]["by"] == ("cost" if reaching else "gpus")
     assert doc["target"]["tokens_per_s"] == TARGET
 
 
 def test_target_out_of_reach():
-    rows = [Row(8, "optimal", tokens_per_s=100.0), Row(16, "infeasible", reason="x")]
-    gpus, message = fewest_for(rows, 1e9)
-    assert gpus is None and "no swept size reaches" in message and "on 8 GPUs" in message
-    assert fewest_for(rows, 50.0)[0] == 8
+    rows = [Row(8, "optimal", iteration_time_s=2.0, tokens_per_s=100.0),
+            Row(16, "infeasible", reason="x")]
+    target = pick_target(rows, 1e9, None)
+    assert target.row is None
+    assert "no swept size reaches" in target.message and "on 8 GPUs" in target.message
+    assert pick_target(rows, 50.0, None).row.gpus == 8
 
 
 def test_slower_larger_size_carries_a_note(run):

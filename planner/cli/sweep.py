@@ -30,6 +30,7 @@ from planner.cli.views import price_origin
 from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
 from planner.search.deadline import Deadline
+from planner.specs.hardware import load_profile
 from planner.specs.scenario import Scenario, load_scenario
 from planner.sweep import CSV_COLUMNS, Row, gpu_count, parse_gpus
 from planner.sweep_grid import Grid, label, parse_profiles, run_grid, usd
@@ -144,13 +145,13 @@ def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
     spec = flags.get("cluster.gpu")
     if spec is None or "," not in spec:
         return [load_scenario(path, flags)]
-    out = []
-    for name in parse_profiles(spec):
+    names = parse_profiles(spec)
+    for name in names:  # a bad name is the flag's fault: say so before reading the scenario
         try:
-            out.append(load_scenario(path, {**flags, "cluster.gpu": name}))
+            load_profile(name)
         except InputError as exc:
             raise InputError(f"--gpu {name}: {exc}") from None
-    return out
+    return [load_scenario(path, {**flags, "cluster.gpu": name}) for name in names]
 
 
 def _with_progress(run, scenarios: list[Scenario], sizes: list[list[int]],
