@@ -123,11 +123,15 @@ def show_plan(plan: Plan, title: str) -> None:
             console.print(part)
 
     table = Table(title="Memory per GPU")
-    for col in ("group", "peak GiB", "capacity GiB", "stage", "what"):
+    # allocated (tensors) ≤ reserved (+ allocator slack) ≤ peak (+ CUDA context, NCCL): the
+    # peak is what must fit the capacity (README "What the memory figure means")
+    for col in ("group", "allocated GiB", "reserved GiB", "peak GiB", "capacity GiB", "stage",
+                "what"):
         table.add_column(col, justify="right" if "GiB" in col else "left")
     for g, mem in plan.memory["groups"].items():
-        table.add_row(g, f"{mem['peak_gib_per_gpu']:.1f}", f"{plan.memory['capacity_gib']:.0f}",
-                      mem["stage"], mem["what"])
+        table.add_row(g, *(f"{mem[k]:.1f}" if k in mem else "—" for k in (
+            "allocated_gib_per_gpu", "reserved_gib_per_gpu", "peak_gib_per_gpu")),
+            f"{plan.memory['capacity_gib']:.0f}", mem["stage"], mem["what"])
     console.print(table)
     b, it = plan.bounds, plan.iteration_time_s
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"

@@ -47,6 +47,7 @@ from planner.cost.constants import (
     MOE_EXPERT_IO_TENSORS,
     PLAIN_FFN_STORED_TENSORS,
     ROUTER_PROBS_BYTES,
+    UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT,
 )
 from planner.cost.flops import Num, moe_layer_count
 from planner.cost.memo import memo
@@ -68,10 +69,29 @@ class ActivationOptions:
     dropout: attention and hidden dropout masks are stored. RL post-training of current LLMs
         runs with dropout 0 (their configs' attention_dropout = 0), so off by default;
         [Korthikanti]'s GPT-3 setting has it on.
+    selective_policy: what `checkpointing = "selective"` keeps. "core_attn" (Megatron's
+        selective recompute, the default): everything but the attention core's score tensors.
+        "every_other_mm" (torchtitan's per-op SAC, `mode = "op"`): the layer input and the
+        outputs of the 1st, 3rd, 5th, … matmul of the layer (q, v, the FFN's first projection,
+        the FFN output on a gated Llama layer), the attention kernel's output and log-sum-exp;
+        everything else is recomputed (dense layers; a MoE layer keeps the core_attn set).
+    loss_bytes_per_logit: peak bytes per vocabulary logit of the loss on the last stage:
+        `LOGITS_BYTES` (fp32 logits, [Korthikanti]'s 4sbV/t) by default;
+        `UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT` for an unfused fp32 cross-entropy (torchtitan).
     """
 
     flash_attention: bool = True
     dropout: bool = False
+    selective_policy: str = "core_attn"
+    loss_bytes_per_logit: float = LOGITS_BYTES
+
+    def __post_init__(self) -> None:
+        if self.selective_policy not in SELECTIVE_POLICIES:
+            raise ValueError(f"selective_policy must be one of {', '.join(SELECTIVE_POLICIES)}, "
+                             f"got {self.selective_policy!r}")
+
+
+SELECTIVE_POLICIES = ("core_attn", "every_other_mm")
 
 
 MODERN_ACTIVATIONS = ActivationOptions()
@@ -79,6 +99,11 @@ MODERN_ACTIVATIONS = ActivationOptions()
 
 KORTHIKANTI_GPT_ACTIVATIONS = ActivationOptions(flash_attention=False, dropout=True)
 """[Korthikanti] Table 2's setting: materialised softmax and dropout on (34 + 5as/h)."""
+
+TORCHTITAN_ACTIVATIONS = ActivationOptions(
+    selective_policy="every_other_mm",
+    loss_bytes_per_logit=UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT)
+"""torchtitan (Dec 2024 – mid 2025): per-op SAC and an eager fp32 cross-entropy."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +201,32 @@ def bytes_activation_per_layer(
         expert_io=expert_io,
         ffn_dropout_mask=mask * sbH / t_rep,
     )
+    if options.selective_policy == "every_other_mm" and not (moe and spec.moe) and not mla:
+        stored = pick(checkpointing == "selective",
+                      _every_other_mm(spec, s_loc * b, p, tp, t_rep, scores), stored)
     return pick(checkpointing == "full", full, stored)
+
+
+def _every_other_mm(spec: ModelSpec, tokens: Num, p: float, tp: Num, t_rep: Num,
+                    scores: Num) -> ActivationBreakdown:
+    """torchtitan's per-op SAC on a dense layer: the layer input, the attention kernel's output
+    and log-sum-exp (`scores`), and the outputs of the layer's odd-numbered matmuls in
+    execution order q, k, v, o, then the FFN's (gated: w1, w3, w2; plain: fc1, fc2). Bytes.
+
+    The policy (torchtitan `_apply_ac_to_transformer_block`, `_save_list` and its mm counter
+    that recomputes every second mm) is read from torchtitan's source, not from a data row."""
+    q_w, k_w, v_w, _ = _attn_widths(spec, tp)
+    F, H = spec.intermediate_size / tp, spec.hidden_size / t_rep
+    ffn = [F, F, H] if spec.gated_ffn else [F, H]
+    widths = [q_w, k_w, v_w, H, *ffn]
+    saved = widths[0::2]  # the 1st, 3rd, 5th, … (counting from one)
+    attn_saved, ffn_saved = sum(saved[:2]), sum(saved[2:])
+    return ActivationBreakdown(
+        checkpoint=p * tokens * H,  # the block's input, kept by the checkpoint wrapper
+        qkv=p * tokens * attn_saved,
+        scores=scores,
+        attn_out=p * tokens * spec.num_attention_heads * spec.head_dim / tp,
+        ffn_inner=p * tokens * ffn_saved)
 
 
 @dataclass(frozen=True)
@@ -252,22 +302,25 @@ def bytes_activation_training_stage(
 
 
 def bytes_logits(spec: ModelSpec, tokens: Num, *, tp: Num = 1, head: Head = Head.POLICY,
-                 sequences: Num = 1) -> Num:
-    """Logits kept for the loss / log-probs of `tokens` tokens on one GPU (last stage), fp32.
+                 sequences: Num = 1, bytes_per_logit: float = LOGITS_BYTES) -> Num:
+    """Logits (and the loss's buffers over them) for the loss / log-probs of `tokens` tokens
+    on one GPU (last stage).
 
-    Vocabulary head `4·tokens·V/t` ([Korthikanti]'s 4sbV/t; vocab-parallel over TP); critic
-    `4·tokens`; reward `4·sequences` (last token only); shared: both. Units: bytes.
+    Vocabulary head `c·tokens·V/t` with c = `bytes_per_logit` (4: [Korthikanti]'s 4sbV/t;
+    12: an unfused fp32 cross-entropy, `UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT`; vocab-parallel
+    over TP); critic `4·tokens`; reward `4·sequences` (last token only); shared: both.
+    Units: bytes.
     """
     V = spec.vocab_size
     match head:
         case Head.POLICY:
-            return LOGITS_BYTES * tokens * V / tp
+            return bytes_per_logit * tokens * V / tp
         case Head.SCALAR_EVERY:
             return LOGITS_BYTES * tokens
         case Head.SCALAR_LAST:
             return LOGITS_BYTES * sequences
         case Head.SHARED:
-            return LOGITS_BYTES * tokens * (V / tp + 1)
+            return tokens * (bytes_per_logit * V / tp + LOGITS_BYTES)
     raise ValueError(f"head must be a planner.theory.Head, got {head!r}")
 
 

@@ -55,7 +55,16 @@ DROPOUT_MASK_BYTES = 1
 """A dropout mask element, as [Korthikanti] §4.1 counts it (one byte per element)."""
 
 LOGITS_BYTES = BYTES_FP32
-"""Logits kept for the loss / log-probs are fp32: [Korthikanti] §4.1's output layer term 4sbV/t."""
+"""Logits kept for the loss / log-probs are fp32: [Korthikanti] §4.1's output layer term 4sbV/t.
+The default loss buffer per logit (`ActivationOptions.loss_bytes_per_logit`)."""
+
+UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT = 3 * BYTES_FP32
+"""Peak loss buffer per logit of an unfused cross-entropy over the full vocabulary that upcasts
+bf16 logits to fp32 (torchtitan's `cross_entropy(pred.float(), labels)`): during its backward
+the fp32 log-softmax output it saved, the fp32 gradient flowing into it and the fp32 gradient
+it produces (before the bf16 cast) are live together, 4 + 4 + 4 B. From PyTorch's autograd
+rules for log_softmax / nll_loss (not from a source row); checked against training_h100.md M4–M7
+(full AC, 32k tokens per GPU, where the loss is ~half the peak): see bench/training.py."""
 
 ROUTER_PROBS_BYTES = BYTES_FP32
 """MoE router logits/probabilities are computed and stored in fp32 (Megatron-Core, HF MoE)."""
@@ -64,6 +73,16 @@ FLASH_LSE_BYTES = BYTES_FP32
 """FlashAttention stores one fp32 log-sum-exp per (head, query) for its backward (Dao 2022)."""
 
 # --- schedules and buffers -------------------------------------------------------------------
+ALLOCATOR_FRAGMENTATION = 0.09
+"""The caching allocator's reserved-but-unallocated bytes at the peak, as a fraction of the
+stage's transient tensors (activations, loss buffers, workspaces, gather buffers): reserved =
+allocated + this × transient (memory.py). Fitted on ../shared/data/calibration/training_h100.md
+only: the median over its torchtitan peak-reserved rows M1–M18 and M21–M23 of (measured
+reserved − predicted allocated) / predicted transient (per row 0.02–0.39; eager runs ~0.10–0.13,
+torch.compile ~0.02–0.04; least squares gives 0.117). M19/M20/M24–M27 (torchtitan mid-2025,
+whose whole figure moved with the software date, data file Conventions) are left out. M32's
+own reserved/allocated pair (~40 vs 36.6 GB, slack 9% of allocated) is of the same order."""
+
 ZERO3_LAYERS_IN_FLIGHT = 2
 """Layers whose full (unsharded) weights a ZeRO-3 / FSDP / parameter-offload rank holds at once:
 the one computing and the one being prefetched (FSDP forward_prefetch, DeepSpeed prefetch)."""

@@ -500,7 +500,8 @@ def fused_generation_assessment(gen_s: float, assess_s: float,
 def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
                   sizes: dict[str, int], capacity: float,
                   swapped: set[str]) -> dict[str, dict[str, float | str]]:
-    """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need.
+    """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need
+    (its fragmentation and runtime reserve kept apart too, for the allocated/reserved split).
 
     A task adds its transient bytes; the actor's generation on its own training group also
     adds its inference weights (resharded in for the stage, released after). On a `swapped`
@@ -512,7 +513,8 @@ def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]
         names = ", ".join(r for r, _ in resident[g]) or "nothing"
         rollout_copy = any(r == "actor rollout copy" for r, _ in resident[g])
         best: dict[str, float | str] = {"peak_bytes": base, "stage": "idle",
-                                        "what": f"resident: {names}", "capacity_bytes": capacity}
+                                        "what": f"resident: {names}", "capacity_bytes": capacity,
+                                        "fragmentation_bytes": 0.0, "reserve_bytes": 0.0}
         for t in (t for t in tasks if t.layout.group == g):
             mem = t.memory
             assert mem is not None
@@ -523,7 +525,9 @@ def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]
             peak = float(mem.runtime_reserve) + held + extra
             if peak > float(best["peak_bytes"]):
                 best = {"peak_bytes": peak, "stage": t.stage, "capacity_bytes": capacity,
-                        "what": f"{t.role} {t.stage} with resident: {names}"}
+                        "what": f"{t.role} {t.stage} with resident: {names}",
+                        "fragmentation_bytes": float(mem.fragmentation),
+                        "reserve_bytes": float(mem.runtime_reserve)}
         out[g] = best
     return out
 

@@ -4,7 +4,14 @@ generation's weights and KV cache (`generation.py`), buffers.
 
 Every pipeline stage is priced and the peak one is reported. Assumptions, stated once:
 - ZeRO-3 or parameter offload gathers `ZERO3_LAYERS_IN_FLIGHT` units (a layer, the embedding
-  or the head, the largest) at their TP/EP shard: `gather_buffer`.
+  or the head, the largest) at their TP/EP shard in the compute dtype (FSDP2 keeps fp32
+  shards and all-gathers bf16; `Precision.activation_bytes`), and in training holds one
+  unit's unsharded gradient (in the gradient dtype) until its reduce-scatter: `gather_buffer`.
+  Under pipelining (pp > 1) ZeRO-3 holds the stage's whole unsharded weights (compute dtype)
+  and gradients (gradient dtype) instead: torchtitan does not reshard after forward when PP
+  is on, and PyTorch's pipeline stage runs every micro-batch's backward but the last without
+  gradient sync, accumulating unsharded gradients (read from torchtitan's and PyTorch's
+  source, not from a row; checked against training_h100.md M13–M18 in bench/training.py).
 - Offload: "optimizer" moves the optimizer state and the gradient partition to host
   (ZeRO-Offload: gradients stream to the CPU Adam); "params" moves the parameter shard
   (streamed in through the gather buffer); "both" does both. Offloaded bytes are reported in
@@ -14,8 +21,15 @@ Every pipeline stage is priced and the peak one is reported. Assumptions, stated
   weights over dp·cp like training does.
 - Gradients count as persistent: Megatron keeps its contiguous gradient buffer between steps
   (frameworks that free gradients after the step need less).
-- The runtime reserve (CUDA context, NCCL buffers, fragmentation) is the hardware profile's
-  `runtime_reserve_gib`, once per GPU.
+- Peak memory as frameworks report it (README "What the memory figure means"):
+  allocated (`allocated_bytes.all.peak`, Megatron's figure) = persistent + transient tensors;
+  reserved (`reserved_bytes.all.peak`, torchtitan's) = allocated + `fragmentation`, the caching
+  allocator's slack, `ALLOCATOR_FRAGMENTATION` × the stage's transient tensors (training and
+  forward passes; an inference engine preallocates its KV cache, no slack priced);
+  on the GPU (nvidia-smi) = reserved + `runtime_reserve`, the profile's `runtime_reserve_gib`
+  (CUDA context, NCCL buffers: outside the allocator). `fragmentation` is a transient
+  component so that everything that adds transients (the search included) sees it; `total`
+  is the on-GPU figure feasibility is checked against.
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ from planner.cost.activations import (
     bytes_logits,
 )
 from planner.cost.constants import (
+    ALLOCATOR_FRAGMENTATION,
     GIB,
     ZERO3_LAYERS_IN_FLIGHT,
 )
@@ -69,7 +84,8 @@ class MemoryBreakdown:
                                              "shadow_weights")
     TRANSIENT: ClassVar[tuple[str, ...]] = ("activations", "recompute_workspace",
                                             "inference_workspace", "logits", "kv_cache",
-                                            "gather_buffer", "resharding_buffer")
+                                            "gather_buffer", "resharding_buffer",
+                                            "fragmentation")
 
     weights: Num = 0.0
     gradients: Num = 0.0
@@ -82,6 +98,7 @@ class MemoryBreakdown:
     kv_cache: Num = 0.0
     gather_buffer: Num = 0.0
     resharding_buffer: Num = 0.0
+    fragmentation: Num = 0.0
     runtime_reserve: Num = 0.0
     host_offload: Num = 0.0
     pipeline_stage: int | np.ndarray = 0
@@ -95,11 +112,22 @@ class MemoryBreakdown:
     @property
     def transient(self) -> Num:
         return (self.activations + self.recompute_workspace + self.inference_workspace
-                + self.logits + self.kv_cache + self.gather_buffer + self.resharding_buffer)
+                + self.logits + self.kv_cache + self.gather_buffer + self.resharding_buffer
+                + self.fragmentation)
+
+    @property
+    def allocated(self) -> Num:
+        """Peak allocated bytes (tensors): persistent + transient − fragmentation."""
+        return self.persistent + self.transient - self.fragmentation
+
+    @property
+    def reserved(self) -> Num:
+        """Peak bytes the caching allocator reserves: allocated + fragmentation."""
+        return self.persistent + self.transient
 
     @property
     def total(self) -> Num:
-        """Bytes on the GPU: persistent + transient + runtime reserve."""
+        """Bytes on the GPU: reserved + runtime reserve (CUDA context, NCCL)."""
         return self.persistent + self.transient + self.runtime_reserve
 
     def components(self) -> dict[str, Num]:
@@ -161,16 +189,24 @@ def memory_training_per_gpu(
         last = k == layout.pp - 1
         host = where(params_host, states.weights, 0.0) + where(
             optim_host, states.gradients + states.optimizer_states, 0.0)
+        logits = (bytes_logits(spec, seq_len / layout.cp * b, tp=layout.tp, head=head,
+                               sequences=b, bytes_per_logit=options.loss_bytes_per_logit)
+                  if last else 0.0)
+        gather = where(gathers, (ZERO3_LAYERS_IN_FLIGHT * precision.activation_bytes
+                                 + precision.grad_bytes) * sp_.largest_unit, 0.0)
+        if layout.pp > 1:  # FSDP2 under pipelining keeps the whole stage unsharded
+            stage_unsharded = (precision.activation_bytes + precision.grad_bytes) * sp_.total
+            gather = where(params_host, gather,
+                           where(layout.zero >= 3, stage_unsharded, gather))
+        transient = act.stored + act.recompute_workspace + logits + gather
         out.append(MemoryBreakdown(
             weights=where(params_host, 0.0, states.weights),
             gradients=where(optim_host, 0.0, states.gradients),
             optimizer_states=where(optim_host, 0.0, states.optimizer_states),
             activations=act.stored,
             recompute_workspace=act.recompute_workspace,
-            logits=(bytes_logits(spec, seq_len / layout.cp * b, tp=layout.tp, head=head,
-                                 sequences=b) if last else 0.0),
-            gather_buffer=where(gathers, ZERO3_LAYERS_IN_FLIGHT * precision.weight_bytes
-                                * sp_.largest_unit, 0.0),
+            logits=logits, gather_buffer=gather,
+            fragmentation=ALLOCATOR_FRAGMENTATION * transient,
             runtime_reserve=reserve_bytes, host_offload=host, pipeline_stage=k))
     return peak_stage(out)
 
@@ -200,15 +236,17 @@ def memory_forward_per_gpu(
                                    stage=k, head=head)
         weights = precision.weight_bytes * (sp_.dense / where(sharded, nd, 1)
                                             + sp_.routed_experts / where(sharded, nd_e, 1))
+        workspace = bytes_inference_workspace(spec, tokens, tp=layout.tp, context=seq_len,
+                                              options=options,
+                                              activation_bytes=precision.activation_bytes)
+        logits = (bytes_logits(spec, tokens, tp=layout.tp, head=head, sequences=b)
+                  if k == layout.pp - 1 else 0.0)
+        gather = where(sharded | params_host, ZERO3_LAYERS_IN_FLIGHT
+                       * precision.activation_bytes * sp_.largest_unit, 0.0)
         out.append(MemoryBreakdown(
             weights=where(params_host, 0.0, weights),
-            inference_workspace=bytes_inference_workspace(
-                spec, tokens, tp=layout.tp, context=seq_len, options=options,
-                activation_bytes=precision.activation_bytes),
-            logits=(bytes_logits(spec, tokens, tp=layout.tp, head=head, sequences=b)
-                    if k == layout.pp - 1 else 0.0),
-            gather_buffer=where(sharded | params_host, ZERO3_LAYERS_IN_FLIGHT
-                                * precision.weight_bytes * sp_.largest_unit, 0.0),
+            inference_workspace=workspace, logits=logits, gather_buffer=gather,
+            fragmentation=ALLOCATOR_FRAGMENTATION * (workspace + logits + gather),
             runtime_reserve=reserve_bytes, host_offload=where(params_host, weights, 0.0),
             pipeline_stage=k))
     return peak_stage(out)

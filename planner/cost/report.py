@@ -35,10 +35,8 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         cost={"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source},
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
-        memory={"peak_gib_per_gpu": float(binding["peak_bytes"]) / GIB,
-                "capacity_gib": capacity / GIB,
-                "groups": {g: {"peak_gib_per_gpu": float(m["peak_bytes"]) / GIB,
-                               "stage": m["stage"], "what": m["what"]}
+        memory={**memory_figures(binding), "capacity_gib": capacity / GIB,
+                "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"]}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
         scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
@@ -65,6 +63,21 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                             "offload_during_generation_s": ev.swap_s,
                             "offload_during_generation_gib_per_gpu": ev.swap_bytes / GIB},
                    "timeline": ev.timeline})
+
+
+def memory_figures(group: dict) -> dict[str, float]:
+    """A group's peak per GPU as frameworks report it (README "What the memory figure
+    means"), GiB: `peak_gib_per_gpu` (on the GPU, checked against capacity) =
+    `reserved_gib_per_gpu` (the caching allocator's peak reserved) + `runtime_reserve_gib_per_gpu`
+    (CUDA context, NCCL); reserved = `allocated_gib_per_gpu` (tensors) + fragmentation."""
+    peak = float(group["peak_bytes"])
+    reserve = float(group.get("reserve_bytes", 0.0))
+    reserved = peak - reserve
+    return {"peak_gib_per_gpu": peak / GIB,
+            "allocated_gib_per_gpu": (reserved - float(group.get("fragmentation_bytes", 0.0)))
+            / GIB,
+            "reserved_gib_per_gpu": reserved / GIB,
+            "runtime_reserve_gib_per_gpu": reserve / GIB}
 
 
 RUNNING_POINTS = 200

@@ -38,7 +38,12 @@ DEFAULT_LINK_EFFICIENCY = 0.8
 # (../shared/data/calibration/rollout.md §2: ≈ 0.56 from the Llama-2-70B rows, InferSim 0.8);
 # fitted by `bench/calibration.py` on the decode rows of rollout.md §2.
 DEFAULT_DECODE_HBM_EFFICIENCY = 0.7
-# Memory a GPU cannot give to tensors (CUDA context, NCCL buffers, allocator fragmentation).
+# Memory a GPU holds outside PyTorch's caching allocator (CUDA context, NCCL buffers, cuBLAS
+# workspaces): the step from a framework's peak reserved to what nvidia-smi shows. The
+# allocator's own slack is priced apart (planner/cost/constants.py ALLOCATOR_FRAGMENTATION).
+# Not fitted: the only rows that include it (training_h100.md ms-swift M45–M49, "n/s", whose
+# definition the data file calls uncertain) leave 1.3 GiB (median) over the predicted reserved
+# figure, too few and too loosely defined to replace this conservative default.
 DEFAULT_RUNTIME_RESERVE_GIB = 4.0
 # α of the α–β model: latency of one step of a ring collective. Scale-up: fitted on NCCL
 # all-reduces of 10k fp16 elements inside CUDA graphs (../shared/data/calibration/rollout.md §2
