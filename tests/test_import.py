@@ -11,6 +11,7 @@ from planner.importers import detect, import_config
 from planner.plan import PlanInput
 from tests.export.plans import (
     colocated,
+    dpo_plan,
     ppo_rollout_apart,
     ppo_scenario,
     ppo_split,
@@ -119,3 +120,21 @@ def test_unknown_flag_is_named():
 def test_unrecognised_file():
     with pytest.raises(InputError, match="--format"):
         detect("hello world\n")
+
+
+@pytest.mark.parametrize("fmt", ["openrlhf", "megatron"])
+def test_dpo_round_trip(fmt):
+    sc = scenario("dpo")
+    plan = dpo_plan()
+    if fmt == "megatron":  # Megatron's distributed optimizer is ZeRO-1
+        train = plan["layouts"]["actor"]["training"]
+        plan["layouts"]["actor"]["training"] = {**train, "zero": min(train["zero"], 1)}
+    _same(sc, plan, fmt, [("actor", "training")])
+
+
+def test_sft_round_trip_through_megatron():
+    sc = scenario("sft")
+    plan = {"groups": [{"name": "g0", "gpus": 8}],
+            "layouts": {"actor": {"training": {"group": "g0", **TRAIN_MEGATRON}}},
+            "inter_model": {"placement": "colocated"}}
+    _same(sc, plan, "megatron", [("actor", "training")])
