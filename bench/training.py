@@ -2,7 +2,7 @@
 ../shared/data/calibration/training_h100.md (Table 1) priced with the planner's own memory model
 (`planner.cost.memory.memory_training_per_gpu`), row by row.
 
-    python bench/training.py
+    python bench/training.py              (throughput: bench/training_throughput.py)
 
 Each row's layout is transcribed below with its ID; the measured figure is read from the
 markdown by that ID (so a transcription slip in a number cannot creep in). A row is priced when

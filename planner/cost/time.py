@@ -125,11 +125,15 @@ class Runtime:
     kernels: FlashAttention or the unfused softmax; dropout on or off (`memory.py`'s options).
     dp_comm_overlap: fraction of DP/ZeRO traffic hidden behind the backward.
     host_s_per_layer_pass: host time to issue one layer's forward kernels (the host floor).
+    fp8_matmuls: FP8 training (Transformer Engine, torchao Float8Linear): the linear layers'
+        matmuls at the profile's FP8 peak; the core attention (FlashAttention) and the
+        vocabulary head stay in bf16, as both frameworks run them by default.
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
+    fp8_matmuls: bool = False
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -309,6 +313,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     tokens = L.micro_batch * seq_len / L.cp  # per GPU of a TP group, per micro-batch
     options = runtime.kernels
     rate, hbm = compute_rate(gpu), hbm_rate(gpu)
+    linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls)  # the linear layers' matmuls
     bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
     bwd_m = ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD if train else 0
     ckpt = L.checkpointing if train else "none"
@@ -343,11 +348,12 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     def layer(moe: bool) -> _Stage:
         c = _layer_cost(spec, seq_len, L, options, moe)
         # recomputation: full re-runs the layer's forward, selective its core attention
-        flops = c.flops * (1 + bwd_f) + where(full, c.flops,
-                                              where(selective, c.attn_flops, 0.0))
+        attn = c.attn_flops * (1 + bwd_f) + where(full | selective, c.attn_flops, 0.0)
+        linear = (c.flops - c.attn_flops) * (1 + bwd_f + where(full, 1, 0))
         ew = c.ew_bytes * (1 + bwd_m) + where(full, c.ew_bytes,
                                               where(selective, c.attn_ew_bytes, 0.0))
-        compute, memory = tokens * flops / rate, tokens * ew / hbm
+        compute = tokens * (linear / linear_rate + attn / rate)
+        memory = tokens * ew / hbm
         comm_s = tp_layer + (ep_layer if moe else 0.0) + cp_layer
         host = np.maximum(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory
                           - comm_s)

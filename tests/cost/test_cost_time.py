@@ -242,3 +242,19 @@ def test_zero3_gathers_parameters_every_micro_batch():
     fwd = T.time_forward(GPT, Head.POLICY, lay(dp=8, zero=3), g, 64, S)
     assert fwd.dp_comm > 0
     assert T.time_forward(GPT, Head.POLICY, lay(dp=8), g, 64, S).dp_comm == 0.0
+
+
+def test_fp8_matmuls_run_the_linear_layers_at_the_fp8_peak_and_attention_in_bf16():
+    spec, layout = load_model("llama-3.1-8b"), Layout(group="g", dp=8, micro_batch=1)
+    h100 = load_profile("h100-sxm")  # fp8_tflops = 2 × bf16_tflops
+    assert h100.fp8_tflops == pytest.approx(2 * h100.bf16_tflops, rel=1e-3)
+
+    def compute(gpu, fp8):
+        return T.time_train(spec, Head.POLICY, layout, gpu, 8, 8192,
+                            runtime=T.Runtime(host_s_per_layer_pass=0.0, fp8_matmuls=fp8)).compute
+
+    bf16, fp8 = compute(h100, False), compute(h100, True)
+    # the linear layers' time halves; core attention and the vocabulary head stay bf16
+    assert bf16 / 2 < fp8 < bf16
+    no_fp8 = h100.model_copy(update={"fp8_tflops": None})  # no FP8 tensor cores: bf16 rate
+    assert compute(no_fp8, True) == pytest.approx(compute(no_fp8, False), rel=1e-12)
