@@ -1072,6 +1072,18 @@ def run_memory_points() -> tuple[int, int]:
 # --- main --------------------------------------------------------------------------------------
 
 
+def run_training_rows(no_fit: bool) -> None:
+    """Section 3b: the training stage against training_h100.md — peak memory
+    (bench/training.py) and throughput with the per-profile efficiency fit
+    (bench/training_throughput.py); imported here, run as they run alone."""
+    import training  # bench/training.py (it imports nothing from here)
+    import training_throughput  # imported here: it imports this module's fitting helpers
+
+    section("3b. Training rows of training_h100.md: peak memory and throughput")
+    training.main([])
+    training_throughput.main(["--no-fit"] if no_fit else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-fit", action="store_true",
@@ -1088,6 +1100,7 @@ def main(argv: list[str] | None = None) -> int:
     dfit, dstats = run_decode(not args.no_fit)
     rl_err, ordered, fitted = run_rl(vfit, not args.no_fit, dfit.engines())
     mem_complete, mem_points = run_memory_points()
+    run_training_rows(args.no_fit)
 
     section("4. Fitted constants (where they go) and targets")
     today = date.today().isoformat()
