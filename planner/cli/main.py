@@ -24,7 +24,7 @@ from planner.specs.scenario import ScenarioInput
 app = typer.Typer(
     name="rlplan",
     cls=OneLineErrors,
-    help="Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster.",
+    help="Plan the parallel layout of LLM post-training (PPO, GRPO, DPO, SFT) on a cluster.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -73,7 +73,7 @@ def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    """Plan the parallel layout of RL post-training (PPO, GRPO, DPO) of LLMs on a cluster."""
+    """Plan the parallel layout of LLM post-training (PPO, GRPO, DPO, SFT) on a cluster."""
 
 
 def main() -> None:
