@@ -20,8 +20,6 @@ import numpy as np
 from planner.export.base import ExportError
 from planner.specs.model import ModelSpec
 
-KINDS = ("generation", "training", "forward")  # a task's kind (search) = a layout's use
-
 
 @dataclass(frozen=True)
 class Rule:

@@ -68,7 +68,7 @@ from planner.cost.memory import ROLE_HEADS
 from planner.cost.offload import swap_time
 from planner.cost.variants import LayoutVariants
 from planner.errors import InputError
-from planner.plan import Layout
+from planner.plan import STAGES, Layout
 from planner.search.deadline import Deadline
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
@@ -91,7 +91,6 @@ FUSION_REST = tuple(round(FUSION_SCALE * (1 - q)) for q in FUSION_POINTS)
 SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
 MAX_UNITS = 2**53  # largest ms or MiB count of one candidate: exact in float64, far from int64
 GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
-STAGES = ("generation", "assessment", "training")
 CHECKPOINTING = ("none", "selective", "full")
 
 
