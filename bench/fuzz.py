@@ -40,7 +40,7 @@ def main() -> int:
             print(f"case {i} [{case.kind}] {case.mutation} ...", flush=True)
         tried[case.kind] += 1
         with tempfile.TemporaryDirectory() as folder:
-            problems = check_case(case, Path(folder))
+            problems = check_case(case, Path(folder), timed=True)
         if case.time_limit_s is not None and case.elapsed_s is not None:
             timed.append(case.elapsed_s)
         if problems:

@@ -4,7 +4,6 @@ past what can matter; the explanation names what differs; the plan JSON is deter
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -106,24 +105,6 @@ def test_gap_unknown_when_an_option_has_no_bound():
     assert solve._gap(120, outcomes[:1]) == pytest.approx(20 / 120)
     cut = [SimpleNamespace(result=outcomes[0].result, space=SimpleNamespace(complete=False))]
     assert solve._gap(120, cut) is None  # a bound over part of the space bounds nothing
-
-
-def test_plan_finishes_within_its_time_limit():
-    """The 70B PPO example on 1,024 GPUs takes ~40 s to prove; with --time-limit 3 it answers
-    the best plan found. Allowance: Python's start-up and imports (before the clock starts),
-    one (task, size) pricing and one model build that cannot be cut short — 10 s, generous
-    for a loaded 2-core machine."""
-    started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-c", "from planner.cli.main import main; main()", "plan",
-         str(REPO / "examples" / "ppo-llama-3.1-70b.yaml"), "--nodes", "128", "--time-limit",
-         "3", "--json"], capture_output=True, text=True, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
-    wall = time.monotonic() - started
-    assert out.returncode == 0, out.stderr
-    plan = json.loads(out.stdout)
-    assert plan["status"] == "feasible" and plan["search"]["time_limit_s"] == 3
-    assert wall < 3 + 10
 
 
 # --- work that does not grow with what a user can inflate ----------------------------------
