@@ -60,13 +60,14 @@ HF_DEEPSPEED = ActivationOptions(loss_bytes_per_logit=UPCAST_CROSS_ENTROPY_BYTES
 
 
 @dataclass(frozen=True)
-class Row:
-    """One memory row: the layout as the planner's Layout, the framework's state keeping."""
+class RowShape:
+    """A row of training_h100.md as transcribed: the model standing in for the row's, the GPU
+    profile and the layout (shared by this bench and bench/training_throughput.py)."""
 
     id: str
     model: str | None  # shipped spec standing in for the row's model; None = not shipped
     gpu: str
-    dp: int
+    dp: int = 1
     tp: int = 1
     pp: int = 1
     cp: int = 1
@@ -74,17 +75,34 @@ class Row:
     sp: bool = False
     vp: int = 1
     mbs: int = 1
-    micro_batches: int = 1  # micro-batches per optimizer step per DP rank (1F1B in flight)
     seq: int = 8192
     recompute: str = "none"
+    note: str = ""
+
+    def layout(self, zero: int) -> Layout:
+        return Layout(group="g", dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
+                      sp=self.sp, vp=self.vp, zero=zero, checkpointing=self.recompute,
+                      micro_batch=self.mbs)
+
+
+def row_cells(text: str, row_id: str) -> list[str] | None:
+    """The cells of the markdown table row whose ID cell is `row_id` (None when absent)."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(f"| {row_id} |")), None)
+    return None if line is None else [c.strip() for c in line.split("|")]
+
+
+@dataclass(frozen=True)
+class Row(RowShape):
+    """One memory row: its layout and the framework's state keeping and kernels."""
+
+    micro_batches: int = 1  # micro-batches per optimizer step per DP rank (1F1B in flight)
     states: tuple = FSDP2
     options: ActivationOptions = TORCHTITAN
-    note: str = ""
 
 
 # Recompute: torchtitan SAC-op and Megatron "selective core_attn" → `selective`; full AC (every
-# block) → `full`. torchtitan's 96 GB H100 has no profile: h100-sxm stands in (memory figures
-# do not depend on the GPU's speed; the reserve is the same).
+# block) → `full`. torchtitan's rows are priced on h100-sxm (memory does not depend on the GPU's
+# speed, and the runtime reserve is the same as the 96 GB part's profile).
 ROWS = [
     *(Row(i, "llama-3.1-8b", "h100-sxm", dp=8, mbs=2, recompute="selective")
       for i in ("M1", "M2", "M3")),
@@ -147,10 +165,10 @@ ROWS = [
 
 def measured(text: str, row_id: str) -> tuple[float, str] | None:
     """(GiB, kind) read from the row's 'Peak mem / GPU (type)' cell."""
-    line = next((ln for ln in text.splitlines() if ln.startswith(f"| {row_id} |")), None)
-    if line is None:
+    cells = row_cells(text, row_id)
+    if cells is None:
         return None
-    cell = [c.strip() for c in line.split("|")][10]
+    cell = cells[10]
     # the first number and the unit right after it ("GB" = 1e9 bytes; torchtitan's quoted
     # "GB" and a bare number are its GiB)
     number = re.search(r'([\d.]+)\s*(GiB|GB)?', cell.replace(",", ""))
@@ -165,10 +183,9 @@ def predict(row: Row) -> MemoryBreakdown:
     """The row's per-GPU memory breakdown (bytes) as the planner prices it."""
     spec, gpu = load_model(row.model), load_profile(row.gpu)
     precision, zero = row.states
-    layout = Layout(group="g", dp=row.dp, tp=row.tp, pp=row.pp, cp=row.cp, ep=row.ep, sp=row.sp,
-                    zero=zero, checkpointing=row.recompute, micro_batch=row.mbs, vp=row.vp)
-    return memory_training_per_gpu(spec, layout, seq_len=row.seq, micro_batches=row.micro_batches,
-                                   head=Head.POLICY, precision=precision, options=row.options,
+    return memory_training_per_gpu(spec, row.layout(zero), seq_len=row.seq,
+                                   micro_batches=row.micro_batches, head=Head.POLICY,
+                                   precision=precision, options=row.options,
                                    reserve_bytes=gpu.runtime_reserve_gib * GIB)
 
 

@@ -37,11 +37,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration as cal
-from training import DATA, HF_DEEPSPEED, MEGATRON, TORCHTITAN
+from training import DATA, HF_DEEPSPEED, MEGATRON, TORCHTITAN, RowShape, row_cells
 
 from planner.cost import time as time_model
 from planner.cost.activations import ActivationOptions
-from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import load_model
 from planner.theory.shape import Head
@@ -52,30 +51,16 @@ FITTED = ("h100-sxm", TITAN_H100, "h200-sxm", "b200", "h20")  # fitted here (A10
 
 
 @dataclass(frozen=True)
-class TRow:
+class TRow(RowShape):
     """One throughput row: layout, global batch, kernels, precision; where its figure sits."""
 
-    id: str
-    model: str | None  # shipped spec standing in for the row's model; None = not shipped
-    gpu: str
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vp: int = 1
-    sp: bool = False
-    mbs: int = 1
     gbs: int = 1
-    seq: int = 8192
-    recompute: str = "none"
     zero: int = 3
     options: ActivationOptions = MEGATRON
     grad_bytes: int = 2  # DP gradient reduction: bf16; torchtitan reduces in fp32
     fp8: bool = False
     pick: int = 0  # which number of the throughput cell
     step_time: bool = False  # the figure is seconds per optimizer step, not tok/s/GPU
-    note: str = ""
 
     @property
     def gpus(self) -> int:
@@ -220,10 +205,9 @@ def measured(text: str, row: TRow) -> float | None:
     """Measured tokens/s/GPU: the row's `pick`-th number of its throughput cell (Table 1:
     "Also measured", Table 2: "Throughput"); step times converted by GBS · seq / GPUs."""
     base = re.match(r"[A-Z]\d+", row.id).group(0)
-    line = next((ln for ln in text.splitlines() if ln.startswith(f"| {base} |")), None)
-    if line is None:
+    cells = row_cells(text, base)
+    if cells is None:
         return None
-    cells = [c.strip() for c in line.split("|")]
     cell = cells[11] if base.startswith("M") else cells[9]
     numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(cell)]
     if len(numbers) <= row.pick:
@@ -236,8 +220,7 @@ def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     """Predicted tokens/s/GPU: one optimizer step over the global batch."""
     spec = load_model(row.model)
     gpu = gpu or load_profile(row.gpu)
-    layout = Layout(group="g", dp=row.dp, tp=row.tp, pp=row.pp, cp=row.cp, ep=row.ep, sp=row.sp,
-                    vp=row.vp, zero=row.zero, checkpointing=row.recompute, micro_batch=row.mbs)
+    layout = row.layout(row.zero)
     runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8)
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
                               grad_bytes=row.grad_bytes, runtime=runtime)
