@@ -8,13 +8,19 @@ Each row's layout is transcribed below with its ID; the measured figure is read 
 markdown by that ID (so a transcription slip in a number cannot creep in). A row is priced when
 the planner has its model, else reported with what is missing.
 
+Each row's framework is the `runtime:` block a scenario would write for it (RuntimeInput:
+selective_recompute, training_loss, fp8_training, training_states; README "Training
+software"), priced by `planner.cost.software.runtime_software`, the mapping `evaluate` uses.
+
 What is compared — the rows report different kinds of figure (training_h100.md, Conventions):
-- `alloc` (Megatron `allocated_bytes.all.peak`): the model's tensors (persistent + transient).
+- `alloc` (Megatron `allocated_bytes.all.peak`): allocated = the tensors (persistent +
+  transient).
 - `res` (torchtitan `reserved_bytes.all.peak`): reserved = allocated + the caching allocator's
-  fragmentation, which rlplan does not model separately; compared with the tensors, so the
-  model is expected to read low by the fragmentation.
-- `n/s` (nvidia-smi-like): tensors + the profile's runtime reserve (CUDA context, NCCL, slack).
-GB rows are converted to GiB. Nothing is fitted here: the figures show where the model stands.
+  slack (`ALLOCATOR_FRAGMENTATION`).
+- `n/s` (nvidia-smi-like): reserved + the profile's runtime reserve (CUDA context, NCCL).
+A row's `kind` overrides its cell where its own notes say more (M40–M42, see their note).
+GB rows are converted to GiB. Nothing is fitted here: the figures show where the model stands
+(the allocator slack was fitted on M1–M18 and M21–M23, see constants.py).
 """
 
 from __future__ import annotations

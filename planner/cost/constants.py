@@ -97,7 +97,8 @@ allocated + this × transient (memory.py). Fitted on ../shared/data/calibration/
 only: the median over its torchtitan peak-reserved rows M1–M18 and M21–M23 of (measured
 reserved − predicted allocated) / predicted transient (per row 0.02–0.39; eager runs ~0.10–0.13,
 torch.compile ~0.02–0.04; least squares gives 0.117). M19/M20/M24–M27 (torchtitan mid-2025,
-whose whole figure moved with the software date, data file Conventions) are left out. M32's
+whose whole figure moved with the software date, data file Conventions; now priced with the
+compiled loss) are left out of the fit. M32's
 own reserved/allocated pair (~40 vs 36.6 GB, slack 9% of allocated) is of the same order."""
 
 ZERO3_LAYERS_IN_FLIGHT = 2
