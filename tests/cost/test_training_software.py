@@ -133,3 +133,17 @@ def test_runtime_options_through_the_cli(cli, write):
                          ("selective_recompute", "op"), ("training_states", "fp16")):
         bad = write(f"bad-{field}.yaml", {**scenario, "runtime": {field: value}})
         assert_bad_input(cli("evaluate", str(bad), plan), f"runtime.{field}")
+
+
+def test_the_search_prices_the_options_as_evaluate_does():
+    from planner.search import cpsat
+    from planner.search.solve import Option, to_plan_input
+    from planner.search.space import build_space
+
+    sc = sft(training_loss="eager_upcast", selective_recompute="every_other_mm",
+             training_states="fp32_params")
+    space = build_space(sc, slots=1)
+    result = cpsat.solve(space, 30)
+    ev = evaluate(sc, to_plan_input(space, result.choice, Option(0, False, False)))
+    assert ev.iteration_time_s * 1000 == pytest.approx(result.objective,
+                                                       abs=len(space.tasks) + 2)
