@@ -81,10 +81,11 @@ class ActivationOptions:
         `UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT` for an unfused fp32 cross-entropy (torchtitan
         eager, HF); `COMPILED_CROSS_ENTROPY_BYTES_PER_LOGIT` for it under torch.compile.
     fp8_saved_inputs: FP8 training with Transformer Engine (Megatron): the inputs of the
-        linear layers (q/k/v and FFN-input norm outputs, the FFN's last projection's input)
-        are saved in FP8 (`FP8_SAVED_INPUT_BYTES`), and the attention output projection keeps
-        an FP8 copy of its input besides the bf16 one FlashAttention saves. Applies to the
-        `core_attn` and no-recompute sets (torchao's FP8 in torchtitan saves bf16 inputs).
+        linear layers (q/k/v and dense-FFN-input norm outputs, the FFN's or each expert's
+        last projection's input) are saved in FP8 (`FP8_SAVED_INPUT_BYTES`), and the attention
+        output projection keeps an FP8 copy of its input besides the bf16 one FlashAttention
+        saves. Applies to the `core_attn` and no-recompute sets (torchao's FP8 in torchtitan
+        saves bf16 inputs).
     """
 
     flash_attention: bool = True
@@ -208,7 +209,7 @@ def bytes_activation_per_layer(
         scores=where(checkpointing == "selective", 0.0, scores),
         attn_out=(p + options.fp8_saved_inputs * FP8_SAVED_INPUT_BYTES) * s_loc * b * o_w,
         attn_dropout_mask=mask * sbH / t_rep,
-        ffn_input=lin * sbH / t_rep,
+        ffn_input=(p if moe and spec.moe else lin) * sbH / t_rep,  # a router saves bf16
         ffn_inner=inner,
         router=router,
         expert_io=expert_io,
