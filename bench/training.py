@@ -8,13 +8,19 @@ Each row's layout is transcribed below with its ID; the measured figure is read 
 markdown by that ID (so a transcription slip in a number cannot creep in). A row is priced when
 the planner has its model, else reported with what is missing.
 
+Each row's framework is the `runtime:` block a scenario would write for it (RuntimeInput:
+selective_recompute, training_loss, fp8_training, training_states; README "Training
+software"), priced by `planner.cost.software.runtime_software`, the mapping `evaluate` uses.
+
 What is compared — the rows report different kinds of figure (training_h100.md, Conventions):
-- `alloc` (Megatron `allocated_bytes.all.peak`): the model's tensors (persistent + transient).
+- `alloc` (Megatron `allocated_bytes.all.peak`): allocated = the tensors (persistent +
+  transient).
 - `res` (torchtitan `reserved_bytes.all.peak`): reserved = allocated + the caching allocator's
-  fragmentation, which rlplan does not model separately; compared with the tensors, so the
-  model is expected to read low by the fragmentation.
-- `n/s` (nvidia-smi-like): tensors + the profile's runtime reserve (CUDA context, NCCL, slack).
-GB rows are converted to GiB. Nothing is fitted here: the figures show where the model stands.
+  slack (`ALLOCATOR_FRAGMENTATION`).
+- `n/s` (nvidia-smi-like): reserved + the profile's runtime reserve (CUDA context, NCCL).
+A row's `kind` overrides its cell where its own notes say more (M40–M42, see their note).
+GB rows are converted to GiB. Nothing is fitted here: the figures show where the model stands
+(the allocator slack was fitted on M1–M18 and M21–M23, see constants.py).
 """
 
 from __future__ import annotations
@@ -25,44 +31,49 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.cost.activations import MODERN_ACTIVATIONS, TORCHTITAN_ACTIVATIONS, ActivationOptions
-from planner.cost.constants import GIB, UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT
+from planner.cost.constants import GIB
 from planner.cost.memory import MemoryBreakdown, memory_training_per_gpu
-from planner.cost.states import MEGATRON_DISTRIBUTED_OPTIMIZER, MIXED_PRECISION_ADAM, Precision
+from planner.cost.software import runtime_software
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model
+from planner.specs.scenario import RuntimeInput
 from planner.theory.shape import Head
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "calibration"
 GB_PER_GIB = GIB / 1e9
 
-# Framework → how it keeps model states (the one mapping from a row's framework to rlplan's
-# precision and ZeRO stage):
-# - FSDP2 (torchtitan): fp32 sharded parameters, fp32 gradients, Adam m, v: 16 B/param, all
-#   sharded over the FSDP ranks = ZeRO-3 with 16 B/param (bf16 compute copies gathered per layer).
-# - Megatron distributed optimizer: bf16 params, fp32 main grads, fp32 master + m + v sharded.
-# - DeepSpeed ZeRO-2/3 in bf16: bf16 params and grads, fp32 master + m + v.
-FSDP2 = (Precision(weight_bytes=4, grad_bytes=4, optimizer_bytes=8), 3)
-MEGATRON_DO = (MEGATRON_DISTRIBUTED_OPTIMIZER, 1)
-DEEPSPEED_Z2 = (MIXED_PRECISION_ADAM, 2)
-DEEPSPEED_Z3 = (MIXED_PRECISION_ADAM, 3)
-
-# Framework → what its kernels keep (`ActivationOptions`):
-# - torchtitan: per-op SAC ("every_other_mm") and an eager fp32 cross-entropy over the full
-#   vocabulary (`cross_entropy(pred.float(), …)`), 12 B per logit at the loss's peak.
-# - Megatron: selective = core_attn; vocab-parallel fp32 logits (the default 4 B per logit).
+# Framework → its training software, as a scenario's `runtime:` names it (priced by
+# planner.cost.software, the mapping `evaluate` uses), and the ZeRO stage of its state sharding:
+# - torchtitan (FSDP2 = ZeRO-3): fp32 sharded params and grads (`fp32_params`), per-op SAC, an
+#   eager fp32 cross-entropy (Dec 2024 – early 2025: its train.py kept the loss out of
+#   torch.compile) or, from its 2025 `components/loss.py` on, the loss compiled with the model
+#   when compile is on (`compiled_upcast`); torchao Float8Linear for its FP8 rows.
+# - Megatron-LM (ms-swift's Megatron backend): distributed optimizer (ZeRO-1), bf16 params with
+#   fp32 main grads (Megatron turns accumulate_allreduce_grads_in_fp32 on under --bf16),
+#   selective = core_attn, vocab-parallel fp32 logits; TE for FP8.
+# - NeMo / Megatron-Bridge performance recipes: the same, but their perf helpers set
+#   grad_reduce_in_fp32 = False (bf16 grads).
 # - HF + DeepSpeed (ms-swift): gradient checkpointing = full; transformers' causal-LM loss
-#   upcasts the logits to fp32 (as torchtitan's; read from transformers' source, not a row).
-TORCHTITAN = TORCHTITAN_ACTIVATIONS
-MEGATRON = MODERN_ACTIVATIONS
-HF_DEEPSPEED = ActivationOptions(loss_bytes_per_logit=UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT)
+#   upcasts the logits to fp32 (read from transformers' source, not a row).
+TORCHTITAN = RuntimeInput(selective_recompute="every_other_mm", training_loss="eager_upcast",
+                          training_states="fp32_params")
+TORCHTITAN_2025 = TORCHTITAN.model_copy(update={"training_loss": "compiled_upcast"})
+MEGATRON = RuntimeInput(training_states="fp32_grads")
+MEGATRON_PERF = RuntimeInput(training_states="bf16_grads")
+HF_DEEPSPEED = RuntimeInput(training_loss="eager_upcast")
+
+
+def fp8(runtime: RuntimeInput, kind: str) -> RuntimeInput:
+    """`runtime` training in FP8 (`runtime.fp8_training`: transformer_engine or torchao)."""
+    return runtime.model_copy(update={"fp8_training": kind})
 
 
 @dataclass(frozen=True)
 class RowShape:
     """A row of training_h100.md as transcribed: the model standing in for the row's, the GPU
-    profile and the layout (shared by this bench and bench/training_throughput.py)."""
+    profile, the layout and the training software (shared by this bench and
+    bench/training_throughput.py)."""
 
     id: str
     model: str | None  # shipped spec standing in for the row's model; None = not shipped
@@ -72,17 +83,20 @@ class RowShape:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int | None = None  # None: as Megatron-Core runs it (expert_tp: tp)
     sp: bool = False
     vp: int = 1
     mbs: int = 1
     seq: int = 8192
     recompute: str = "none"
+    zero: int = 3
+    runtime: RuntimeInput = TORCHTITAN
     note: str = ""
 
-    def layout(self, zero: int) -> Layout:
+    def layout(self) -> Layout:
         return Layout(group="g", dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
-                      sp=self.sp, vp=self.vp, zero=zero, checkpointing=self.recompute,
-                      micro_batch=self.mbs)
+                      etp=self.etp, sp=self.sp, vp=self.vp, zero=self.zero,
+                      checkpointing=self.recompute, micro_batch=self.mbs)
 
 
 def row_cells(text: str, row_id: str) -> list[str] | None:
@@ -93,72 +107,79 @@ def row_cells(text: str, row_id: str) -> list[str] | None:
 
 @dataclass(frozen=True)
 class Row(RowShape):
-    """One memory row: its layout and the framework's state keeping and kernels."""
+    """One memory row: its layout and training software."""
 
     micro_batches: int = 1  # micro-batches per optimizer step per DP rank (1F1B in flight)
-    states: tuple = FSDP2
-    options: ActivationOptions = TORCHTITAN
+    kind: str | None = None  # the figure's kind when the row's notes tell more than its cell
 
+
+_8B, _70B, _405B = "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"
+_TT8 = fp8(TORCHTITAN, "torchao")
+_TT8_2025 = fp8(TORCHTITAN_2025, "torchao")
+_BRIDGE_FP8 = dict(zero=1, runtime=fp8(MEGATRON_PERF, "transformer_engine"), kind="alloc")
+_BRIDGE_NOTE = ("FP8 current scaling; figure read as allocated: M40's note has the run OOM "
+                "from fragmentation at 58.8 GB on an 80 GB GPU, so it is below reserved")
 
 # Recompute: torchtitan SAC-op and Megatron "selective core_attn" → `selective`; full AC (every
 # block) → `full`. torchtitan's rows are priced on h100-sxm (memory does not depend on the GPU's
 # speed, and the runtime reserve is the same as the 96 GB part's profile).
 ROWS = [
-    *(Row(i, "llama-3.1-8b", "h100-sxm", dp=8, mbs=2, recompute="selective")
-      for i in ("M1", "M2", "M3")),
-    Row("M4", "llama-3.1-8b", "h100-sxm", dp=8, mbs=1, seq=32768, recompute="full"),
-    Row("M5", "llama-3.1-8b", "h100-sxm", dp=4, cp=2, seq=65536, recompute="full"),
-    Row("M6", "llama-3.1-8b", "h100-sxm", dp=2, cp=4, seq=131072, recompute="full"),
-    Row("M7", "llama-3.1-8b", "h100-sxm", dp=1, cp=8, seq=262144, recompute="full"),
-    *(Row(i, "llama-3.1-8b", "h100-sxm", dp=128, mbs=2, recompute="selective")
-      for i in ("M8", "M9", "M10")),
-    *(Row(i, "llama-3.1-70b", "h100-sxm", dp=32, tp=8, sp=True, mbs=16, recompute="full")
+    Row("M1", _8B, "h100-sxm", dp=8, mbs=2, recompute="selective"),
+    Row("M2", _8B, "h100-sxm", dp=8, mbs=2, recompute="selective", note="compile (not the loss)"),
+    Row("M3", _8B, "h100-sxm", dp=8, mbs=2, recompute="selective", runtime=_TT8),
+    Row("M4", _8B, "h100-sxm", dp=8, mbs=1, seq=32768, recompute="full", runtime=_TT8),
+    Row("M5", _8B, "h100-sxm", dp=4, cp=2, seq=65536, recompute="full", runtime=_TT8),
+    Row("M6", _8B, "h100-sxm", dp=2, cp=4, seq=131072, recompute="full", runtime=_TT8),
+    Row("M7", _8B, "h100-sxm", dp=1, cp=8, seq=262144, recompute="full", runtime=_TT8),
+    Row("M8", _8B, "h100-sxm", dp=128, mbs=2, recompute="selective"),
+    Row("M9", _8B, "h100-sxm", dp=128, mbs=2, recompute="selective"),
+    Row("M10", _8B, "h100-sxm", dp=128, mbs=2, recompute="selective", runtime=_TT8),
+    *(Row(i, _70B, "h100-sxm", dp=32, tp=8, sp=True, mbs=16, recompute="full", runtime=_TT8)
       for i in ("M11", "M12")),
-    Row("M13", "llama-3.1-405b", "h100-sxm", dp=8, tp=8, sp=True, pp=8, mbs=4, micro_batches=8,
-        recompute="full", note="MBS 4 = lbs 32 / 8 micro-batches (the row's reading)"),
-    Row("M14", "llama-3.1-405b", "h100-sxm", dp=8, tp=8, sp=True, pp=8, vp=2, mbs=4,
-        micro_batches=8, recompute="full", note="interleaved 1F1B, 2 chunks per rank assumed"),
-    Row("M15", "llama-3.1-405b", "h100-sxm", dp=8, tp=8, sp=True, pp=8, mbs=1, micro_batches=8,
-        seq=32768, recompute="full"),
-    Row("M16", "llama-3.1-405b", "h100-sxm", dp=4, tp=8, sp=True, pp=8, cp=2, mbs=1,
-        micro_batches=8, seq=65536, recompute="full"),
-    Row("M17", "llama-3.1-405b", "h100-sxm", dp=2, tp=8, sp=True, pp=8, cp=4, mbs=1,
-        micro_batches=8, seq=131072, recompute="full"),
-    Row("M18", "llama-3.1-405b", "h100-sxm", dp=1, tp=8, sp=True, pp=8, cp=8, mbs=1,
-        micro_batches=8, seq=262144, recompute="full"),
-    *(Row(i, "llama-3.1-8b", "h200-sxm", dp=n, mbs=2, recompute="selective")
-      for i, n in (("M19", 32), ("M20", 64))),
-    *(Row(i, "llama-3.1-8b", "h100-sxm", dp=8, mbs=1, recompute="selective",
-          note="Llama-3-8B: Llama-3.1-8B's shapes")
-      for i in ("M21", "M22", "M23")),
-    *(Row(i, "llama-3.1-8b", "b200", dp=8, mbs=1, recompute="selective",
-          note="Llama-3-8B: Llama-3.1-8B's shapes") for i in ("M24", "M25", "M26", "M27")),
-    *(Row(i, None, "h100-sxm", dp=4, tp=2, ep=8, seq=4096, states=MEGATRON_DO, options=MEGATRON,
+    Row("M13", _405B, "h100-sxm", dp=8, tp=8, sp=True, pp=8, mbs=4, micro_batches=8,
+        recompute="full", runtime=_TT8,
+        note="MBS 4 = lbs 32 / 8 micro-batches (the row's reading)"),
+    Row("M14", _405B, "h100-sxm", dp=8, tp=8, sp=True, pp=8, vp=2, mbs=4, micro_batches=8,
+        recompute="full", runtime=_TT8, note="interleaved 1F1B, 2 chunks per rank assumed"),
+    Row("M15", _405B, "h100-sxm", dp=8, tp=8, sp=True, pp=8, mbs=1, micro_batches=8,
+        seq=32768, recompute="full", runtime=_TT8),
+    Row("M16", _405B, "h100-sxm", dp=4, tp=8, sp=True, pp=8, cp=2, mbs=1, micro_batches=8,
+        seq=65536, recompute="full", runtime=_TT8),
+    Row("M17", _405B, "h100-sxm", dp=2, tp=8, sp=True, pp=8, cp=4, mbs=1, micro_batches=8,
+        seq=131072, recompute="full", runtime=_TT8),
+    Row("M18", _405B, "h100-sxm", dp=1, tp=8, sp=True, pp=8, cp=8, mbs=1, micro_batches=8,
+        seq=262144, recompute="full", runtime=_TT8),
+    *(Row(i, _8B, "h200-sxm", dp=n, mbs=2, recompute="selective", runtime=_TT8_2025,
+          note="torchtitan Jun 2025: loss compiled") for i, n in (("M19", 32), ("M20", 64))),
+    *(Row(i, _8B, "h100-sxm", dp=8, mbs=1, recompute="selective", runtime=r,
+          note="Llama-3-8B: Llama-3.1-8B's shapes; torchtitan 0.0.2: loss eager")
+      for i, r in (("M21", TORCHTITAN), ("M22", _TT8), ("M23", _TT8))),
+    *(Row(i, _8B, "b200", dp=8, mbs=1, recompute="selective", runtime=r,
+          note="Llama-3-8B; torchtitan Aug 2025: loss compiled")
+      for i, r in (("M24", TORCHTITAN_2025), ("M25", _TT8_2025), ("M26", _TT8_2025),
+                   ("M27", _TT8_2025))),
+    *(Row(i, None, "h100-sxm", dp=4, tp=2, ep=8, seq=4096, zero=1, runtime=MEGATRON,
           note="Moonlight-16B-A3B is not a shipped model")
       for i in ("M32", "M33", "M34", "M35", "M36", "M37")),
-    Row("M40", "llama-3.1-70b", "h100-sxm", dp=2, tp=4, sp=True, pp=4, vp=5, seq=4096,
-        micro_batches=16, recompute="selective", states=MEGATRON_DO, options=MEGATRON,
-        note="Llama-3-70B: Llama-3.1-70B's shapes; FP8 training priced as bf16"),
-    Row("M41", "llama-3.1-70b", "h100-sxm", dp=1, tp=4, sp=True, pp=8, vp=5, seq=4096,
-        micro_batches=32, recompute="selective", states=MEGATRON_DO, options=MEGATRON,
-        note="FP8 training priced as bf16"),
-    Row("M42", "llama-3.1-70b", "h100-sxm", dp=1, tp=8, sp=True, pp=4, vp=5, seq=4096,
-        micro_batches=32, recompute="selective", states=MEGATRON_DO, options=MEGATRON,
-        note="FP8 training priced as bf16"),
+    Row("M40", _70B, "h100-sxm", dp=2, tp=4, sp=True, pp=4, vp=5, seq=4096, micro_batches=16,
+        recompute="selective", **_BRIDGE_FP8, note=f"Llama-3-70B; {_BRIDGE_NOTE}"),
+    *(Row(i, _70B, "h100-sxm", dp=1, tp=t, sp=True, pp=p, vp=5, seq=4096, micro_batches=32,
+          recompute="selective", **_BRIDGE_FP8, note="as M40 (same source and procedure)")
+      for i, t, p in (("M41", 4, 8), ("M42", 8, 4))),
     Row("M45", "qwen3-14b", "h20", dp=2, tp=4, sp=True, micro_batches=8, recompute="selective",
-        states=MEGATRON_DO, options=MEGATRON,
-        note="FP8 blockwise + bf16 Adam moments priced as bf16 + fp32"),
+        zero=1, runtime=fp8(MEGATRON, "transformer_engine"),
+        note="FP8 blockwise + bf16 Adam moments priced as TE FP8 + fp32"),
     Row("M46", "qwen3-14b", "h20", dp=2, tp=4, sp=True, micro_batches=8, recompute="selective",
-        states=MEGATRON_DO, options=MEGATRON),
+        zero=1, runtime=MEGATRON),
     Row("M47", "qwen2.5-14b", "a100-sxm-80gb", dp=2, tp=4, sp=True, micro_batches=8,
-        recompute="selective", states=MEGATRON_DO, options=MEGATRON, note="A800 as A100-80GB"),
-    Row("M48", "qwen2.5-14b", "a100-sxm-80gb", dp=8, micro_batches=2, recompute="full",
-        states=DEEPSPEED_Z2, options=HF_DEEPSPEED, note="A800 as A100-80GB"),
-    Row("M49", "qwen2.5-14b", "a100-sxm-80gb", dp=8, micro_batches=2, recompute="full",
-        states=DEEPSPEED_Z3, options=HF_DEEPSPEED, note="A800 as A100-80GB"),
-    Row("M50", "qwen3-30b-a3b", "a100-sxm-80gb", dp=8, tp=2, sp=True, ep=8, micro_batches=2,
-        recompute="full", states=MEGATRON_DO, options=MEGATRON, note="A800 as A100-80GB"),
-    Row("M51", None, "a100-sxm-80gb", dp=16, states=DEEPSPEED_Z3, options=HF_DEEPSPEED,
+        recompute="selective", zero=1, runtime=MEGATRON, note="A800 as A100-80GB"),
+    *(Row(i, "qwen2.5-14b", "a100-sxm-80gb", dp=8, micro_batches=2, recompute="full", zero=z,
+          runtime=HF_DEEPSPEED, note=f"A800 as A100-80GB; DeepSpeed ZeRO-{z}")
+      for i, z in (("M48", 2), ("M49", 3))),
+    Row("M50", "qwen3-30b-a3b", "a100-sxm-80gb", dp=8, tp=2, sp=True, ep=8, etp=1,
+        micro_batches=2, recompute="full", zero=1, runtime=MEGATRON,
+        note="A800 as A100-80GB; etp 1: ms-swift's expert_tensor_parallel_size default"),
+    Row("M51", None, "a100-sxm-80gb", dp=16, runtime=HF_DEEPSPEED,
         note="micro-batch and recompute not stated"),
 ]
 
@@ -180,12 +201,13 @@ def measured(text: str, row_id: str) -> tuple[float, str] | None:
 
 
 def predict(row: Row) -> MemoryBreakdown:
-    """The row's per-GPU memory breakdown (bytes) as the planner prices it."""
+    """The row's per-GPU memory breakdown (bytes) as the planner prices it: its runtime's
+    training software through `runtime_software`, the mapping a scenario's goes through."""
     spec, gpu = load_model(row.model), load_profile(row.gpu)
-    precision, zero = row.states
-    return memory_training_per_gpu(spec, row.layout(zero), seq_len=row.seq,
+    sw = runtime_software(row.runtime)
+    return memory_training_per_gpu(spec, row.layout(), seq_len=row.seq,
                                    micro_batches=row.micro_batches, head=Head.POLICY,
-                                   precision=precision, options=row.options,
+                                   precision=sw.precision, options=sw.kernels,
                                    reserve_bytes=gpu.runtime_reserve_gib * GIB)
 
 
@@ -202,6 +224,7 @@ def explain(text: str, row_id: str) -> None:
         print(f"{row_id}: not a priced row")
         return
     value, kind = measured(text, row_id) or (float("nan"), "?")
+    kind = row.kind or kind
     m = predict(row)
     print(f"{row.id} {row.model} {row.gpu} dp{row.dp} tp{row.tp} pp{row.pp} cp{row.cp} "
           f"mbs{row.mbs} seq{row.seq} {row.recompute} (pipeline stage {int(m.pipeline_stage)})")
@@ -234,6 +257,7 @@ def main(argv: list[str]) -> int:
             print(f"{row.id:5} not found in {path.name}")
             continue
         value, kind = got
+        kind = row.kind or kind
         if row.model is None:
             print(f"{row.id:5} {'—':16} {kind:5} {value:8.1f} {'':>7} {'':>7} {'':>7} {'':>7}  "
                   f"not priced: {row.note}")

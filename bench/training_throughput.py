@@ -37,12 +37,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration as cal
-from training import DATA, HF_DEEPSPEED, MEGATRON, TORCHTITAN, RowShape, row_cells
+from training import (
+    DATA,
+    HF_DEEPSPEED,
+    MEGATRON,
+    MEGATRON_PERF,
+    TORCHTITAN,
+    RowShape,
+    fp8,
+    row_cells,
+)
 
 from planner.cost import time as time_model
-from planner.cost.activations import ActivationOptions
+from planner.cost.software import runtime_software
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import load_model
+from planner.specs.scenario import RuntimeInput
 from planner.theory.shape import Head
 
 TARGET_MEDIAN = 0.15  # issue 16: median APE on the H100-class rows
@@ -56,11 +66,16 @@ class TRow(RowShape):
 
     gbs: int = 1
     zero: int = 3
-    options: ActivationOptions = MEGATRON
-    grad_bytes: int = 2  # DP gradient reduction: bf16; torchtitan reduces in fp32
-    fp8: bool = False
+    runtime: RuntimeInput = MEGATRON_PERF  # NeMo/Bridge perf recipes: bf16 grads
+    fp8: bool = False  # the row trains in FP8: `fp8_kind` added to its runtime
+    fp8_kind: str = "transformer_engine"
     pick: int = 0  # which number of the throughput cell
     step_time: bool = False  # the figure is seconds per optimizer step, not tok/s/GPU
+
+    @property
+    def software(self) -> RuntimeInput:
+        """The row's `runtime:` as a scenario would write it (FP8 rows: `fp8_kind` on)."""
+        return fp8(self.runtime, self.fp8_kind) if self.fp8 else self.runtime
 
     @property
     def gpus(self) -> int:
@@ -70,7 +85,7 @@ class TRow(RowShape):
 def _titan(id_: str, model: str, **kw) -> TRow:
     """A torchtitan row (FSDP2 = ZeRO-3 with fp32 gradient reduction, its kernels)."""
     kw.setdefault("gpu", TITAN_H100)
-    return TRow(id_, model, zero=3, options=TORCHTITAN, grad_bytes=4, **kw)
+    return TRow(id_, model, zero=3, runtime=TORCHTITAN, fp8_kind="torchao", **kw)
 
 
 # torchtitan: lbs = sequences per DP rank per step; without PP one micro-batch of lbs, with PP
@@ -109,18 +124,19 @@ ROWS = [
       for i in ("M32", "M33", "M34", "M35", "M36", "M37")),
     *(TRow(i, None, "h100-sxm", note="figure is Bridge model TFLOP/s only (own FLOP formula)")
       for i in ("M40", "M41", "M42")),
-    TRow("M45", "qwen3-14b", "h20", dp=2, tp=4, sp=True, gbs=16, recompute="selective", zero=1,
-         fp8=True, step_time=True, note="ms-swift Megatron"),
-    TRow("M46", "qwen3-14b", "h20", dp=2, tp=4, sp=True, gbs=16, recompute="selective", zero=1,
-         step_time=True, note="ms-swift Megatron"),
+    *(TRow(i, "qwen3-14b", "h20", dp=2, tp=4, sp=True, gbs=16, recompute="selective", zero=1,
+           runtime=MEGATRON, fp8=f, step_time=True, note="ms-swift Megatron")
+      for i, f in (("M45", True), ("M46", False))),
     TRow("M47", "qwen2.5-14b", "a100-sxm-80gb", dp=2, tp=4, sp=True, gbs=16,
-         recompute="selective", zero=1, step_time=True, note="A800 (NVLink 400 GB/s)"),
+         recompute="selective", zero=1, runtime=MEGATRON, step_time=True,
+         note="A800 (NVLink 400 GB/s)"),
     TRow("M48", "qwen2.5-14b", "a100-sxm-80gb", dp=8, gbs=16, recompute="full", zero=2,
-         options=HF_DEEPSPEED, step_time=True, note="A800; DeepSpeed ZeRO-2"),
+         runtime=HF_DEEPSPEED, step_time=True, note="A800; DeepSpeed ZeRO-2"),
     TRow("M49", "qwen2.5-14b", "a100-sxm-80gb", dp=8, gbs=16, recompute="full", zero=3,
-         options=HF_DEEPSPEED, step_time=True, note="A800; DeepSpeed ZeRO-3"),
-    TRow("M50", "qwen3-30b-a3b", "a100-sxm-80gb", dp=8, tp=2, sp=True, ep=8, gbs=16,
-         recompute="full", zero=1, step_time=True, note="A800"),
+         runtime=HF_DEEPSPEED, step_time=True, note="A800; DeepSpeed ZeRO-3"),
+    TRow("M50", "qwen3-30b-a3b", "a100-sxm-80gb", dp=8, tp=2, sp=True, ep=8, etp=1, gbs=16,
+         recompute="full", zero=1, runtime=MEGATRON, step_time=True,
+         note="A800; etp 1 (ms-swift's default)"),
     TRow("M51", None, "a100-sxm-80gb", note="micro-batch and recompute not stated"),
     # torchtitan Table 2: vanilla TP (the first figure of the vanilla / AsyncTP pairs)
     *(_titan(i, _70B, dp=32, tp=8, sp=True, mbs=16, gbs=512, recompute="full", fp8=f, note=n)
@@ -220,10 +236,10 @@ def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     """Predicted tokens/s/GPU: one optimizer step over the global batch."""
     spec = load_model(row.model)
     gpu = gpu or load_profile(row.gpu)
-    layout = row.layout(row.zero)
-    runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8)
+    layout = row.layout()
+    sw = runtime_software(row.software)  # the mapping a scenario's runtime goes through
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
-                              grad_bytes=row.grad_bytes, runtime=runtime)
+                              grad_bytes=sw.precision.grad_bytes, runtime=sw.runtime)
     return row.gbs * row.seq / float(t.total) / row.gpus
 
 

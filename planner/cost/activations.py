@@ -41,6 +41,7 @@ from planner.cost.constants import (
     BYTES_BF16,
     DROPOUT_MASK_BYTES,
     FLASH_LSE_BYTES,
+    FP8_SAVED_INPUT_BYTES,
     GATED_FFN_STORED_TENSORS,
     LOGITS_BYTES,
     MLA_LATENT_PATH_TENSORS,
@@ -77,13 +78,21 @@ class ActivationOptions:
         everything else is recomputed (dense layers; a MoE layer keeps the core_attn set).
     loss_bytes_per_logit: peak bytes per vocabulary logit of the loss on the last stage:
         `LOGITS_BYTES` (fp32 logits, [Korthikanti]'s 4sbV/t) by default;
-        `UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT` for an unfused fp32 cross-entropy (torchtitan).
+        `UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT` for an unfused fp32 cross-entropy (torchtitan
+        eager, HF); `COMPILED_CROSS_ENTROPY_BYTES_PER_LOGIT` for it under torch.compile.
+    fp8_saved_inputs: FP8 training with Transformer Engine (Megatron): the inputs of the
+        linear layers (q/k/v and dense-FFN-input norm outputs, the FFN's or each expert's
+        last projection's input) are saved in FP8 (`FP8_SAVED_INPUT_BYTES`), and the attention
+        output projection keeps an FP8 copy of its input besides the bf16 one FlashAttention
+        saves. Applies to the `core_attn` and no-recompute sets (torchao's FP8 in torchtitan
+        saves bf16 inputs).
     """
 
     flash_attention: bool = True
     dropout: bool = False
     selective_policy: str = "core_attn"
     loss_bytes_per_logit: float = LOGITS_BYTES
+    fp8_saved_inputs: bool = False
 
     def __post_init__(self) -> None:
         if self.selective_policy not in SELECTIVE_POLICIES:
@@ -103,7 +112,8 @@ KORTHIKANTI_GPT_ACTIVATIONS = ActivationOptions(flash_attention=False, dropout=T
 TORCHTITAN_ACTIVATIONS = ActivationOptions(
     selective_policy="every_other_mm",
     loss_bytes_per_logit=UPCAST_CROSS_ENTROPY_BYTES_PER_LOGIT)
-"""torchtitan (Dec 2024 – mid 2025): per-op SAC and an eager fp32 cross-entropy."""
+"""torchtitan (Dec 2024 – early 2025, or later without compile): per-op SAC and an eager fp32
+cross-entropy."""
 
 
 @dataclass(frozen=True)
@@ -177,25 +187,29 @@ def bytes_activation_per_layer(
     latents = (MLA_LATENT_PATH_TENSORS * ((mla.q_lora_rank or 0) + mla.kv_lora_rank)
                + mla.qk_rope_head_dim) if mla else 0
     n_st = _ffn_stored_tensors(spec)
+    # bytes per F-wide element kept by the FFN: n_st tensors, the last projection's input in
+    # FP8 under TE FP8 (linear inputs: `lin` bytes per element)
+    lin = FP8_SAVED_INPUT_BYTES if options.fp8_saved_inputs else p
+    inner_bytes = (n_st - 1) * p + lin
     if moe and spec.moe:
         m = spec.moe
-        inner = n_st * p * s_loc * b * (m.experts_per_token * m.expert_intermediate_size
-                                        + m.num_shared_experts
-                                        * m.shared_expert_intermediate_size) / tp
+        inner = inner_bytes * s_loc * b * (m.experts_per_token * m.expert_intermediate_size
+                                           + m.num_shared_experts
+                                           * m.shared_expert_intermediate_size) / tp
         router = ROUTER_PROBS_BYTES * s_loc * b * m.num_experts / t_rep
         expert_io = MOE_EXPERT_IO_TENSORS * m.experts_per_token * p * sbH / tp
     else:
-        inner = n_st * p * s_loc * b * spec.intermediate_size / tp
+        inner = inner_bytes * s_loc * b * spec.intermediate_size / tp
         router = expert_io = 0.0
     stored = ActivationBreakdown(
         norms=spec.traits.norms_per_layer * p * sbH / t_rep,
-        attn_input=p * sbH / t_rep,
+        attn_input=lin * sbH / t_rep,
         mla_latents=p * s_loc * b * latents / t_rep,
         qkv=p * s_loc * b * (q_w + k_w + v_w),
         scores=where(checkpointing == "selective", 0.0, scores),
-        attn_out=p * s_loc * b * o_w,
+        attn_out=(p + options.fp8_saved_inputs * FP8_SAVED_INPUT_BYTES) * s_loc * b * o_w,
         attn_dropout_mask=mask * sbH / t_rep,
-        ffn_input=p * sbH / t_rep,
+        ffn_input=(p if moe and spec.moe else lin) * sbH / t_rep,  # a router saves bf16
         ffn_inner=inner,
         router=router,
         expert_io=expert_io,

@@ -66,6 +66,23 @@ it produces (before the bf16 cast) are live together, 4 + 4 + 4 B. From PyTorch'
 rules for log_softmax / nll_loss (not from a source row); checked against training_h100.md M4–M7
 (full AC, 32k tokens per GPU, where the loss is ~half the peak): see bench/training.py."""
 
+COMPILED_CROSS_ENTROPY_BYTES_PER_LOGIT = 2 * BYTES_BF16
+"""Peak loss buffer per logit of the same upcasting cross-entropy compiled by torch.compile
+(torchtitan compiles its loss with the model from its 2025 `components/loss.py`
+`build_cross_entropy_loss` on; its Dec-2024 train.py kept that line commented out): Inductor
+fuses the fp32 cast, log-softmax and NLL into one kernel, its min-cut partitioner saves the
+bf16 logits (cheaper than the fp32 log-softmax) and the fused backward writes the bf16 gradient
+directly, so the peak is the saved bf16 logits + their bf16 gradient, 2 + 2 B (per-token
+log-sum-exp: negligible). From the compiled graph's dataflow (not from a source row); checked
+against training_h100.md M19/M20/M24–M27 (torchtitan mid-2025, compile on) in bench/training.py."""
+
+FP8_SAVED_INPUT_BYTES = BYTES_FP8
+"""Bytes per element of a linear layer's input that Transformer Engine saves for the backward
+under FP8 training: TE quantizes the input for the forward GEMM and saves that FP8 copy (for the
+wgrad GEMM) instead of the bf16 tensor (TE `Linear`/`LayerNormLinear` forward: the quantized
+`inputmat`/`ln_out` is what `save_for_backward` keeps). torchao's Float8Linear saves the
+high-precision input instead (torchtitan's FP8 rows read as their bf16 twins: M2/M3, M21/M22)."""
+
 ROUTER_PROBS_BYTES = BYTES_FP32
 """MoE router logits/probabilities are computed and stored in fp32 (Megatron-Core, HF MoE)."""
 
@@ -80,7 +97,8 @@ allocated + this × transient (memory.py). Fitted on ../shared/data/calibration/
 only: the median over its torchtitan peak-reserved rows M1–M18 and M21–M23 of (measured
 reserved − predicted allocated) / predicted transient (per row 0.02–0.39; eager runs ~0.10–0.13,
 torch.compile ~0.02–0.04; least squares gives 0.117). M19/M20/M24–M27 (torchtitan mid-2025,
-whose whole figure moved with the software date, data file Conventions) are left out. M32's
+whose whole figure moved with the software date, data file Conventions; now priced with the
+compiled loss) are left out of the fit. M32's
 own reserved/allocated pair (~40 vs 36.6 GB, slack 9% of allocated) is of the same order."""
 
 ZERO3_LAYERS_IN_FLIGHT = 2

@@ -58,7 +58,8 @@ from planner.cost.memory import (
     memory_per_gpu,
 )
 from planner.cost.offload import swap_time
-from planner.cost.states import Precision
+from planner.cost.software import software
+from planner.cost.states import MIXED_PRECISION_ADAM, Precision
 from planner.cost.time import hbm_rate, interleave_problem, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
@@ -397,7 +398,10 @@ def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVari
     """Peak bytes per GPU of one assessment or training task: sequences at the longest length;
     1F1B micro-batches per optimizer step. Layout variants give an array per component."""
     load = MemoryWorkload(seq_len=sc.workload.max_seq_len, micro_batches=micro_batches(sc, layout))
-    return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head)
+    sw = software(sc)
+    precision = sw.precision if stage == "training" else MIXED_PRECISION_ADAM
+    return memory_per_gpu(sc.roles[role], role, stage, layout, sc.cluster.gpu, load, head=head,
+                          precision=precision, options=sw.kernels)
 
 
 def micro_batches(sc: Scenario, layout: Layout | LayoutVariants) -> Num:
@@ -413,11 +417,13 @@ def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVarian
     w, gpu, spec = sc.workload, sc.cluster.gpu, sc.roles[role]
     n = sequences(sc)
     per_node = sc.cluster.gpus_per_node
+    sw = software(sc)
     if stage == "assessment":
-        t = time_forward(spec, head, layout, gpu, n, w.seq_len, gpus_per_node=per_node)
+        t = time_forward(spec, head, layout, gpu, n, w.seq_len, runtime=sw.runtime,
+                         gpus_per_node=per_node)
     else:
         t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs,
-                       gpus_per_node=per_node)
+                       sw.precision.grad_bytes, runtime=sw.runtime, gpus_per_node=per_node)
     return t.total, t.as_dict()
 
 
@@ -536,15 +542,17 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
             gpus: int) -> dict[str, float]:
     """Lower bounds: all FLOPs at the cluster's peak; the decode chain at full HBM bandwidth.
 
-    compute_s = the FLOPs of every task the plan runs / (GPUs × peak; the rollouts' at the FP8
-    peak when they run FP8 matmuls); decode_s = the T_max − 1 dependent decode steps of the
-    longest rollout, each reading the actor's weights once (at the rollout's bytes per
-    weight), spread over one scale-up domain at peak HBM bandwidth.
+    compute_s = the FLOPs of every task the plan runs / (GPUs × peak; the rollouts' and
+    training's at the FP8 peak when they run FP8 matmuls); decode_s = the T_max − 1 dependent
+    decode steps of the longest rollout, each reading the actor's weights once (at the
+    rollout's bytes per weight), spread over one scale-up domain at peak HBM bandwidth.
     """
     gpu, w = sc.cluster.gpu, sc.workload
     rollout = rollout_precision_of(sc)
     fp8_peak = (gpu.fp8_tflops * 1e12 if rollout.fp8_matmuls and gpu.fp8_tflops
                 else gpu.peak_bf16_flops)
+    train_peak = (gpu.fp8_tflops * 1e12 if software(sc).runtime.fp8_matmuls and gpu.fp8_tflops
+                  else gpu.peak_bf16_flops)  # FP8 training: its linear layers may reach it
     compute_s = 0.0
     for t in tasks:
         spec, head = sc.roles[t.role], heads[t.role]
@@ -554,7 +562,7 @@ def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
             work, peak = n * flops_fwd_seq(spec, w.seq_len, head).total, gpu.peak_bf16_flops
         else:
             work = w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total
-            peak = gpu.peak_bf16_flops
+            peak = train_peak
         compute_s += work / (gpus * peak)
     decode_s = 0.0
     if any(t.stage == "generation" for t in tasks):

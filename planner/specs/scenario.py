@@ -95,6 +95,15 @@ class SearchInput(BaseModel):
     time_limit_s: float = Field(30.0, gt=0)
 
 
+TRAINING_PRECISIONS = {
+    "bf16_grads": "bf16 weights and gradients, fp32 master weights and Adam state",
+    "fp32_grads": "bf16 weights, fp32 gradients, fp32 master weights and Adam state",
+    "fp32_params": "fp32 sharded parameters and gradients (bf16 compute copies), fp32 Adam "
+                   "state",
+}
+"""What the plan says training computes in, by runtime.training_states."""
+
+
 class RuntimeInput(BaseModel):
     """The software the run uses, where it changes the timings."""
 
@@ -118,9 +127,33 @@ class RuntimeInput(BaseModel):
         "forward pass of the actor after generation, the frameworks' default) or rollout (the "
         "engine's own, as verl's bypass mode and its fully-async recipe take them: no actor "
         "assessment pass)")
+    # The training software (planner/cost/software.py prices these names; bench/training.py
+    # checks them against training_h100.md): memory and time of the assessment and training.
+    selective_recompute: Literal["core_attn", "every_other_mm"] = Field(
+        "core_attn", description="what a layout's checkpointing: selective keeps: core_attn "
+        "(Megatron's selective recompute, default: all but the attention core) or "
+        "every_other_mm (torchtitan's per-op SAC, selective_ac_option = \"op\": the layer "
+        "input, the attention output and every other matmul's output)")
+    training_loss: Literal["fp32_logits", "eager_upcast", "compiled_upcast"] = Field(
+        "fp32_logits", description="the loss over the vocabulary: fp32_logits (Megatron's "
+        "vocab-parallel cross-entropy, 4 B per logit, default), eager_upcast (an unfused "
+        "cross-entropy of the logits cast to fp32: torchtitan without compile, transformers; "
+        "12 B per logit at its backward) or compiled_upcast (the same under torch.compile, as "
+        "torchtitan compiles its loss from 2025 on: bf16 logits + bf16 gradient, 4 B)")
+    fp8_training: Literal["none", "transformer_engine", "torchao"] = Field(
+        "none", description="FP8 training: none (bf16, default), transformer_engine "
+        "(Megatron/TE: linear layers at the FP8 peak, their inputs saved in FP8) or torchao "
+        "(torchtitan Float8Linear: FP8 matmuls, bf16 inputs saved)")
+    training_states: Literal["bf16_grads", "fp32_grads", "fp32_params"] = Field(
+        "bf16_grads", description="how training keeps model states, bytes per parameter of "
+        "weights + gradients + optimizer: bf16_grads (2 + 2 + 12, default), fp32_grads "
+        "(Megatron's fp32 main_grad: 2 + 4 + 12) or fp32_params (FSDP2 as torchtitan runs "
+        "it: fp32 sharded parameters and gradients, bf16 compute copies: 4 + 4 + 8); the "
+        "gradient dtype is also what the data-parallel reduction moves")
 
     @field_validator("engine", "rollout_weights", "kv_cache_dtype", "old_log_probs",
-                     mode="before")
+                     "selective_recompute", "training_loss", "fp8_training",
+                     "training_states", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
@@ -196,7 +229,9 @@ class Scenario(BaseModel):
         return {"generation": f"{self.rollout_weights} weights, "
                               f"{self.runtime.kv_cache_dtype} KV cache",
                 "assessment": "bf16",
-                "training": "bf16 weights and gradients, fp32 master weights and Adam state"}
+                "training": TRAINING_PRECISIONS[self.runtime.training_states]
+                + ("" if self.runtime.fp8_training == "none"
+                   else f"; FP8 linear layers ({self.runtime.fp8_training})")}
 
     @property
     def sequences_per_step(self) -> int:
