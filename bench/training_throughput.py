@@ -61,6 +61,8 @@ class TRow(RowShape):
     fp8: bool = False
     pick: int = 0  # which number of the throughput cell
     step_time: bool = False  # the figure is seconds per optimizer step, not tok/s/GPU
+    ep_dispatch: str = "alltoall"  # "hierarchical": the row runs DeepEP / HybridEP
+    ep_overlap: bool = False  # the row says "A2A overlap"
 
     @property
     def gpus(self) -> int:
@@ -165,10 +167,10 @@ ROWS = [
     # element-wise only → none). GPUs = dp·tp·pp·cp; EP inside DP.
     TRow("T53", "gpt-oss-120b", "h100-sxm", dp=16, pp=4, ep=8, gbs=1280, seq=4096, zero=1),
     TRow("T54", "qwen3-30b-a3b", "h100-sxm", dp=16, ep=16, gbs=1024, seq=4096, zero=1,
-         fp8=True),
+         fp8=True, ep_dispatch="hierarchical", note="HybridEP"),
     *(TRow(i, "qwen3-235b-a22b", "h100-sxm", dp=16, tp=2, sp=True, pp=8, vp=4, ep=32, gbs=g,
-           seq=4096, zero=1, fp8=True, note="94 layers: uneven chunks")
-      for i, g in (("T55", 8192), ("T58", 2048))),
+           seq=4096, zero=1, fp8=True, ep_overlap=o, note="94 layers: uneven chunks" + n)
+      for i, g, o, n in (("T55", 8192, True, "; A2A overlap"), ("T58", 2048, False, ""))),
     TRow("T56", None, "h100-sxm", note="Nemotron-3-Nano: no config"),
     TRow("T57", "qwen3-30b-a3b", "h100-sxm", dp=8, pp=2, vp=24, ep=8, mbs=2, gbs=512, seq=4096,
          zero=1, fp8=True),
@@ -177,18 +179,19 @@ ROWS = [
     TRow("T60", "deepseek-v3", "b200", dp=16, pp=16, ep=8, gbs=2048, seq=4096,
          recompute="selective", zero=1, fp8=True, note="MTP not priced"),
     TRow("T61", "deepseek-v3", "b200", dp=32, pp=8, vp=2, ep=32, gbs=4096, seq=4096,
-         recompute="selective", zero=1, fp8=True, note="CUDA graphs"),
+         recompute="selective", zero=1, fp8=True, ep_dispatch="hierarchical", ep_overlap=True,
+         note="DeepEP, A2A overlap; CUDA graphs"),
     TRow("T62", "gpt-oss-120b", "b200", dp=64, ep=8, mbs=4, gbs=1280, seq=4096, zero=1),
     TRow("T63", "qwen3-30b-a3b", "b200", dp=8, ep=8, mbs=4, gbs=512, seq=4096, zero=1,
-         fp8=True, note="CUDA graphs"),
+         fp8=True, ep_dispatch="hierarchical", note="HybridEP; CUDA graphs"),
     TRow("T64", "qwen3-235b-a22b", "b200", dp=32, pp=8, ep=8, gbs=8192, seq=4096, zero=1,
          fp8=True),
     TRow("T65", None, "b200", note="Nemotron-3: no config"),
     # NeMo Automodel (FSDP = ZeRO-3, real routing; recompute not stated → none)
     TRow("T66", "deepseek-v3", "h100-sxm", dp=256, pp=4, vp=8, ep=64, gbs=8192, seq=4096,
-         pick=2, note="Automodel"),
+         pick=2, ep_dispatch="hierarchical", note="Automodel, DeepEP"),
     TRow("T67", "deepseek-v3", "h100-sxm", dp=64, pp=4, vp=8, ep=64, gbs=512, seq=4096, pick=2,
-         note="Automodel"),
+         ep_dispatch="hierarchical", note="Automodel, DeepEP"),
     TRow("T68", None, "h100-sxm", note="Kimi-K2: no config"),
     TRow("T69", "qwen3-30b-a3b", "h100-sxm", dp=8, ep=8, mbs=4, gbs=512, seq=4096, pick=2,
          note="Automodel"),
@@ -221,7 +224,8 @@ def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     spec = load_model(row.model)
     gpu = gpu or load_profile(row.gpu)
     layout = row.layout(row.zero)
-    runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8)
+    runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8,
+                                 ep_dispatch=row.ep_dispatch, ep_comm_overlap=row.ep_overlap)
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
                               grad_bytes=row.grad_bytes, runtime=runtime)
     return row.gbs * row.seq / float(t.total) / row.gpus

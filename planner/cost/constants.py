@@ -27,6 +27,14 @@ FLOPS_PER_MAC = 2
 BACKWARD_FLOPS_PER_FORWARD = 2
 """C_b = 2·C_f (Table I): the backward pass computes gradients w.r.t. inputs and weights."""
 
+FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD = 2.5
+"""The core attention's backward under FlashAttention, in forward FLOPs: it stores no s×s
+matrix, so the backward recomputes the scores S = QKᵀ before dV = PᵀdO, dP = dOVᵀ, dQ = dS·K
+and dK = dSᵀQ — five s×s×d matmuls against the forward's two (Dao, FlashAttention-2, 2023,
+§4.1: "the backward pass has 2.5× FLOPs of forward"). Hardware work the time model prices;
+model-FLOP counts (`flops.py`, MFU conventions) keep `BACKWARD_FLOPS_PER_FORWARD`. The
+unfused attention keeps its s×s probabilities and runs the four gradient matmuls: 2×."""
+
 CAUSAL_KEY_VISIT_FRACTION = 0.5
 """A causal pass over n tokens visits n²/2 (query, key) pairs — the paper's convention behind
 the `m·d` term of C_f^tok and the `S·d` term of C_prefill (exact count n(n+1)/2; the O(n)

@@ -69,6 +69,7 @@ from planner.cost.constants import (
     DROPOUT_MASK_BYTES,
     ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
     EP_ALLTOALLS_PER_LAYER_PASS,
+    FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD,
     HOST_BACKWARD_PASSES_PER_FORWARD,
     HOST_SECONDS_PER_LAYER_PASS,
     LOSS_BWD_BYTES_PER_LOGIT,
@@ -94,6 +95,7 @@ from planner.cost.flops import (
     flops_fwd_per_token_shared_experts,
     moe_layer_count,
     params_with_head,
+    remote_domains_per_token,
 )
 from planner.cost.memo import memo
 from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
@@ -102,6 +104,7 @@ from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
+from planner.specs.params import count_params
 
 __all__ = [
     "DEFAULT_RUNTIME",
@@ -128,12 +131,21 @@ class Runtime:
     fp8_matmuls: FP8 training (Transformer Engine, torchao Float8Linear): the linear layers'
         matmuls at the profile's FP8 peak; the core attention (FlashAttention) and the
         vocabulary head stay in bf16, as both frameworks run them by default.
+    ep_dispatch: how MoE tokens cross domains. "alltoall" (Megatron's default dispatcher):
+        one copy per remote expert over the NIC. "hierarchical" (DeepEP, Megatron's HybridEP):
+        one copy per remote domain over the NIC, forwarded over the scale-up link
+        (`comm.time_alltoall_domains`, `flops.remote_domains_per_token`).
+    ep_comm_overlap: the dispatch/combine all-to-alls run under another micro-batch's compute
+        (Megatron-Core `--overlap-moe-expert-parallel-comm`, DeepEP's overlap in Automodel):
+        a MoE layer pays max(its compute, its all-to-alls), not their sum.
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
     fp8_matmuls: bool = False
+    ep_dispatch: str = "alltoall"
+    ep_comm_overlap: bool = False
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -273,6 +285,19 @@ def _layer_cost(spec: ModelSpec, seq_len: float, layout: Layout, options: Activa
         attn_ew_bytes=bytes_elementwise_fwd_per_token(spec, seq_len, attention_only=True, **kw))
 
 
+def _time_dispatch(spec: ModelSpec, nbytes: float, ep: int, etp: int, gpu: HardwareProfile,
+                   dispatch: str) -> float:
+    """One dispatch (or combine) all-to-all of a rank's `nbytes` routed copies over `ep` ranks
+    `etp` apart: plain, or hierarchical (a token crosses to each remote domain once)."""
+    cross = None
+    if dispatch == "hierarchical" and ep * etp > gpu.scale_up_gpus:
+        domains = ep // comm.ranks_per_domain(gpu, ep, etp)
+        per_token = nbytes / spec.moe.experts_per_token  # one copy of a token's hidden state
+        cross = per_token * remote_domains_per_token(spec.moe.num_experts,
+                                                     spec.moe.experts_per_token, domains)
+    return comm.time_alltoall_domains(nbytes, ep, gpu, stride=etp, cross_bytes=cross)
+
+
 # --- one pipeline stage, one micro-batch -----------------------------------------------------
 
 
@@ -315,6 +340,8 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     rate, hbm = compute_rate(gpu), hbm_rate(gpu)
     linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls)  # the linear layers' matmuls
     bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
+    bwd_attn = 0 if not train else (FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD
+                                    if options.flash_attention else BACKWARD_FLOPS_PER_FORWARD)
     bwd_m = ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD if train else 0
     ckpt = L.checkpointing if train else "none"
     full, selective = ckpt == "full", ckpt == "selective"
@@ -332,8 +359,8 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 \
         if spec.moe else 0.0  # the routed copies of the TP group's tokens
     if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens
-        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * comm.time_alltoall(
-            routed / L.tp, L.ep, comm.link_p2p(gpu, L.ep, stride=etp))
+        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * _time_dispatch(
+            spec, routed / L.tp, L.ep, etp, gpu, runtime.ep_dispatch)
     if etp > 1 and spec.moe:  # experts split over etp ranks: their inputs gathered and
         # their partial outputs reduce-scattered over them (one all-reduce's traffic)
         ep_layer = ep_layer + comm_passes * comm.time_allreduce(
@@ -348,17 +375,20 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     def layer(moe: bool) -> _Stage:
         c = _layer_cost(spec, seq_len, L, options, moe)
         # recomputation: full re-runs the layer's forward, selective its core attention
-        attn = c.attn_flops * (1 + bwd_f) + where(full | selective, c.attn_flops, 0.0)
+        attn = c.attn_flops * (1 + bwd_attn) + where(full | selective, c.attn_flops, 0.0)
         linear = (c.flops - c.attn_flops) * (1 + bwd_f + where(full, 1, 0))
         ew = c.ew_bytes * (1 + bwd_m) + where(full, c.ew_bytes,
                                               where(selective, c.attn_ew_bytes, 0.0))
         compute = tokens * (linear / linear_rate + attn / rate)
         memory = tokens * ew / hbm
-        comm_s = tp_layer + (ep_layer if moe else 0.0) + cp_layer
+        ep_s = ep_layer if moe else 0.0
+        if runtime.ep_comm_overlap:  # hidden under the other micro-batch's compute
+            ep_s = np.maximum(0.0, ep_s - compute - memory)
+        comm_s = tp_layer + ep_s + cp_layer
         host = np.maximum(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory
                           - comm_s)
         return _Stage(compute=compute, memory=memory, host=host, tp_comm=tp_layer,
-                      ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
+                      ep_comm=ep_s, cp_comm=cp_layer)
 
     kinds = {False: layer(False)}
     if moe_layer_count(spec):
@@ -434,9 +464,36 @@ def interleave_problem(layers: int, pp: int, vp: int, micro: Num) -> str | None:
     return None
 
 
-def _dp_link(gpu: HardwareProfile, layout: Layout | LayoutVariants) -> tuple[int, comm.Link]:
-    replicas = layout.dp * layout.cp
-    return replicas, comm.link_for(gpu, replicas, stride=layout.tp)
+@dataclass(frozen=True)
+class _ShardGroup:
+    """Parameters a DP rank is responsible for (elements, per GPU before ZeRO), replicated over
+    `replicas` ranks that reduce their gradients (and ZeRO-gather them) over `link`."""
+
+    params: float
+    replicas: int
+    link: comm.Link
+
+
+def _dp_groups(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
+               gpu: HardwareProfile) -> tuple[_ShardGroup, ...]:
+    """The gradient-reduction groups of a layout. Non-expert parameters: /(tp·pp) per GPU,
+    replicated over the dp·cp ranks (stride tp). Routed experts (MoE with ep·etp > 1): /(ep·etp·pp)
+    per GPU, replicated only over the expert-data-parallel ranks dp·cp·tp/(ep·etp) (stride
+    ep·etp: Megatron-Core's expert rank order, ETP innermost then EP; torchtitan / Automodel
+    FSDP2 shard experts over the same "edp" mesh). Pricing the experts over all dp·cp ranks would
+    move ep·etp/tp times their true volume."""
+    L = layout
+    params = params_with_head(spec, head)
+    etp = expert_tp(L, "training")
+    routed = count_params(spec).routed_experts if spec.moe and L.ep * etp > 1 else 0
+    replicas = L.dp * L.cp
+    groups = [_ShardGroup((params - routed) / (L.tp * L.pp), replicas,
+                          comm.link_for(gpu, replicas, stride=L.tp))]
+    if routed:
+        edp = max(1, replicas * L.tp // (L.ep * etp))
+        groups.append(_ShardGroup(routed / (L.ep * etp * L.pp), edp,
+                                  comm.link_for(gpu, edp, stride=L.ep * etp)))
+    return tuple(groups)
 
 
 # --- stages of an RL iteration ---------------------------------------------------------------
@@ -468,18 +525,21 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro,
                      L.vp)
 
-    params = params_with_head(spec, head)
-    shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
-    replicas, dp_link = _dp_link(gpu, L)
-    # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3 reduce-scatter
-    grads = where(L.zero <= 1, comm.time_allreduce(shard * grad_bytes, replicas, dp_link),
-                  comm.time_reducescatter(shard * grad_bytes, replicas, dp_link))
-    gather = comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
-    grads += where(L.zero == 2, gather, 0.0)  # updated parameter shards gathered back
-    grads += where(L.zero == 3, micro * 2 * gather, 0.0)  # every micro-batch's fwd and bwd
+    groups = _dp_groups(spec, head, L, gpu)
+    grads = 0.0
+    for g in groups:
+        # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3
+        # reduce-scatter them
+        grads = grads + where(
+            L.zero <= 1, comm.time_allreduce(g.params * grad_bytes, g.replicas, g.link),
+            comm.time_reducescatter(g.params * grad_bytes, g.replicas, g.link))
+        gather = comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link)
+        grads += where(L.zero == 2, gather, 0.0)  # updated parameter shards gathered back
+        grads += where(L.zero == 3, micro * 2 * gather, 0.0)  # every micro-batch's fwd, bwd
     dp = steps * grads * (1 - rt.dp_comm_overlap)
 
-    local = shard / where(L.zero >= 1, replicas, 1)
+    # the rank's own optimizer shard (ZeRO ≥ 1 splits each group over its replicas)
+    local = sum(g.params / where(L.zero >= 1, g.replicas, 1) for g in groups)
     optimizer = steps * bytes_optimizer_step(local, grad_bytes=grad_bytes) / hbm_rate(gpu)
     # the host is read only when some variant offloads (profiles may lack a host link)
     optimizer_cpu, offload = 0.0, 0.0
@@ -495,7 +555,7 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
         # each GPU streams the parameters it holds: its ZeRO-3 shard (gathered from the other
         # ranks as above), else the whole TP/PP shard, once per micro-batch and pass (a full
         # recompute runs inside its unit's backward, whose weights are already fetched)
-        held = shard / where(L.zero == 3, replicas, 1)
+        held = sum(g.params / where(L.zero == 3, g.replicas, 1) for g in groups)
         offload = offload + where(params_host, steps * time_host_stream(
             micro * 2 * held * BYTES_BF16, gpu, sharing), 0.0)
     return TrainTime(**{k: steps * v for k, v in pipe.parts.items()},
@@ -522,14 +582,13 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     micro = np.maximum(1.0, n_seqs / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
                      micro, L.vp)
-    replicas, link = _dp_link(gpu, L)
-    shard = params_with_head(spec, head) / (L.tp * L.pp)
-    dp = where(L.zero == 3, micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
-        1 - rt.dp_comm_overlap), 0.0)
+    groups = _dp_groups(spec, head, L, gpu)
+    gathers = sum(comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link) for g in groups)
+    dp = where(L.zero == 3, micro * gathers * (1 - rt.dp_comm_overlap), 0.0)
     offload = 0.0
     params_host = isin(L.offload, ("params", "both"))
     if np.any(params_host):  # the held weights streamed in for every micro-batch's forward
-        held = shard / where(L.zero == 3, replicas, 1)
+        held = sum(g.params / where(L.zero == 3, g.replicas, 1) for g in groups)
         offload = where(params_host, time_host_stream(
             micro * held * BYTES_BF16, gpu,
             gpus_sharing_host(gpu, L.dp * L.tp * L.pp * L.cp, gpus_per_node)), 0.0)
