@@ -61,6 +61,7 @@ class TRow(RowShape):
     fp8: bool = False
     pick: int = 0  # which number of the throughput cell
     step_time: bool = False  # the figure is seconds per optimizer step, not tok/s/GPU
+    fp8_recipe: str = "tensorwise"  # "rowwise": the row says float8 rowwise
     ep_dispatch: str = "alltoall"  # "hierarchical": the row runs DeepEP / HybridEP
     ep_overlap: bool = False  # the row says "A2A overlap"
 
@@ -72,6 +73,8 @@ class TRow(RowShape):
 def _titan(id_: str, model: str, **kw) -> TRow:
     """A torchtitan row (FSDP2 = ZeRO-3 with fp32 gradient reduction, its kernels)."""
     kw.setdefault("gpu", TITAN_H100)
+    if "rowwise" in kw.get("note", ""):  # the row's own words
+        kw["fp8_recipe"] = "rowwise"
     return TRow(id_, model, zero=3, options=TORCHTITAN, grad_bytes=4, **kw)
 
 
@@ -102,8 +105,8 @@ ROWS = [
     _titan("M19", _8B, gpu="h200-sxm", dp=32, mbs=2, gbs=64, recompute="selective", fp8=True),
     _titan("M20", _8B, gpu="h200-sxm", dp=64, mbs=2, gbs=128, recompute="selective", fp8=True),
     *(_titan(i, _8B, dp=8, mbs=1, gbs=8, recompute="selective", fp8=f, gpu="h100-sxm",
-             note="H100 variant not stated; Llama-3-8B") for i, f in
-      (("M21", False), ("M22", True), ("M23", True))),
+             note="H100 variant not stated; Llama-3-8B" + n) for i, f, n in
+      (("M21", False, ""), ("M22", True, ""), ("M23", True, "; float8 rowwise"))),
     *(_titan(i, _8B, gpu="b200", dp=8, mbs=1, gbs=8, recompute="selective", fp8=f,
              note="power-limited B200; Llama-3-8B")
       for i, f in (("M24", False), ("M25", True), ("M26", True), ("M27", True))),
@@ -225,6 +228,7 @@ def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     gpu = gpu or load_profile(row.gpu)
     layout = row.layout(row.zero)
     runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8,
+                                 fp8_recipe=row.fp8_recipe,
                                  ep_dispatch=row.ep_dispatch, ep_comm_overlap=row.ep_overlap)
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
                               grad_bytes=row.grad_bytes, runtime=runtime)

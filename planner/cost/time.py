@@ -131,6 +131,12 @@ class Runtime:
     fp8_matmuls: FP8 training (Transformer Engine, torchao Float8Linear): the linear layers'
         matmuls at the profile's FP8 peak; the core attention (FlashAttention) and the
         vocabulary head stay in bf16, as both frameworks run them by default.
+    fp8_recipe: "tensorwise" (one scale per tensor: Transformer Engine's delayed / current
+        scaling, torchao's default) or "rowwise" (torchao Float8 rowwise: a scale per row,
+        the scaled-GEMM kernels and per-row casts of its 2025 releases). Rowwise is priced at
+        the bf16 matmul rate: torchtitan's own pairs measure it no faster than bf16 —
+        training_h100.md T5/T1 (Llama-3.1-70B) 599.6/597.3 = 1.00, M23/M21 (8B FSDP)
+        6,768/6,150 = 1.10, T8/T6 (8B TP8) 3,708.5/4,378 = 0.85; median 1.00.
     ep_dispatch: how MoE tokens cross domains. "alltoall" (Megatron's default dispatcher):
         one copy per remote expert over the NIC. "hierarchical" (DeepEP, Megatron's HybridEP):
         one copy per remote domain over the NIC, forwarded over the scale-up link
@@ -144,6 +150,7 @@ class Runtime:
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
     fp8_matmuls: bool = False
+    fp8_recipe: str = "tensorwise"
     ep_dispatch: str = "alltoall"
     ep_comm_overlap: bool = False
 
@@ -338,7 +345,8 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     tokens = L.micro_batch * seq_len / L.cp  # per GPU of a TP group, per micro-batch
     options = runtime.kernels
     rate, hbm = compute_rate(gpu), hbm_rate(gpu)
-    linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls)  # the linear layers' matmuls
+    # the linear layers' matmuls: FP8 rowwise scaling runs them no faster than bf16 (Runtime)
+    linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls and runtime.fp8_recipe != "rowwise")
     bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
     bwd_attn = 0 if not train else (FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD
                                     if options.flash_attention else BACKWARD_FLOPS_PER_FORWARD)
