@@ -41,6 +41,7 @@ from training import DATA, HF_DEEPSPEED, MEGATRON, TORCHTITAN, RowShape, row_cel
 
 from planner.cost import time as time_model
 from planner.cost.activations import ActivationOptions
+from planner.cost.constants import FLASH_ATTENTION_2_RATE_ON_HOPPER
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import load_model
 from planner.theory.shape import Head
@@ -222,13 +223,20 @@ def measured(text: str, row: TRow) -> float | None:
     return row.gbs * row.seq / value / row.gpus if row.step_time else value
 
 
+def attention_rate(row: TRow) -> float:
+    """torchtitan runs SDPA's flash backend (FlashAttention-2); on Hopper that is slower than
+    its matmuls (`FLASH_ATTENTION_2_RATE_ON_HOPPER`). B200 rows: no source for the ratio, 1."""
+    hopper = row.gpu in (TITAN_H100, "h100-sxm", "h200-sxm")
+    return FLASH_ATTENTION_2_RATE_ON_HOPPER if row.options is TORCHTITAN and hopper else 1.0
+
+
 def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     """Predicted tokens/s/GPU: one optimizer step over the global batch."""
     spec = load_model(row.model)
     gpu = gpu or load_profile(row.gpu)
     layout = row.layout(row.zero)
     runtime = time_model.Runtime(kernels=row.options, fp8_matmuls=row.fp8,
-                                 fp8_recipe=row.fp8_recipe,
+                                 fp8_recipe=row.fp8_recipe, attention_rate=attention_rate(row),
                                  ep_dispatch=row.ep_dispatch, ep_comm_overlap=row.ep_overlap)
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
                               grad_bytes=row.grad_bytes, runtime=runtime)

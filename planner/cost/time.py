@@ -141,6 +141,8 @@ class Runtime:
         one copy per remote expert over the NIC. "hierarchical" (DeepEP, Megatron's HybridEP):
         one copy per remote domain over the NIC, forwarded over the scale-up link
         (`comm.time_alltoall_domains`, `flops.remote_domains_per_token`).
+    attention_rate: the core attention kernel's FLOP rate as a fraction of the matmuls' (1:
+        FlashAttention-3 / cuDNN class; `FLASH_ATTENTION_2_RATE_ON_HOPPER` for FA2 on Hopper).
     ep_comm_overlap: the dispatch/combine all-to-alls run under another micro-batch's compute
         (Megatron-Core `--overlap-moe-expert-parallel-comm`, DeepEP's overlap in Automodel):
         a MoE layer pays max(its compute, its all-to-alls), not their sum.
@@ -153,6 +155,7 @@ class Runtime:
     fp8_recipe: str = "tensorwise"
     ep_dispatch: str = "alltoall"
     ep_comm_overlap: bool = False
+    attention_rate: float = 1.0
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -387,7 +390,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
         linear = (c.flops - c.attn_flops) * (1 + bwd_f + where(full, 1, 0))
         ew = c.ew_bytes * (1 + bwd_m) + where(full, c.ew_bytes,
                                               where(selective, c.attn_ew_bytes, 0.0))
-        compute = tokens * (linear / linear_rate + attn / rate)
+        compute = tokens * (linear / linear_rate + attn / (rate * runtime.attention_rate))
         memory = tokens * ew / hbm
         ep_s = ep_layer if moe else 0.0
         if runtime.ep_comm_overlap:  # hidden under the other micro-batch's compute
