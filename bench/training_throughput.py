@@ -15,7 +15,9 @@ Step-time rows (s/it) are converted with the same GBS · seq / GPUs.
 What the rows cannot tell the model (kept as notes, not corrected for): AsyncTP and
 torch.compile (the planner prices one kernel set per framework), CUDA graphs, forced expert
 balance (Megatron-Bridge MoE rows), DeepSeek-V3's MTP layer, partial recompute of a few
-layers, FP8 recipe differences (tensorwise / rowwise / MX are all priced at the FP8 peak).
+layers, MX FP8 (priced as tensorwise). Priced per row from its own words: float8 rowwise
+(`Runtime.fp8_recipe`), DeepEP / HybridEP (`ep_dispatch`), "A2A overlap" (`ep_comm_overlap`),
+torchtitan's SDPA FlashAttention-2 on Hopper (`attention_rate`).
 
 Fit (the procedure of bench/calibration.py `fit_profile`, imported from it): per profile,
 `efficiency.compute` and `efficiency.hbm` over its grids, objective = median APE (+ 1e-3 × mean

@@ -3,7 +3,9 @@
 Training and teacher-forced forwards are priced per pipeline stage and micro-batch, then
 composed by the 1F1B schedule:
 
-- Matmul FLOPs (`flops.py`) at the profile's peak × `efficiency.compute` (`compute`).
+- Matmul FLOPs (`flops.py`) at the profile's peak × `efficiency.compute` (`compute`); the
+  core attention's backward under FlashAttention as 2.5 forwards (it recomputes the scores,
+  `FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD`), at `Runtime.attention_rate` of that rate.
 - Element-wise kernels — norms, residual adds, activation functions, RoPE, the unfused softmax
   and dropout on the s×s scores when FlashAttention is off, the fp32 loss / log-prob over the
   vocabulary — are memory-bound: their HBM traffic at `efficiency.hbm` (`memory`). They run as
@@ -94,9 +96,8 @@ from planner.cost.flops import (
     flops_fwd_per_token_router,
     flops_fwd_per_token_shared_experts,
     moe_layer_count,
-    params_with_head,
-    remote_domains_per_token,
 )
+from planner.cost.layout_comm import dp_groups, time_dispatch
 from planner.cost.memo import memo
 from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
 from planner.cost.states import pipeline_stage_layers
@@ -104,7 +105,6 @@ from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
 from planner.specs.model import ModelSpec
-from planner.specs.params import count_params
 
 __all__ = [
     "DEFAULT_RUNTIME",
@@ -295,19 +295,6 @@ def _layer_cost(spec: ModelSpec, seq_len: float, layout: Layout, options: Activa
         attn_ew_bytes=bytes_elementwise_fwd_per_token(spec, seq_len, attention_only=True, **kw))
 
 
-def _time_dispatch(spec: ModelSpec, nbytes: float, ep: int, etp: int, gpu: HardwareProfile,
-                   dispatch: str) -> float:
-    """One dispatch (or combine) all-to-all of a rank's `nbytes` routed copies over `ep` ranks
-    `etp` apart: plain, or hierarchical (a token crosses to each remote domain once)."""
-    cross = None
-    if dispatch == "hierarchical" and ep * etp > gpu.scale_up_gpus:
-        domains = ep // comm.ranks_per_domain(gpu, ep, etp)
-        per_token = nbytes / spec.moe.experts_per_token  # one copy of a token's hidden state
-        cross = per_token * remote_domains_per_token(spec.moe.num_experts,
-                                                     spec.moe.experts_per_token, domains)
-    return comm.time_alltoall_domains(nbytes, ep, gpu, stride=etp, cross_bytes=cross)
-
-
 # --- one pipeline stage, one micro-batch -----------------------------------------------------
 
 
@@ -370,7 +357,7 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 \
         if spec.moe else 0.0  # the routed copies of the TP group's tokens
     if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens
-        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * _time_dispatch(
+        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * time_dispatch(
             spec, routed / L.tp, L.ep, etp, gpu, runtime.ep_dispatch)
     if etp > 1 and spec.moe:  # experts split over etp ranks: their inputs gathered and
         # their partial outputs reduce-scattered over them (one all-reduce's traffic)
@@ -475,38 +462,6 @@ def interleave_problem(layers: int, pp: int, vp: int, micro: Num) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _ShardGroup:
-    """Parameters a DP rank is responsible for (elements, per GPU before ZeRO), replicated over
-    `replicas` ranks that reduce their gradients (and ZeRO-gather them) over `link`."""
-
-    params: float
-    replicas: int
-    link: comm.Link
-
-
-def _dp_groups(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
-               gpu: HardwareProfile) -> tuple[_ShardGroup, ...]:
-    """The gradient-reduction groups of a layout. Non-expert parameters: /(tp·pp) per GPU,
-    replicated over the dp·cp ranks (stride tp). Routed experts (MoE with ep·etp > 1): /(ep·etp·pp)
-    per GPU, replicated only over the expert-data-parallel ranks dp·cp·tp/(ep·etp) (stride
-    ep·etp: Megatron-Core's expert rank order, ETP innermost then EP; torchtitan / Automodel
-    FSDP2 shard experts over the same "edp" mesh). Pricing the experts over all dp·cp ranks would
-    move ep·etp/tp times their true volume."""
-    L = layout
-    params = params_with_head(spec, head)
-    etp = expert_tp(L, "training")
-    routed = count_params(spec).routed_experts if spec.moe and L.ep * etp > 1 else 0
-    replicas = L.dp * L.cp
-    groups = [_ShardGroup((params - routed) / (L.tp * L.pp), replicas,
-                          comm.link_for(gpu, replicas, stride=L.tp))]
-    if routed:
-        edp = max(1, replicas * L.tp // (L.ep * etp))
-        groups.append(_ShardGroup(routed / (L.ep * etp * L.pp), edp,
-                                  comm.link_for(gpu, edp, stride=L.ep * etp)))
-    return tuple(groups)
-
-
 # --- stages of an RL iteration ---------------------------------------------------------------
 
 
@@ -536,7 +491,7 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro,
                      L.vp)
 
-    groups = _dp_groups(spec, head, L, gpu)
+    groups = dp_groups(spec, head, L, gpu)
     grads = 0.0
     for g in groups:
         # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3
@@ -593,7 +548,7 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     micro = np.maximum(1.0, n_seqs / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
                      micro, L.vp)
-    groups = _dp_groups(spec, head, L, gpu)
+    groups = dp_groups(spec, head, L, gpu)
     gathers = sum(comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link) for g in groups)
     dp = where(L.zero == 3, micro * gathers * (1 - rt.dp_comm_overlap), 0.0)
     offload = 0.0
