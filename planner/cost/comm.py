@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.errors import InputError
 from planner.specs.hardware import HardwareProfile
 
@@ -154,8 +156,9 @@ def time_alltoall_domains(nbytes: float, ranks: int, gpu: HardwareProfile, strid
         cross, local = (ranks - r) / ranks * nbytes, (r - 1) / ranks * nbytes
     else:
         cross, local = cross_bytes, (ranks - 1) / ranks * nbytes
-    intra = local / link_intra_node(gpu).bandwidth if gpu.intra_node_gbps and local else 0.0
-    return inter.launch + (ranks - 1) * inter.latency + max(intra, cross / inter.bandwidth)
+    intra = local / link_intra_node(gpu).bandwidth if gpu.intra_node_gbps else 0.0
+    # nbytes may be an array (layout variants of one shape)
+    return inter.launch + (ranks - 1) * inter.latency + np.maximum(intra, cross / inter.bandwidth)
 
 
 def time_p2p(nbytes: float, link: Link) -> float:
