@@ -48,7 +48,8 @@ GB_PER_GIB = GIB / 1e9
 # - torchtitan (FSDP2 = ZeRO-3): fp32 sharded params and grads (`fp32_params`), per-op SAC, an
 #   eager fp32 cross-entropy (Dec 2024 – early 2025: its train.py kept the loss out of
 #   torch.compile) or, from its 2025 `components/loss.py` on, the loss compiled with the model
-#   when compile is on (`compiled_upcast`); torchao Float8Linear for its FP8 rows.
+#   when compile is on (`compiled_upcast`); torchao Float8Linear for its FP8 rows; attention
+#   through PyTorch SDPA's flash backend, FlashAttention-2 (`fa2`).
 # - Megatron-LM (ms-swift's Megatron backend): distributed optimizer (ZeRO-1), bf16 params with
 #   fp32 main grads (Megatron turns accumulate_allreduce_grads_in_fp32 on under --bf16),
 #   selective = core_attn, vocab-parallel fp32 logits; TE for FP8.
@@ -57,7 +58,7 @@ GB_PER_GIB = GIB / 1e9
 # - HF + DeepSpeed (ms-swift): gradient checkpointing = full; transformers' causal-LM loss
 #   upcasts the logits to fp32 (read from transformers' source, not a row).
 TORCHTITAN = RuntimeInput(selective_recompute="every_other_mm", training_loss="eager_upcast",
-                          training_states="fp32_params")
+                          training_states="fp32_params", attention_kernel="fa2")
 TORCHTITAN_2025 = TORCHTITAN.model_copy(update={"training_loss": "compiled_upcast"})
 MEGATRON = RuntimeInput(training_states="fp32_grads")
 MEGATRON_PERF = RuntimeInput(training_states="bf16_grads")
@@ -204,7 +205,7 @@ def predict(row: Row) -> MemoryBreakdown:
     """The row's per-GPU memory breakdown (bytes) as the planner prices it: its runtime's
     training software through `runtime_software`, the mapping a scenario's goes through."""
     spec, gpu = load_model(row.model), load_profile(row.gpu)
-    sw = runtime_software(row.runtime)
+    sw = runtime_software(row.runtime, gpu.name)
     return memory_training_per_gpu(spec, row.layout(), seq_len=row.seq,
                                    micro_batches=row.micro_batches, head=Head.POLICY,
                                    precision=sw.precision, options=sw.kernels,

@@ -15,7 +15,10 @@ Step-time rows (s/it) are converted with the same GBS · seq / GPUs.
 What the rows cannot tell the model (kept as notes, not corrected for): AsyncTP and
 torch.compile (the planner prices one kernel set per framework), CUDA graphs, forced expert
 balance (Megatron-Bridge MoE rows), DeepSeek-V3's MTP layer, partial recompute of a few
-layers, FP8 recipe differences (tensorwise / rowwise / MX are all priced at the FP8 peak).
+layers, MX FP8 (priced as tensorwise). Priced per row from its own words, through the scenario
+`runtime:` fields: float8 rowwise (`fp8_training: torchao_rowwise`), DeepEP / HybridEP
+(`ep_dispatch: hierarchical`), "A2A overlap" (`ep_comm_overlap`), torchtitan's SDPA
+FlashAttention-2 (`attention_kernel: fa2`, slower on Hopper).
 
 Fit (the procedure of bench/calibration.py `fit_profile`, imported from it): per profile,
 `efficiency.compute` and `efficiency.hbm` over its grids, objective = median APE (+ 1e-3 × mean
@@ -71,11 +74,15 @@ class TRow(RowShape):
     fp8_kind: str = "transformer_engine"
     pick: int = 0  # which number of the throughput cell
     step_time: bool = False  # the figure is seconds per optimizer step, not tok/s/GPU
+    ep_dispatch: str = "alltoall"  # "hierarchical": the row runs DeepEP / HybridEP
+    ep_overlap: bool = False  # the row says "A2A overlap"
 
     @property
     def software(self) -> RuntimeInput:
         """The row's `runtime:` as a scenario would write it (FP8 rows: `fp8_kind` on)."""
-        return fp8(self.runtime, self.fp8_kind) if self.fp8 else self.runtime
+        runtime = self.runtime.model_copy(update={"ep_dispatch": self.ep_dispatch,
+                                                  "ep_comm_overlap": self.ep_overlap})
+        return fp8(runtime, self.fp8_kind) if self.fp8 else runtime
 
     @property
     def gpus(self) -> int:
@@ -85,7 +92,9 @@ class TRow(RowShape):
 def _titan(id_: str, model: str, **kw) -> TRow:
     """A torchtitan row (FSDP2 = ZeRO-3 with fp32 gradient reduction, its kernels)."""
     kw.setdefault("gpu", TITAN_H100)
-    return TRow(id_, model, zero=3, runtime=TORCHTITAN, fp8_kind="torchao", **kw)
+    rowwise = "rowwise" in kw.get("note", "")  # the row's own words
+    return TRow(id_, model, zero=3, runtime=TORCHTITAN,
+                fp8_kind="torchao_rowwise" if rowwise else "torchao", **kw)
 
 
 # torchtitan: lbs = sequences per DP rank per step; without PP one micro-batch of lbs, with PP
@@ -115,8 +124,8 @@ ROWS = [
     _titan("M19", _8B, gpu="h200-sxm", dp=32, mbs=2, gbs=64, recompute="selective", fp8=True),
     _titan("M20", _8B, gpu="h200-sxm", dp=64, mbs=2, gbs=128, recompute="selective", fp8=True),
     *(_titan(i, _8B, dp=8, mbs=1, gbs=8, recompute="selective", fp8=f, gpu="h100-sxm",
-             note="H100 variant not stated; Llama-3-8B") for i, f in
-      (("M21", False), ("M22", True), ("M23", True))),
+             note="H100 variant not stated; Llama-3-8B" + n) for i, f, n in
+      (("M21", False, ""), ("M22", True, ""), ("M23", True, "; float8 rowwise"))),
     *(_titan(i, _8B, gpu="b200", dp=8, mbs=1, gbs=8, recompute="selective", fp8=f,
              note="power-limited B200; Llama-3-8B")
       for i, f in (("M24", False), ("M25", True), ("M26", True), ("M27", True))),
@@ -181,10 +190,10 @@ ROWS = [
     # element-wise only → none). GPUs = dp·tp·pp·cp; EP inside DP.
     TRow("T53", "gpt-oss-120b", "h100-sxm", dp=16, pp=4, ep=8, gbs=1280, seq=4096, zero=1),
     TRow("T54", "qwen3-30b-a3b", "h100-sxm", dp=16, ep=16, gbs=1024, seq=4096, zero=1,
-         fp8=True),
+         fp8=True, ep_dispatch="hierarchical", note="HybridEP"),
     *(TRow(i, "qwen3-235b-a22b", "h100-sxm", dp=16, tp=2, sp=True, pp=8, vp=4, ep=32, gbs=g,
-           seq=4096, zero=1, fp8=True, note="94 layers: uneven chunks")
-      for i, g in (("T55", 8192), ("T58", 2048))),
+           seq=4096, zero=1, fp8=True, ep_overlap=o, note="94 layers: uneven chunks" + n)
+      for i, g, o, n in (("T55", 8192, True, "; A2A overlap"), ("T58", 2048, False, ""))),
     TRow("T56", None, "h100-sxm", note="Nemotron-3-Nano: no config"),
     TRow("T57", "qwen3-30b-a3b", "h100-sxm", dp=8, pp=2, vp=24, ep=8, mbs=2, gbs=512, seq=4096,
          zero=1, fp8=True),
@@ -193,18 +202,19 @@ ROWS = [
     TRow("T60", "deepseek-v3", "b200", dp=16, pp=16, ep=8, gbs=2048, seq=4096,
          recompute="selective", zero=1, fp8=True, note="MTP not priced"),
     TRow("T61", "deepseek-v3", "b200", dp=32, pp=8, vp=2, ep=32, gbs=4096, seq=4096,
-         recompute="selective", zero=1, fp8=True, note="CUDA graphs"),
+         recompute="selective", zero=1, fp8=True, ep_dispatch="hierarchical", ep_overlap=True,
+         note="DeepEP, A2A overlap; CUDA graphs"),
     TRow("T62", "gpt-oss-120b", "b200", dp=64, ep=8, mbs=4, gbs=1280, seq=4096, zero=1),
     TRow("T63", "qwen3-30b-a3b", "b200", dp=8, ep=8, mbs=4, gbs=512, seq=4096, zero=1,
-         fp8=True, note="CUDA graphs"),
+         fp8=True, ep_dispatch="hierarchical", note="HybridEP; CUDA graphs"),
     TRow("T64", "qwen3-235b-a22b", "b200", dp=32, pp=8, ep=8, gbs=8192, seq=4096, zero=1,
          fp8=True),
     TRow("T65", None, "b200", note="Nemotron-3: no config"),
     # NeMo Automodel (FSDP = ZeRO-3, real routing; recompute not stated → none)
     TRow("T66", "deepseek-v3", "h100-sxm", dp=256, pp=4, vp=8, ep=64, gbs=8192, seq=4096,
-         pick=2, note="Automodel"),
+         pick=2, ep_dispatch="hierarchical", note="Automodel, DeepEP"),
     TRow("T67", "deepseek-v3", "h100-sxm", dp=64, pp=4, vp=8, ep=64, gbs=512, seq=4096, pick=2,
-         note="Automodel"),
+         ep_dispatch="hierarchical", note="Automodel, DeepEP"),
     TRow("T68", None, "h100-sxm", note="Kimi-K2: no config"),
     TRow("T69", "qwen3-30b-a3b", "h100-sxm", dp=8, ep=8, mbs=4, gbs=512, seq=4096, pick=2,
          note="Automodel"),
@@ -237,7 +247,7 @@ def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
     spec = load_model(row.model)
     gpu = gpu or load_profile(row.gpu)
     layout = row.layout()
-    sw = runtime_software(row.software)  # the mapping a scenario's runtime goes through
+    sw = runtime_software(row.software, gpu.name)  # the mapping a scenario's runtime takes
     t = time_model.time_train(spec, Head.POLICY, layout, gpu, row.gbs, row.seq,
                               grad_bytes=sw.precision.grad_bytes, runtime=sw.runtime)
     return row.gbs * row.seq / float(t.total) / row.gpus

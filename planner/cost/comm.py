@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.errors import InputError
 from planner.specs.hardware import HardwareProfile
 
@@ -132,6 +134,31 @@ def time_alltoall(nbytes: float, ranks: int, link: Link) -> float:
     if ranks <= 1:
         return 0.0
     return link.launch + (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
+
+
+def time_alltoall_domains(nbytes: float, ranks: int, gpu: HardwareProfile, stride: int = 1,
+                          cross_bytes: float | None = None) -> float:
+    """All-to-all where each rank holds `nbytes` and keeps 1/n of it, the n ranks `stride`
+    apart possibly spanning scale-up domains. A rank's sends go to its r − 1 peers in its own
+    domain over the scale-up link and to the n − r others over its own NIC, at the same time
+    (NCCL posts every peer's send at once): time = max(intra, inter) + the network's per-step
+    latency. `cross_bytes` replaces the (n − r)/n · nbytes that cross the domain boundary
+    (a hierarchical dispatch, DeepEP / HybridEP, sends a token once per remote domain, then
+    forwards it inside the domain: every remote copy also crosses the scale-up link once, so
+    intra = (n − 1)/n · nbytes). Inside one domain this is `time_alltoall` on its link."""
+    if ranks <= 1:
+        return 0.0
+    if ranks * stride <= gpu.scale_up_gpus:
+        return time_alltoall(nbytes, ranks, link_intra_node(gpu))
+    r = ranks_per_domain(gpu, ranks, stride)
+    inter = link_inter_node(gpu)
+    if cross_bytes is None:
+        cross, local = (ranks - r) / ranks * nbytes, (r - 1) / ranks * nbytes
+    else:
+        cross, local = cross_bytes, (ranks - 1) / ranks * nbytes
+    intra = local / link_intra_node(gpu).bandwidth if gpu.intra_node_gbps else 0.0
+    # nbytes may be an array (layout variants of one shape)
+    return inter.launch + (ranks - 1) * inter.latency + np.maximum(intra, cross / inter.bandwidth)
 
 
 def time_p2p(nbytes: float, link: Link) -> float:

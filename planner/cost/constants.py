@@ -27,6 +27,23 @@ FLOPS_PER_MAC = 2
 BACKWARD_FLOPS_PER_FORWARD = 2
 """C_b = 2·C_f (Table I): the backward pass computes gradients w.r.t. inputs and weights."""
 
+FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD = 2.5
+"""The core attention's backward under FlashAttention, in forward FLOPs: it stores no s×s
+matrix, so the backward recomputes the scores S = QKᵀ before dV = PᵀdO, dP = dOVᵀ, dQ = dS·K
+and dK = dSᵀQ — five s×s×d matmuls against the forward's two (Dao, FlashAttention-2, 2023,
+§4.1: "the backward pass has 2.5× FLOPs of forward"). Hardware work the time model prices;
+model-FLOP counts (`flops.py`, MFU conventions) keep `BACKWARD_FLOPS_PER_FORWARD`. The
+unfused attention keeps its s×s probabilities and runs the four gradient matmuls: 2×."""
+
+FLASH_ATTENTION_2_RATE_ON_HOPPER = 0.35 / 0.75
+"""The core attention's FLOP rate under FlashAttention-2 on a Hopper GPU, as a fraction of the
+rate of Hopper-tuned kernels (the profile's compute efficiency): FA2 reaches 35% of H100 peak,
+FlashAttention-3 — wgmma/TMA, the class of cuDNN's fused attention that Transformer Engine
+runs — 75% (Shah et al., "FlashAttention-3", 2024, abstract). PyTorch SDPA's flash backend
+(torchtitan, FSDP trainers) is FA2. Fitted jointly with the 500 W H100's compute efficiency on
+the torchtitan rows of training_h100.md (bench/training_throughput.py), 0.40–0.47 fit equally
+(median 7.6–8.5%); the source's ratio is kept. `Runtime.attention_rate`."""
+
 CAUSAL_KEY_VISIT_FRACTION = 0.5
 """A causal pass over n tokens visits n²/2 (query, key) pairs — the paper's convention behind
 the `m·d` term of C_f^tok and the `S·d` term of C_prefill (exact count n(n+1)/2; the O(n)

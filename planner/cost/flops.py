@@ -52,6 +52,7 @@ may be numpy arrays: the arithmetic has no Python branching on them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import TypeAlias
 
@@ -106,6 +107,7 @@ __all__ = [
     "flops_train_seq",
     "moe_layer_count",
     "params_with_head",
+    "remote_domains_per_token",
 ]
 
 Num: TypeAlias = float | np.ndarray
@@ -448,6 +450,22 @@ def experts_touched(num_experts: int, experts_per_token: int, tokens: Num) -> Nu
     """
     E, k = num_experts, experts_per_token
     return E * (1 - (1 - k / E) ** tokens)
+
+
+def remote_domains_per_token(num_experts: int, experts_per_token: int, domains: int) -> float:
+    """Expected distinct domains other than its own that one token's k experts sit in, the E
+    experts spread evenly over `domains` domains (expert parallelism across nodes).
+
+    Uniform routing, k of E without replacement: a given domain holds E/D experts and is
+    missed with probability C(E − E/D, k)/C(E, k), so the count is (D − 1)·(1 − that). A
+    hierarchical dispatch (DeepEP, HybridEP; DeepSeek-V3 report §3.2.2) sends the token over
+    the network once per such domain instead of once per remote expert. Units: domains.
+    """
+    E, k, D = num_experts, experts_per_token, domains
+    if D <= 1:
+        return 0.0
+    missed = math.comb(E - E // D, k) / math.comb(E, k)
+    return (D - 1) * (1 - missed)
 
 
 def bytes_weights_read_fwd(spec: ModelSpec, tokens: Num, head: Head = Head.POLICY,

@@ -3,7 +3,9 @@
 Training and teacher-forced forwards are priced per pipeline stage and micro-batch, then
 composed by the 1F1B schedule:
 
-- Matmul FLOPs (`flops.py`) at the profile's peak × `efficiency.compute` (`compute`).
+- Matmul FLOPs (`flops.py`) at the profile's peak × `efficiency.compute` (`compute`); the
+  core attention's backward under FlashAttention as 2.5 forwards (it recomputes the scores,
+  `FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD`), at `Runtime.attention_rate` of that rate.
 - Element-wise kernels — norms, residual adds, activation functions, RoPE, the unfused softmax
   and dropout on the s×s scores when FlashAttention is off, the fp32 loss / log-prob over the
   vocabulary — are memory-bound: their HBM traffic at `efficiency.hbm` (`memory`). They run as
@@ -69,6 +71,7 @@ from planner.cost.constants import (
     DROPOUT_MASK_BYTES,
     ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD,
     EP_ALLTOALLS_PER_LAYER_PASS,
+    FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD,
     HOST_BACKWARD_PASSES_PER_FORWARD,
     HOST_SECONDS_PER_LAYER_PASS,
     LOSS_BWD_BYTES_PER_LOGIT,
@@ -93,8 +96,8 @@ from planner.cost.flops import (
     flops_fwd_per_token_router,
     flops_fwd_per_token_shared_experts,
     moe_layer_count,
-    params_with_head,
 )
+from planner.cost.layout_comm import dp_groups, time_dispatch
 from planner.cost.memo import memo
 from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
 from planner.cost.states import pipeline_stage_layers
@@ -128,12 +131,31 @@ class Runtime:
     fp8_matmuls: FP8 training (Transformer Engine, torchao Float8Linear): the linear layers'
         matmuls at the profile's FP8 peak; the core attention (FlashAttention) and the
         vocabulary head stay in bf16, as both frameworks run them by default.
+    fp8_recipe: "tensorwise" (one scale per tensor: Transformer Engine's delayed / current
+        scaling, torchao's default) or "rowwise" (torchao Float8 rowwise: a scale per row,
+        the scaled-GEMM kernels and per-row casts of its 2025 releases). Rowwise is priced at
+        the bf16 matmul rate: torchtitan's own pairs measure it no faster than bf16 —
+        training_h100.md T5/T1 (Llama-3.1-70B) 599.6/597.3 = 1.00, M23/M21 (8B FSDP)
+        6,768/6,150 = 1.10, T8/T6 (8B TP8) 3,708.5/4,378 = 0.85; median 1.00.
+    ep_dispatch: how MoE tokens cross domains. "alltoall" (Megatron's default dispatcher):
+        one copy per remote expert over the NIC. "hierarchical" (DeepEP, Megatron's HybridEP):
+        one copy per remote domain over the NIC, forwarded over the scale-up link
+        (`comm.time_alltoall_domains`, `flops.remote_domains_per_token`).
+    attention_rate: the core attention kernel's FLOP rate as a fraction of the matmuls' (1:
+        FlashAttention-3 / cuDNN class; `FLASH_ATTENTION_2_RATE_ON_HOPPER` for FA2 on Hopper).
+    ep_comm_overlap: the dispatch/combine all-to-alls run under another micro-batch's compute
+        (Megatron-Core `--overlap-moe-expert-parallel-comm`, DeepEP's overlap in Automodel):
+        a MoE layer pays max(its compute, its all-to-alls), not their sum.
     """
 
     kernels: ActivationOptions = field(default_factory=lambda: MODERN_ACTIVATIONS)
     dp_comm_overlap: float = DP_COMM_OVERLAP
     host_s_per_layer_pass: float = HOST_SECONDS_PER_LAYER_PASS
     fp8_matmuls: bool = False
+    fp8_recipe: str = "tensorwise"
+    ep_dispatch: str = "alltoall"
+    ep_comm_overlap: bool = False
+    attention_rate: float = 1.0
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -313,8 +335,11 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     tokens = L.micro_batch * seq_len / L.cp  # per GPU of a TP group, per micro-batch
     options = runtime.kernels
     rate, hbm = compute_rate(gpu), hbm_rate(gpu)
-    linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls)  # the linear layers' matmuls
+    # the linear layers' matmuls: FP8 rowwise scaling runs them no faster than bf16 (Runtime)
+    linear_rate = compute_rate(gpu, fp8=runtime.fp8_matmuls and runtime.fp8_recipe != "rowwise")
     bwd_f = BACKWARD_FLOPS_PER_FORWARD if train else 0
+    bwd_attn = 0 if not train else (FLASH_ATTENTION_BACKWARD_FLOPS_PER_FORWARD
+                                    if options.flash_attention else BACKWARD_FLOPS_PER_FORWARD)
     bwd_m = ELEMENTWISE_BACKWARD_TRAFFIC_PER_FORWARD if train else 0
     ckpt = L.checkpointing if train else "none"
     full, selective = ckpt == "full", ckpt == "selective"
@@ -332,8 +357,8 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     routed = tokens * spec.moe.experts_per_token * spec.hidden_size * BYTES_BF16 \
         if spec.moe else 0.0  # the routed copies of the TP group's tokens
     if L.ep > 1 and spec.moe:  # each TP rank dispatches its 1/tp of the tokens
-        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * comm.time_alltoall(
-            routed / L.tp, L.ep, comm.link_p2p(gpu, L.ep, stride=etp))
+        ep_layer = comm_passes * EP_ALLTOALLS_PER_LAYER_PASS * time_dispatch(
+            spec, routed / L.tp, L.ep, etp, gpu, runtime.ep_dispatch)
     if etp > 1 and spec.moe:  # experts split over etp ranks: their inputs gathered and
         # their partial outputs reduce-scattered over them (one all-reduce's traffic)
         ep_layer = ep_layer + comm_passes * comm.time_allreduce(
@@ -348,17 +373,20 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
     def layer(moe: bool) -> _Stage:
         c = _layer_cost(spec, seq_len, L, options, moe)
         # recomputation: full re-runs the layer's forward, selective its core attention
-        attn = c.attn_flops * (1 + bwd_f) + where(full | selective, c.attn_flops, 0.0)
+        attn = c.attn_flops * (1 + bwd_attn) + where(full | selective, c.attn_flops, 0.0)
         linear = (c.flops - c.attn_flops) * (1 + bwd_f + where(full, 1, 0))
         ew = c.ew_bytes * (1 + bwd_m) + where(full, c.ew_bytes,
                                               where(selective, c.attn_ew_bytes, 0.0))
-        compute = tokens * (linear / linear_rate + attn / rate)
+        compute = tokens * (linear / linear_rate + attn / (rate * runtime.attention_rate))
         memory = tokens * ew / hbm
-        comm_s = tp_layer + (ep_layer if moe else 0.0) + cp_layer
+        ep_s = ep_layer if moe else 0.0
+        if runtime.ep_comm_overlap:  # hidden under the other micro-batch's compute
+            ep_s = np.maximum(0.0, ep_s - compute - memory)
+        comm_s = tp_layer + ep_s + cp_layer
         host = np.maximum(0.0, host_passes * runtime.host_s_per_layer_pass - compute - memory
                           - comm_s)
         return _Stage(compute=compute, memory=memory, host=host, tp_comm=tp_layer,
-                      ep_comm=ep_layer if moe else 0.0, cp_comm=cp_layer)
+                      ep_comm=ep_s, cp_comm=cp_layer)
 
     kinds = {False: layer(False)}
     if moe_layer_count(spec):
@@ -434,11 +462,6 @@ def interleave_problem(layers: int, pp: int, vp: int, micro: Num) -> str | None:
     return None
 
 
-def _dp_link(gpu: HardwareProfile, layout: Layout | LayoutVariants) -> tuple[int, comm.Link]:
-    replicas = layout.dp * layout.cp
-    return replicas, comm.link_for(gpu, replicas, stride=layout.tp)
-
-
 # --- stages of an RL iteration ---------------------------------------------------------------
 
 
@@ -468,18 +491,21 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=True), micro,
                      L.vp)
 
-    params = params_with_head(spec, head)
-    shard = params / (L.tp * L.pp)  # parameters a DP rank is responsible for
-    replicas, dp_link = _dp_link(gpu, L)
-    # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3 reduce-scatter
-    grads = where(L.zero <= 1, comm.time_allreduce(shard * grad_bytes, replicas, dp_link),
-                  comm.time_reducescatter(shard * grad_bytes, replicas, dp_link))
-    gather = comm.time_allgather(shard * BYTES_BF16, replicas, dp_link)
-    grads += where(L.zero == 2, gather, 0.0)  # updated parameter shards gathered back
-    grads += where(L.zero == 3, micro * 2 * gather, 0.0)  # every micro-batch's fwd and bwd
+    groups = dp_groups(spec, head, L, gpu)
+    grads = 0.0
+    for g in groups:
+        # ZeRO-0/1 all-reduce the gradients (ZeRO-1 shards the optimizer only), 2/3
+        # reduce-scatter them
+        grads = grads + where(
+            L.zero <= 1, comm.time_allreduce(g.params * grad_bytes, g.replicas, g.link),
+            comm.time_reducescatter(g.params * grad_bytes, g.replicas, g.link))
+        gather = comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link)
+        grads += where(L.zero == 2, gather, 0.0)  # updated parameter shards gathered back
+        grads += where(L.zero == 3, micro * 2 * gather, 0.0)  # every micro-batch's fwd, bwd
     dp = steps * grads * (1 - rt.dp_comm_overlap)
 
-    local = shard / where(L.zero >= 1, replicas, 1)
+    # the rank's own optimizer shard (ZeRO ≥ 1 splits each group over its replicas)
+    local = sum(g.params / where(L.zero >= 1, g.replicas, 1) for g in groups)
     optimizer = steps * bytes_optimizer_step(local, grad_bytes=grad_bytes) / hbm_rate(gpu)
     # the host is read only when some variant offloads (profiles may lack a host link)
     optimizer_cpu, offload = 0.0, 0.0
@@ -495,7 +521,7 @@ def time_train(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu
         # each GPU streams the parameters it holds: its ZeRO-3 shard (gathered from the other
         # ranks as above), else the whole TP/PP shard, once per micro-batch and pass (a full
         # recompute runs inside its unit's backward, whose weights are already fetched)
-        held = shard / where(L.zero == 3, replicas, 1)
+        held = sum(g.params / where(L.zero == 3, g.replicas, 1) for g in groups)
         offload = offload + where(params_host, steps * time_host_stream(
             micro * 2 * held * BYTES_BF16, gpu, sharing), 0.0)
     return TrainTime(**{k: steps * v for k, v in pipe.parts.items()},
@@ -522,14 +548,13 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     micro = np.maximum(1.0, n_seqs / (L.dp * L.micro_batch))
     pipe = _pipeline(_stages(spec, head, _stage_shape(L), gpu, seq_len, rt, train=False),
                      micro, L.vp)
-    replicas, link = _dp_link(gpu, L)
-    shard = params_with_head(spec, head) / (L.tp * L.pp)
-    dp = where(L.zero == 3, micro * comm.time_allgather(shard * BYTES_BF16, replicas, link) * (
-        1 - rt.dp_comm_overlap), 0.0)
+    groups = dp_groups(spec, head, L, gpu)
+    gathers = sum(comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link) for g in groups)
+    dp = where(L.zero == 3, micro * gathers * (1 - rt.dp_comm_overlap), 0.0)
     offload = 0.0
     params_host = isin(L.offload, ("params", "both"))
     if np.any(params_host):  # the held weights streamed in for every micro-batch's forward
-        held = shard / where(L.zero == 3, replicas, 1)
+        held = sum(g.params / where(L.zero == 3, g.replicas, 1) for g in groups)
         offload = where(params_host, time_host_stream(
             micro * held * BYTES_BF16, gpu,
             gpus_sharing_host(gpu, L.dp * L.tp * L.pp * L.cp, gpus_per_node)), 0.0)

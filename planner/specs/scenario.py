@@ -140,20 +140,35 @@ class RuntimeInput(BaseModel):
         "cross-entropy of the logits cast to fp32: torchtitan without compile, transformers; "
         "12 B per logit at its backward) or compiled_upcast (the same under torch.compile, as "
         "torchtitan compiles its loss from 2025 on: bf16 logits + bf16 gradient, 4 B)")
-    fp8_training: Literal["none", "transformer_engine", "torchao"] = Field(
+    fp8_training: Literal["none", "transformer_engine", "torchao", "torchao_rowwise"] = Field(
         "none", description="FP8 training: none (bf16, default), transformer_engine "
-        "(Megatron/TE: linear layers at the FP8 peak, their inputs saved in FP8) or torchao "
-        "(torchtitan Float8Linear: FP8 matmuls, bf16 inputs saved)")
+        "(Megatron/TE: linear layers at the FP8 peak, their inputs saved in FP8), torchao "
+        "(torchtitan Float8Linear, tensorwise scales: FP8 matmuls, bf16 inputs saved) or "
+        "torchao_rowwise (Float8Linear with rowwise scales: priced at the bf16 matmul rate, as "
+        "torchtitan's own rowwise runs measure it)")
     training_states: Literal["bf16_grads", "fp32_grads", "fp32_params"] = Field(
         "bf16_grads", description="how training keeps model states, bytes per parameter of "
         "weights + gradients + optimizer: bf16_grads (2 + 2 + 12, default), fp32_grads "
         "(Megatron's fp32 main_grad: 2 + 4 + 12) or fp32_params (FSDP2 as torchtitan runs "
         "it: fp32 sharded parameters and gradients, bf16 compute copies: 4 + 4 + 8); the "
         "gradient dtype is also what the data-parallel reduction moves")
+    attention_kernel: Literal["fa3", "fa2"] = Field(
+        "fa3", description="the training's core attention kernel: fa3 (FlashAttention-3 or "
+        "cuDNN fused attention, Transformer Engine's default: at the matmul rate, default) or "
+        "fa2 (FlashAttention-2, e.g. PyTorch SDPA's flash backend as torchtitan runs it, or the "
+        "flash-attn package: on Hopper GPUs at 0.35/0.75 of the matmul rate)")
+    ep_dispatch: Literal["alltoall", "hierarchical"] = Field(
+        "alltoall", description="how MoE training sends tokens to experts on other nodes: "
+        "alltoall (Megatron's default dispatcher: a copy per remote expert over the network) or "
+        "hierarchical (DeepEP / HybridEP: one copy per remote node, forwarded over NVLink)")
+    ep_comm_overlap: bool = Field(
+        False, description="MoE training overlaps its dispatch/combine all-to-alls with another "
+        "micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm, DeepEP overlap): a "
+        "MoE layer costs max(compute, all-to-alls) instead of their sum")
 
     @field_validator("engine", "rollout_weights", "kv_cache_dtype", "old_log_probs",
                      "selective_recompute", "training_loss", "fp8_training",
-                     "training_states", mode="before")
+                     "training_states", "attention_kernel", "ep_dispatch", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value

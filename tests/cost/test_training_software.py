@@ -42,6 +42,8 @@ def test_scenario_names_are_the_ones_the_cost_model_prices():
     assert names("training_loss") == set(S.TRAINING_LOSSES)
     assert names("fp8_training") == set(S.FP8_TRAINING)
     assert names("training_states") == set(S.TRAINING_STATES)
+    assert names("attention_kernel") == set(S.ATTENTION_KERNELS)
+    assert names("ep_dispatch") == set(S.EP_DISPATCH)
     with pytest.raises(ValueError, match="runtime.training_loss"):
         S.training_software(training_loss="fused")
 
@@ -114,6 +116,32 @@ def test_runtime_options_reach_evaluate_memory_and_time():
     assert "FP8 linear layers" in sft(fp8_training="torchao").precisions["training"]
 
 
+def test_training_kernel_options_reach_the_time_models_runtime():
+    """The throughput bench's per-row mechanisms, as a scenario names them: FlashAttention-2 is
+    slower than the matmuls on Hopper only, rowwise FP8 is its own recipe, the MoE dispatch
+    and overlap pass through."""
+    from planner.cost.constants import FLASH_ATTENTION_2_RATE_ON_HOPPER
+
+    rates = {gpu: S.software(sft({"cluster.gpu": gpu}, attention_kernel="fa2")).runtime
+             .attention_rate for gpu in ("h100-sxm", "h200-sxm", "h20", "b200", "a100-sxm-80gb")}
+    assert rates == {"h100-sxm": FLASH_ATTENTION_2_RATE_ON_HOPPER,
+                     "h200-sxm": FLASH_ATTENTION_2_RATE_ON_HOPPER,
+                     "h20": FLASH_ATTENTION_2_RATE_ON_HOPPER, "b200": 1.0, "a100-sxm-80gb": 1.0}
+    assert S.software(sft()).runtime.attention_rate == 1.0
+    rt = S.software(sft(fp8_training="torchao_rowwise", ep_dispatch="hierarchical",
+                        ep_comm_overlap=True)).runtime
+    assert (rt.fp8_matmuls, rt.fp8_recipe, rt.ep_dispatch, rt.ep_comm_overlap) == (
+        True, "rowwise", "hierarchical", True)
+    assert S.software(sft(fp8_training="torchao")).runtime.fp8_recipe == "tensorwise"
+    # FA2's slower attention lengthens a long-sequence training stage on an H100
+    plan = PlanInput.model_validate(PLAN)
+    lay, head = plan.layouts["actor"]["training"], ROLE_HEADS["actor"]
+    long = {"workload.prompt_len": 1024, "workload.response_len": 15360}
+    t = {k: task_time(sft(long, attention_kernel=k), "actor", "training", lay, head)[0]
+         for k in ("fa3", "fa2")}
+    assert t["fa2"] > t["fa3"]
+
+
 def test_runtime_options_through_the_cli(cli, write):
     scenario = {"algorithm": "sft", "models": {"actor": "qwen2.5-0.5b"},
                 "workload": {"prompts_per_step": 32, "prompt_len": 256, "response_len": 768},
@@ -130,7 +158,9 @@ def test_runtime_options_through_the_cli(cli, write):
         assert out["scenario"]["runtime"]["training_loss"] == loss
     assert peaks["eager_upcast"] > peaks["fp32_logits"]
     for field, value in (("training_loss", "fused"), ("fp8_training", "yes"),
-                         ("selective_recompute", "op"), ("training_states", "fp16")):
+                         ("selective_recompute", "op"), ("training_states", "fp16"),
+                         ("attention_kernel", "fa1"), ("ep_dispatch", "deepep"),
+                         ("ep_comm_overlap", "sometimes")):
         bad = write(f"bad-{field}.yaml", {**scenario, "runtime": {field: value}})
         assert_bad_input(cli("evaluate", str(bad), plan), f"runtime.{field}")
 
