@@ -9,16 +9,20 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.cost.iteration import evaluate
+from planner.cost.generation import kv_tokens_that_fit
+from planner.cost.iteration import evaluate, max_seqs
 from planner.errors import InfeasibleError
 from planner.plan import Layout, PlanInput
-from planner.specs.hardware import load_profile
+from planner.specs.hardware import GIB, load_profile
 from planner.specs.scenario import Scenario, load_scenario
 
 MODELS = {"qwen3-30b-a3b": "qwen3-30b-a3b", "llama3.1-8b": "llama-3.1-8b",
           "qwen3-32b": "qwen3-32b", "qwen2.5-math-7b": "qwen2.5-7b"}
 H20_INTER_NODE_GBPS = 50.0
 NEMO_PROMPTS, NEMO_SAMPLES = 64, 32
+NEMO_GPU_MEMORY_UTILIZATION = 0.6
+"""NeMo-RL's `policy.generation.vllm_cfg.gpu_memory_utilization` default
+(examples/configs/grpo_math_1B.yaml; ../shared/data/exports.md §5)."""
 VERL_PROMPT_LEN = 128
 VERL_RESPONSE_LEN = 1500
 VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
@@ -46,6 +50,7 @@ class RLCase:
     assumptions: list[str] = field(default_factory=list)
     skip: str | None = None
     scenario: Scenario | None = None
+    gpu_memory_utilization: float | None = None  # vLLM's KV budget, where the framework sets it
 
     @property
     def id(self) -> str:
@@ -57,6 +62,17 @@ class RLCase:
         mode = "colocated" if r["placement"].startswith("colocated") else (
             "fully-async" if "fully async" in r["placement"] else "1-off")
         return f"{r['model']} {r['hardware'].split()[0]} {r['n_gpus']}g {mode}"
+
+
+def vllm_kv_tokens(sc: Scenario, gen: Layout, utilization: float, shadow: bool = False
+                   ) -> int:
+    """The KV cache (tokens per replica) vLLM allocates at `gpu_memory_utilization`: what is
+    left of that fraction of each GPU's memory once the generation weights (and a `shadow`
+    copy) and workspaces are placed (vLLM profiles its activation peak and gives the rest of
+    the budget to the cache)."""
+    gpu = sc.cluster.gpu
+    return kv_tokens_that_fit(sc.actor, gen, utilization * gpu.memory_gib * GIB,
+                              max_seqs(sc, gen), shadow_weights=shadow)
 
 
 def _degrees(text: str) -> dict[str, int] | None:
@@ -196,6 +212,14 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
     moe = model == "qwen3-30b-a3b"
     gen_tp = gen_deg.get("tp", 1)
     gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1))
+    case.gpu_memory_utilization = NEMO_GPU_MEMORY_UTILIZATION
+    gen = gen.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(
+        load_scenario(None, case.overrides), gen, NEMO_GPU_MEMORY_UTILIZATION)})
+    case.assumptions.append(
+        f"vLLM KV cache as NeMo-RL sizes it: gpu_memory_utilization "
+        f"{NEMO_GPU_MEMORY_UTILIZATION:g}, the default of policy.generation.vllm_cfg "
+        "(examples/configs/grpo_math_1B.yaml, exports.md §5; the performance recipes' value is "
+        f"not in the data): {gen.kv_cache_tokens:,} tokens per replica")
     if moe:
         case.assumptions.append("vLLM shards the experts over its TP ranks (no EP): generation "
                                 "etp = tp, the default")

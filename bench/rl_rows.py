@@ -36,15 +36,14 @@ from rl_mapping import (
     RLCase,
     _map_verl,
     map_row,
+    vllm_kv_tokens,
 )
 
-from planner.cost.generation import kv_tokens_that_fit
-from planner.cost.iteration import Evaluation, evaluate, max_seqs
+from planner.cost.iteration import Evaluation, evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.specs.hardware import (
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_HBM_EFFICIENCY,
-    GIB,
     HardwareProfile,
     load_profile,
 )
@@ -78,10 +77,22 @@ PAIRS = (("6", "7"), ("19", "20"), ("21", "22"), ("23", "24"), ("25", "26"), ("3
 
 
 def _with_overlapped_sync(case: RLCase) -> RLCase:
-    plan = case.plan.model_copy(update={"inter_model": case.plan.inter_model.model_copy(
-        update={"overlap_weight_sync": True})})  # type: ignore[union-attr]
-    return RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
-                  profile=case.profile, plan=plan, scenario=case.scenario)
+    """The case with its weight sync overlapped (a shadow copy on the rollout group); a KV
+    cache set by the framework's gpu_memory_utilization is re-sized with the copy inside it."""
+    plan, sc = case.plan, case.scenario
+    assert plan is not None and sc is not None
+    layouts = plan.layouts
+    if case.gpu_memory_utilization is not None:
+        gen = layouts["actor"]["generation"]
+        kv = vllm_kv_tokens(sc, gen, case.gpu_memory_utilization, shadow=True)
+        if kv < 1:
+            return replace(case, skip=f"a shadow copy leaves no KV cache within "
+                           f"gpu_memory_utilization {case.gpu_memory_utilization:g}")
+        layouts = {**layouts, "actor": {**layouts["actor"], "generation":
+                                        gen.model_copy(update={"kv_cache_tokens": kv})}}
+    plan = plan.model_copy(update={"layouts": layouts, "inter_model": plan.inter_model.model_copy(
+        update={"overlap_weight_sync": True})})
+    return replace(case, plan=plan)
 
 
 def rl_errors(results: dict[str, RLResult]) -> dict[str, tuple[float, float, int]]:
@@ -122,8 +133,9 @@ def fit_profile(cases: list[RLCase], base: HardwareProfile, default: tuple[float
 
 
 def _rollout_variants(case: RLCase) -> list[tuple[str, RLCase]]:
-    """The case priced with the vllm-v0 and eager engines, and with a KV cache sized as vLLM
-    does at gpu_memory_utilization 0.6 (weights, workspace and KV within 60% of the GPU)."""
+    """The case priced with the vllm-v0 and eager engines, and with the KV cache the planner
+    would size (all memory the generation leaves free) instead of NeMo-RL's
+    gpu_memory_utilization."""
     sc, plan = case.scenario, case.plan
     assert sc is not None and plan is not None
     out = []
@@ -131,12 +143,26 @@ def _rollout_variants(case: RLCase) -> list[tuple[str, RLCase]]:
         alt = sc.model_copy(update={"runtime": sc.runtime.model_copy(update={"engine": engine})})
         out.append((engine, replace(case, scenario=alt)))
     gen = plan.layouts["actor"]["generation"]
-    gpu = sc.cluster.gpu
-    kv = kv_tokens_that_fit(sc.actor, gen, 0.6 * gpu.memory_gib * GIB, max_seqs(sc, gen))
     layouts = {**plan.layouts, "actor": {**plan.layouts["actor"], "generation":
-                                         gen.model_copy(update={"kv_cache_tokens": kv})}}
-    out.append(("gmu 0.6", replace(case, plan=plan.model_copy(update={"layouts": layouts}))))
+                                         gen.model_copy(update={"kv_cache_tokens": None})}}
+    out.append(("free-memory KV", replace(case, plan=plan.model_copy(
+        update={"layouts": layouts}))))
     return out
+
+
+def breakdown(ev: Evaluation) -> str:
+    """The priced step by part (s): the slowest replica's rollout (prefill, recompute, decode
+    to 90% done, tail, engine overhead), the assessment and training stages, the sync; and
+    what bounds an asynchronous step (the rollout group or the trainer group)."""
+    g = ev.rollout.time if ev.rollout is not None else None
+    gen = (f"prefill {g.prefill:.1f} recompute {g.recompute:.1f} decode {g.decode:.1f} "
+           f"tail {g.decode_tail:.1f} overhead {g.overhead:.1f}" if g is not None else "-")
+    st = ev.stage_times
+    busy = {name: sum(v for k, v in parts.items() if k != "idle")
+            for name, parts in ev.groups.items()}
+    bound = (f"; bound by group {max(busy, key=busy.get)}" if len(busy) > 1 else "")
+    return (f"gen [{gen}] assess {st['assessment']:.1f} train {st['training']:.1f} "
+            f"sync {ev.sync_s:.1f} (swap {ev.swap_s:.1f}){bound}")
 
 
 def _rollout_cell(ev: Evaluation | None) -> str:
@@ -259,6 +285,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {meas:7.1f} {bp} "
               f"{a.predicted:8.1f} {pct(abs(a.predicted - meas) / meas)} "
               f"{_rollout_cell(a.ev):>18}  {stages}")
+        print(f"{'':>4} {'':8} {breakdown(a.ev)}")  # type: ignore[arg-type]
         if c.source == "verl":
             print(f"{'':>4} {'':8} measured components: {c.row['notes'].split(';')[0]}")
             parts = {t.stage: t.seconds for t in a.ev.tasks if t.role == "actor"}  # type: ignore
@@ -266,8 +293,8 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                   f"old_lp {parts.get('assessment', 0):.1f} update {parts.get('training', 0):.1f}")
 
     print("\nNeMo-RL rows under other rollout assumptions (sensitivity, nothing fitted): the "
-          "engine of the 2024 rows, an engine without CUDA graphs, and vLLM's KV cache at "
-          "NeMo-RL's default gpu_memory_utilization 0.6 (the recipes' value is not in the data)")
+          "engine of the 2024 rows, an engine without CUDA graphs, and the KV cache the "
+          "planner sizes (all free memory) instead of NeMo-RL's gpu_memory_utilization")
     for cid, alts in engine_sens.items():
         c = next(c for c in cases if c.id == cid)
         cells = [f"{what} {r.predicted:6.1f}" if r.predicted is not None else f"{what} failed"
