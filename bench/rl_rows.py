@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -341,6 +342,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
               f"{ca.measured_s:.1f} vs {cb.measured_s:.1f}, predicted {ra.predicted:.1f} vs "
               f"{rb.predicted:.1f} -> {verdict}")
 
+    _diagnostics(cases, results_after)
     before_e, after_e = rl_errors(results_before), rl_errors(results_after)
     print("\nErrors per source (median APE / mean APE / rows priced):")
     for s in sorted(set(before_e) | set(after_e), key=lambda x: (x == "all", x)):
@@ -351,3 +353,41 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         print(f"  {s:10s} before {bs:26s} after {as_}")
     return {"before": before_e, "after": after_e}, ordered, {
         k: (*v, verdicts.get(k, "--no-fit: shipped values")) for k, v in fitted.items()}
+
+
+def _measured_parts(row: dict[str, str]) -> dict[str, float]:
+    """verl's measured per-step timers from the row's notes ('gen 21.26 old_lp  update ...')."""
+    return {k: float(v) for k, v in re.findall(r"(gen|old_lp|update) ([\d.]+)",
+                                               row["notes"].split(";")[0])}
+
+
+def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
+    """What the off rows lack, in the rows' own units (derived from the measurements, nothing
+    fitted): per generated token for NeMo-RL, the trainer's measured bound for verl."""
+    print("\nWhat the model lacks, per row (diagnostic: measured - predicted, nothing fitted):")
+    print("  NeMo-RL, per generated token of the step (B·K x mean response length):")
+    for c in cases:
+        r = results.get(c.id)
+        if c.source != "NeMo-RL" or r is None or r.predicted is None or not c.measured_s:
+            continue
+        sc = c.scenario
+        tokens = sc.sequences_per_step * sc.workload.response_len  # type: ignore[union-attr]
+        mode = "co-located" if not c.plan.inter_model.staleness else "1-off"  # type: ignore
+        print(f"    row {c.id:>2} {mode:10s} {c.label[:40]:40s} "
+              f"{(c.measured_s - r.predicted) / tokens * 1e6:+6.1f} us/token "
+              f"({c.measured_s - r.predicted:+6.1f} s over {tokens / 1e6:.2f}M tokens)")
+    print("  verl update_actor, GPU-seconds per step (the same 512 x 16 batch in every row):")
+    for c in cases:
+        r = results.get(c.id)
+        if c.source != "verl" or r is None or r.ev is None:
+            continue
+        parts = _measured_parts(c.row)
+        train = next(t for t in r.ev.tasks if t.stage == "training")
+        gpus = train.layout.dp * train.layout.tp * train.layout.pp * train.layout.cp
+        line = (f"    row {c.id:>2} {c.label[:40]:40s} measured {parts['update'] * gpus:7.0f}, "
+                f"predicted {train.seconds * gpus:7.0f} on {gpus} GPUs")
+        if c.plan.inter_model.staleness:  # type: ignore[union-attr]
+            line += (f"; the trainer waited {parts['gen']:.1f} s for samples, so it was busy "
+                     f"<= {c.measured_s - parts['gen']:.1f} s of the step "
+                     f"(predicted {train.seconds:.1f} s)")
+        print(line)
