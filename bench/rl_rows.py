@@ -40,6 +40,7 @@ from rl_mapping import (
     vllm_kv_tokens,
 )
 
+from planner.cost.flops import params_with_head
 from planner.cost.iteration import Evaluation, evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.specs.hardware import (
@@ -386,8 +387,16 @@ def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
         gpus = train.layout.dp * train.layout.tp * train.layout.pp * train.layout.cp
         line = (f"    row {c.id:>2} {c.label[:40]:40s} measured {parts['update'] * gpus:7.0f}, "
                 f"predicted {train.seconds * gpus:7.0f} on {gpus} GPUs")
+        busy = parts["update"]
         if c.plan.inter_model.staleness:  # type: ignore[union-attr]
+            busy = min(busy, c.measured_s - parts["gen"])  # type: ignore[operator]
             line += (f"; the trainer waited {parts['gen']:.1f} s for samples, so it was busy "
-                     f"<= {c.measured_s - parts['gen']:.1f} s of the step "
-                     f"(predicted {train.seconds:.1f} s)")
-        print(line)
+                     f"<= {busy:.1f} s of the step (predicted {train.seconds:.1f} s)")
+        # the least work a token can cost: 6 FLOPs per parameter (no recompute, no attention)
+        sc = c.scenario
+        peak = sc.cluster.gpu.bf16_tflops * 1e12  # type: ignore[union-attr]
+        per_seq = busy * gpus * peak / (6 * params_with_head(sc.actor)  # type: ignore[union-attr]
+                                         * sc.sequences_per_step)  # type: ignore[union-attr]
+        print(line + f"\n      -> at 100% of peak, 6 FLOPs per parameter per token: <= "
+              f"{per_seq:,.0f} tokens per sequence (the bench assumes "
+              f"{sc.workload.seq_len:,.0f})")  # type: ignore[union-attr]
