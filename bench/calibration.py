@@ -13,8 +13,11 @@ What is fitted, and on what (no constant is fitted to a single row):
    `HOST_SECONDS_PER_LAYER_PASS` and `DP_COMM_OVERLAP`, on the 109 + 1,440 vTrain rows (each
    set's mean absolute percentage error weighted equally), by coordinate descent over grids
    of physically sensible values.
-2. With those framework constants fixed, `efficiency.compute` and `efficiency.hbm` of each
-   profile that has RL rows (h100-sxm, gb200, h20) on its rows (mean APE), by grid search.
+2. The decode constants (engine overheads, the sustained decode bandwidth) on the decode rows
+   of rollout.md §2 (bench/decode.py).
+The RL rows of runs.csv are a check, not a fit (issue 11 item 8): they are priced with the
+shipped efficiencies (from training rows, or the schema defaults), and the fit mode only prints
+what efficiencies they would push a profile to (bench/rl_rows.py).
 The planner reads the profile YAMLs and `planner/cost/constants.py`; the bench prints the fitted
 values and whether the shipped ones match them — it does not edit files.
 

@@ -22,7 +22,6 @@ from calibration import (
     DATA,
     MIN_GAIN,
     PRE_FIT_FRAMEWORK,
-    TARGETS,
     VFit,
     _framework,
     fit_with_rules,
@@ -235,22 +234,19 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
     with _framework(vfit.host, vfit.overlap, engines):
         for name, group in profiles.items():
             base = _profile_of(group[0])
-            if fit:
-                c_, h_, notes = fit_profile(group, base, before_eff)
-                med = _median_ape(group, with_efficiency(base, c_, h_))
-                print(f"\nFit {name} on rows {', '.join(c.id for c in group)}: median APE "
-                      f"{pct(med)} at compute {c_:.2f}, hbm {h_:.2f}")
+            c_, h_ = base.efficiency.compute, base.efficiency.hbm
+            if fit:  # a diagnostic: what the rows push the efficiencies to; never written
+                fc, fh, notes = fit_profile(group, base, (c_, h_))
+                med = _median_ape(group, with_efficiency(base, fc, fh))
+                print(f"\nWhat rows {', '.join(c.id for c in group)} want of {name}: median "
+                      f"APE {pct(med).strip()} at compute {fc:.2f}, hbm {fh:.2f} (shipped "
+                      f"{c_:.2f} / {h_:.2f}, median APE "
+                      f"{pct(_median_ape(group, base)).strip()}). Not written: efficiencies "
+                      "are not fitted on whole RL steps (issue 11 item 8); the shipped ones "
+                      "come from training rows or the schema defaults (the profile's sources)")
                 for n in notes:
                     print(f"  {n}")
-                if med > TARGETS["rl median"] and (c_, h_) != before_eff:
-                    print(f"  fit not written: its rows stay at median APE {pct(med).strip()} "
-                          f"(> {pct(TARGETS['rl median']).strip()}), so what is off is not an "
-                          "efficiency (see the rows' notes); schema defaults kept")
-                    c_, h_ = before_eff
-                verdicts[name] = ("fitted" if (c_, h_) != before_eff else
-                                  "nothing identified: schema defaults")
-            else:
-                c_, h_ = base.efficiency.compute, base.efficiency.hbm
+                verdicts[name] = "shipped: RL rows check it, they do not fit it"
             fitted[name] = (c_, h_)
             gpu = with_efficiency(base, c_, h_)
             for c in group:
@@ -266,8 +262,9 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
             _profile_of(c), *fitted[_profile_of(c).name])) for what, alt in _rollout_variants(c)}
             for c in cases if c.source == "NeMo-RL" and not c.skip and c.plan is not None}
 
-    print("\nPredicted vs measured step time (s). 'after' = fitted efficiencies and framework "
-          "constants; rollout = the slowest replica's peak running batch and regime.")
+    print("\nPredicted vs measured step time (s). 'after' = shipped efficiencies, the run's "
+          "framework and engine constants; rollout = the slowest replica's peak running batch "
+          "and regime.")
     print(f"{'row':>4} {'source':8} {'case':42} {'meas':>7} {'before':>8} {'after':>8} "
           f"{'APE':>6} {'rollout':>18}  stages after (gen/assess/train/sync)")
     for c in cases:
@@ -305,7 +302,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
               f"{results_after[cid].predicted:6.1f}): " + ", ".join(cells))
 
     if sens:
-        print("\nverl sensitivity to the assumed mean response length (after-fit constants):")
+        print("\nverl sensitivity to the assumed mean response length ('after' constants):")
         for c in cases:
             if c.source != "verl" or c.skip:
                 continue
@@ -317,7 +314,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
             print(f"  row {c.id} (measured {c.measured_s:.1f}): " + ", ".join(cells))
 
     print("\nAsynchronous rows with the weight sync overlapped instead (shadow copy on the "
-          "rollout group; after-fit constants):")
+          "rollout group; 'after' constants):")
     for cid, res in overlapped.items():
         c = next(c for c in cases if c.id == cid)
         got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, rollout "
@@ -325,7 +322,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                else f"failed: {res.error}")
         print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
 
-    print("\nPair orderings (co-located vs asynchronous), after fitting:")
+    print("\nPair orderings (co-located vs asynchronous), 'after':")
     ordered = {}
     for a_id, b_id in PAIRS:
         ra, rb = results_after.get(a_id), results_after.get(b_id)
