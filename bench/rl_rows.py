@@ -300,6 +300,16 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                  for what, r in alts.items()]
         print(f"  row {cid:>2} (measured {c.measured_s:6.1f}, shipped "
               f"{results_after[cid].predicted:6.1f}): " + ", ".join(cells))
+    if engine_sens:
+        variants = list(next(iter(engine_sens.values())))
+        cells = []
+        for what in ["shipped", *variants]:
+            errs = [abs(r.predicted - c.measured_s) / c.measured_s  # type: ignore[operator]
+                    for c in cases if c.id in engine_sens
+                    and (r := results_after[c.id] if what == "shipped"
+                         else engine_sens[c.id][what]).predicted is not None]
+            cells.append(f"{what} {pct(float(np.median(errs))).strip()}")
+        print("  NeMo-RL median APE: " + ", ".join(cells))
 
     if sens:
         print("\nverl sensitivity to the assumed mean response length ('after' constants):")
