@@ -1,11 +1,11 @@
 """Calibration bench: the time model against published measurements.
 
-Run from the repository root: `.venv/bin/python bench/calibration.py` (a few seconds to a minute
+Run from the repository root: `.venv/bin/python bench/calibration.py` (2–3 minutes, `--no-fit` 4 s
 on two cores). It reads `../shared/data/calibration/` (vTrain's measured Megatron iterations and
 the published RL runs of `runs.csv`) and prints, for every row it can map, the predicted and the
 measured time, the errors per source, the pair orderings (co-located vs asynchronous), every
-assumption it had to make, and the efficiency constants fitted on these rows — before and after
-fitting; and, for each measured memory point of memory.md, what pricing it lacks. Nothing here
+assumption it had to make, and the constants fitted on the vTrain and decode rows — before and
+after fitting; and, for each measured memory point of memory.md, what pricing it lacks. Nothing here
 is a test: it prints figures a person can rerun and judge.
 
 What is fitted, and on what (no constant is fitted to a single row):
