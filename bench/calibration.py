@@ -1,11 +1,11 @@
 """Calibration bench: the time model against published measurements.
 
-Run from the repository root: `.venv/bin/python bench/calibration.py` (a few seconds to a minute
+Run from the repository root: `.venv/bin/python bench/calibration.py` (2–3 minutes, `--no-fit` 4 s
 on two cores). It reads `../shared/data/calibration/` (vTrain's measured Megatron iterations and
 the published RL runs of `runs.csv`) and prints, for every row it can map, the predicted and the
 measured time, the errors per source, the pair orderings (co-located vs asynchronous), every
-assumption it had to make, and the efficiency constants fitted on these rows — before and after
-fitting; and, for each measured memory point of memory.md, what pricing it lacks. Nothing here
+assumption it had to make, and the constants fitted on the vTrain and decode rows — before and
+after fitting; and, for each measured memory point of memory.md, what pricing it lacks. Nothing here
 is a test: it prints figures a person can rerun and judge.
 
 What is fitted, and on what (no constant is fitted to a single row):
@@ -13,8 +13,11 @@ What is fitted, and on what (no constant is fitted to a single row):
    `HOST_SECONDS_PER_LAYER_PASS` and `DP_COMM_OVERLAP`, on the 109 + 1,440 vTrain rows (each
    set's mean absolute percentage error weighted equally), by coordinate descent over grids
    of physically sensible values.
-2. With those framework constants fixed, `efficiency.compute` and `efficiency.hbm` of each
-   profile that has RL rows (h100-sxm, gb200, h20) on its rows (mean APE), by grid search.
+2. The decode constants (engine overheads, the sustained decode bandwidth) on the decode rows
+   of rollout.md §2 (bench/decode.py).
+The RL rows of runs.csv are a check, not a fit (issue 11 item 8): they are priced with the
+shipped efficiencies (from training rows, or the schema defaults), and the fit mode only prints
+what efficiencies they would push a profile to (bench/rl_rows.py).
 The planner reads the profile YAMLs and `planner/cost/constants.py`; the bench prints the fitted
 values and whether the shipped ones match them — it does not edit files.
 
@@ -29,17 +32,14 @@ import argparse
 import contextlib
 import csv
 import math
-import re
 import sys
-import tempfile
 import time as wallclock
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -55,23 +55,19 @@ from planner.cost.constants import (  # noqa: E402
     HOST_SECONDS_PER_LAYER_PASS,
 )
 from planner.cost.flops import Head  # noqa: E402
-from planner.cost.generation import kv_tokens_that_fit  # noqa: E402
-from planner.cost.iteration import Evaluation, evaluate, max_seqs  # noqa: E402
-from planner.errors import InfeasibleError, InputError  # noqa: E402
-from planner.plan import Layout, PlanInput  # noqa: E402
+from planner.plan import Layout  # noqa: E402
 from planner.specs.hardware import (  # noqa: E402
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_HBM_EFFICIENCY,
-    GIB,
     Efficiency,
     HardwareProfile,
     load_profile,
 )
-from planner.specs.model import ModelSpec, load_model, spec_from_hf_config  # noqa: E402
-from planner.specs.scenario import Scenario, load_scenario  # noqa: E402
+from planner.specs.model import ModelSpec, spec_from_hf_config  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import decode  # noqa: E402  (bench/decode.py)
+import memory_points  # noqa: E402  (bench/memory_points.py)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = SHARED / "data" / "calibration"
@@ -453,622 +449,6 @@ def run_decode(fit: bool) -> tuple[decode.EngineFit, dict[str, float]]:
     return fitted, decode.report(points, skipped, fitted, "fitted constants")
 
 
-# --- 2. RL rows of runs.csv -------------------------------------------------------------------
-
-
-MODELS = {"qwen3-30b-a3b": "qwen3-30b-a3b", "llama3.1-8b": "llama-3.1-8b",
-          "qwen3-32b": "qwen3-32b", "qwen2.5-math-7b": "qwen2.5-7b"}
-H20_INTER_NODE_GBPS = 50.0
-NEMO_PROMPTS, NEMO_SAMPLES = 64, 32
-VERL_PROMPT_LEN = 128
-VERL_RESPONSE_LEN = 1500
-VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
-
-
-ASYNC_SYNC_ASSUMPTION = (
-    "{}: two groups, staleness 1; weight sync at the planner's WEIGHT_SYNC_LINK_SHARE of the "
-    "link between the groups (NVLink inside one NVL72 rack, else the network), "
-    "blocking (generation pauses for it, one rollout copy): whether the recipe overlaps it "
-    "(NeMo-RL grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
-    "overlap_broadcast_and_consume) is not in the data; the overlapped mode (shadow copy) is "
-    "printed as a sensitivity")
-
-
-@dataclass
-class RLCase:
-    """One runs.csv row mapped to a scenario and a plan (or the reason it is not)."""
-
-    row: dict[str, str]
-    source: str  # "NeMo-RL" | "verl" | "DeepSpeed-Chat"
-    measured_s: float | None
-    profile: str = ""
-    overrides: dict = field(default_factory=dict)
-    plan: PlanInput | None = None
-    assumptions: list[str] = field(default_factory=list)
-    skip: str | None = None
-    scenario: Scenario | None = None
-
-    @property
-    def id(self) -> str:
-        return self.row["id"]
-
-    @property
-    def label(self) -> str:
-        r = self.row
-        mode = "colocated" if r["placement"].startswith("colocated") else (
-            "fully-async" if "fully async" in r["placement"] else "1-off")
-        return f"{r['model']} {r['hardware'].split()[0]} {r['n_gpus']}g {mode}"
-
-
-def _degrees(text: str) -> dict[str, int] | None:
-    """'TP,CP,EP,PP=[1,1,8,1]' -> {'tp': 1, 'cp': 1, 'ep': 8, 'pp': 1}; None if not given."""
-    m = re.match(r"\s*([A-Z,]+)\s*=\s*\[([\d,\s]+)\]", text)
-    if not m:
-        return None
-    names = [n.lower() for n in m.group(1).split(",")]
-    return dict(zip(names, (int(v) for v in m.group(2).split(",")), strict=True))
-
-
-def _layout(group: str, gpus: int, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
-            **kw) -> Layout:
-    return Layout(group=group, dp=gpus // (tp * pp * cp), tp=tp, pp=pp, cp=cp, ep=ep, **kw)
-
-
-def _plan(groups: dict[str, int], gen: Layout, train: Layout, reference: Layout | None,
-          staleness: int, swap: bool = False, partial: bool = False) -> PlanInput:
-    layouts: dict[str, dict[str, Layout]] = {"actor": {"generation": gen, "training": train}}
-    if reference is not None:
-        layouts["reference"] = {"assessment": reference}
-    return PlanInput(groups=[{"name": n, "gpus": g} for n, g in groups.items()],
-                     layouts=layouts,
-                     inter_model={"placement": "colocated" if staleness == 0 else
-                                  "disaggregated", "staleness": staleness,
-                                  "offload_during_generation": swap,
-                                  "partial_rollout": partial})
-
-
-def _can_swap(case: RLCase, staleness: int) -> bool:
-    """Co-located rows move the training state to CPU memory while vLLM generates (NeMo-RL and
-    verl colocated mode); priced only where the profile gives host memory and a host link."""
-    if staleness:
-        return False
-    profile = load_profile(case.profile)
-    ok = profile.host_memory_gib is not None and profile.host_link_gbps is not None
-    case.assumptions.append(
-        "co-located: training state offloaded to CPU during generation" if ok else
-        f"co-located: training state stays on the GPU during generation ({profile.name} has "
-        "no host memory / host link figure to price the offload with)")
-    return ok
-
-
-def _hardware(row: dict[str, str], h20_path: Path) -> tuple[str, int, str | None]:
-    hw = row["hardware"]
-    if "H100" in hw:
-        return "h100-sxm", 8, None
-    if "GB200" in hw:
-        return "gb200", 4, None
-    if hw.startswith("H20"):
-        return str(h20_path), 8, None
-    return "", 0, f"hardware '{hw}' has no mapping"
-
-
-def map_row(row: dict[str, str], h20_path: Path) -> RLCase:
-    fw = row["framework"]
-    source = "NeMo-RL" if fw.startswith("NeMo") else "verl" if fw.startswith("verl") else fw
-    measured = float(row["step_time_s"]) if row["step_time_s"] else None
-    case = RLCase(row=row, source=source, measured_s=measured)
-    if source.startswith("DeepSpeed"):
-        case.source = "DeepSpeed-Chat"
-        case.skip = ("OPT actor/critic/reward configs are not shipped and not in ../shared/data "
-                     "(no config.json to build the specs from); no step time either, only "
-                     "tokens/s/GPU derived from epoch hours")
-        return case
-    model = MODELS.get(row["model"].lower())
-    if model is None:
-        case.skip = f"model '{row['model']}' has no shipped spec"
-        return case
-    case.profile, per_node, why = _hardware(row, h20_path)
-    if why:
-        case.skip = why
-        return case
-    gpus = int(row["n_gpus"])
-    if row["model"].lower() == "qwen2.5-math-7b":
-        case.assumptions.append("Qwen2.5-Math-7B priced as qwen2.5-7b (same shape, models.md; "
-                                "it differs in rope_theta and max_position_embeddings only)")
-    if case.profile == str(h20_path) and gpus > per_node:
-        case.assumptions.append(
-            f"h20's inter_node_gbps is the lowest user-reported figure ([U] 100 Gb/s per GPU); "
-            f"bench-local copy with inter_node_gbps = {H20_INTER_NODE_GBPS:g} (a 400 Gb/s NIC "
-            f"per GPU, as DGX H100 and another H20 report), as before")
-    if source == "NeMo-RL":
-        _map_nemo(case, model, gpus, per_node)
-    else:
-        _map_verl(case, model, gpus, per_node)
-    return case
-
-
-def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
-    r = case.row
-    g_gbs, t_gbs = (int(x) for x in re.findall(r"GBS (\d+)", r["batch"]))
-    gen_len = float(r["avg_gen_len"])
-    t_max = int(r["max_len"])
-    tokens_per_seq = float(r["tok_per_s_per_gpu"]) * float(r["step_time_s"]) * gpus / g_gbs
-    prompt = max(1, round(tokens_per_seq - gen_len))
-    case.assumptions += [
-        f"prompt length {prompt}: not given; derived from the row's own throughput, "
-        f"tok/s/GPU x step x GPUs / G-GBS = {tokens_per_seq:.0f} tokens per sequence, minus "
-        f"G-avg {gen_len:.0f}",
-        f"max response {t_max - prompt} = T-max {t_max} (max total sequence length) - prompt",
-        f"G-GBS {g_gbs} split as {NEMO_PROMPTS} prompts x {NEMO_SAMPLES} generations (NeMo-RL "
-        "GRPO recipes; only the product enters the model); mini_batches = G-GBS/T-GBS = "
-        f"{g_gbs // t_gbs}",
-        "reference model on (GRPO KL penalty, NeMo-RL default), priced with the training "
-        "layout; rule-based math reward (verifier)",
-        "training: Megatron distributed optimizer (zero=1), sequence parallelism when tp>1, "
-        "sequence packing up to T-max tokens -> micro_batch = max(1, T-max // mean length); "
-        "no activation checkpointing unless the memory model needs it (then full)",
-    ]
-    case.overrides = {
-        "algorithm": "grpo", "models.actor": model, "models.reference": "actor",
-        "models.reward": "verifier", "workload.prompts_per_step": NEMO_PROMPTS,
-        "workload.samples_per_prompt": NEMO_SAMPLES, "workload.prompt_len": prompt,
-        "workload.response_len": round(gen_len), "workload.max_response_len": t_max - prompt,
-        "workload.mini_batches": g_gbs // t_gbs, "cluster.gpu": case.profile,
-        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node}
-    train_deg = _degrees(r["train_parallel"])
-    gen_deg = _degrees(r["gen_parallel"]) or {"tp": 1, "pp": 1}
-    placement = r["placement"]
-    if placement.startswith("colocated"):
-        groups = {"g": gpus}
-        train_group = gen_group = "g"
-        staleness = 0
-    else:
-        m = re.search(r"(\d+)T\+(\d+)G nodes", placement)
-        if m:
-            t_nodes, g_nodes = int(m.group(1)), int(m.group(2))
-        else:
-            t_nodes = g_nodes = gpus // per_node // 2
-            case.assumptions.append(
-                f"1-off node split not given for this row: half the nodes train, half "
-                f"generate ({t_nodes}+{g_nodes} nodes), as the README states for the H100 rows")
-        groups = {"train": t_nodes * per_node, "rollout": g_nodes * per_node}
-        train_group, gen_group, staleness = "train", "rollout", 1
-        case.assumptions.append(ASYNC_SYNC_ASSUMPTION.format("async 1-off"))
-    moe = model == "qwen3-30b-a3b"
-    gen_tp = gen_deg.get("tp", 1)
-    gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1))
-    if moe:
-        case.assumptions.append("vLLM shards the experts over its TP ranks (no EP): generation "
-                                "etp = tp, the default")
-    mean_len = prompt + gen_len
-    micro = max(1, int(t_max // mean_len))
-    swap = _can_swap(case, staleness)
-    candidates: list[tuple[dict[str, int], str]] = []
-    if train_deg is None:
-        case.assumptions.append("training TP/CP/EP/PP not given ('see src'): the least tensor "
-                                "parallelism the memory model fits, CP = EP = PP = 1")
-        candidates = [({"tp": t}, c) for t in (1, 2, 4, 8) for c in ("none", "full")]
-    else:
-        candidates = [(train_deg, c) for c in ("none", "full")]
-    last_error = ""
-    for deg, ckpt in candidates:
-        tp = deg.get("tp", 1)
-        train = _layout(train_group, groups[train_group], tp=tp, pp=deg.get("pp", 1),
-                        cp=deg.get("cp", 1), ep=deg.get("ep", 1), zero=1, sp=tp > 1,
-                        micro_batch=micro, checkpointing=ckpt)
-        plan = _plan(groups, gen, train, train, staleness, swap)
-        try:
-            sc = load_scenario(None, case.overrides)
-            evaluate(sc, plan)
-        except InfeasibleError as exc:
-            last_error = str(exc)
-            continue
-        case.plan, case.scenario = plan, sc
-        case.assumptions.append(f"chosen training layout: tp={train.tp} cp={train.cp} "
-                                f"ep={train.ep} pp={train.pp} dp={train.dp} "
-                                f"micro_batch={micro} checkpointing={ckpt}")
-        return
-    # nothing fits: keep the recipe's layout so the failure is reported with its message
-    deg = candidates[0][0]
-    tp = deg.get("tp", 1)
-    train = _layout(train_group, groups[train_group], tp=tp, pp=deg.get("pp", 1),
-                    cp=deg.get("cp", 1), ep=deg.get("ep", 1), zero=1, sp=tp > 1,
-                    micro_batch=micro, checkpointing="full")
-    case.plan = _plan(groups, gen, train, train, staleness, swap)
-    case.scenario = load_scenario(None, case.overrides)
-    case.assumptions.append(f"no candidate layout fits memory ({last_error[:60]}...)")
-
-
-def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
-              response_len: int = VERL_RESPONSE_LEN) -> None:
-    r = case.row
-    prompts, samples = (int(x) for x in re.search(r"(\d+) prompts x(\d+)", r["batch"]).groups())
-    mini = int(re.search(r"mini (\d+)", r["batch"]).group(1))
-    t_max = int(re.search(r"(\d+)K", r["max_len"]).group(1)) * 1024
-    case.assumptions += [
-        f"DAPO: no reference model, rule-based reward; {prompts} prompts x {samples} samples; "
-        f"mini-batch {mini} prompts -> mini_batches = {prompts // mini}; max response "
-        f"{t_max} (28K); dynamic sampling (over-generation) not modelled",
-        f"prompt length {VERL_PROMPT_LEN}: not given; math prompts as derived for the NeMo-RL "
-        "rows (~100-130 tokens)",
-        f"mean response length {response_len}: not given. Qwen2.5-Math-7B has a 4K native "
-        "context, so responses mostly sit far below the 28K cap; bound from the row's own "
-        "components: the colocated 'update actor' 269.8 s on 32 H20s at <= 148 TFLOP/s allows "
-        "<= ~2,500 tokens per sequence at 100% of peak, ~1,500 at 60%. Sensitivity printed",
-        "training: FSDP2 = ZeRO-3 over the group, gradient checkpointing (full), "
-        "micro_batch = 2 sequences (verl packs micro-batches by tokens; 2 maximum-length "
-        "sequences is the token budget the memory model can express)",
-        "rollout: vLLM TP 1 (not given; a 7B model fits one 96 GB H20)",
-    ]
-    case.overrides = {
-        "algorithm": "dapo", "models.actor": model, "models.reference": "none",
-        "models.reward": "verifier", "workload.prompts_per_step": prompts,
-        "workload.samples_per_prompt": samples, "workload.prompt_len": VERL_PROMPT_LEN,
-        "workload.response_len": response_len, "workload.max_response_len": t_max,
-        "workload.mini_batches": prompts // mini, "cluster.gpu": case.profile,
-        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node}
-    if r["placement"].startswith("colocated"):
-        groups, staleness = {"g": gpus}, 0
-        gen_group = train_group = "g"
-    else:
-        roll, train_n = (int(x) for x in re.search(r"(\d+):(\d+)", r["placement"]).groups())
-        groups, staleness = {"train": train_n, "rollout": roll}, 1
-        gen_group, train_group = "rollout", "train"
-        case.assumptions.append(
-            ASYNC_SYNC_ASSUMPTION.format("fully async") + "; partial rollouts on (verl's "
-            "fully-async async_training.partial_rollout defaults to True, exports.md §1.10); "
-            "old log-probs from the rollout engine (runtime.old_log_probs rollout: 'old "
-            "log-prob' is '-' in the measured row, and the recipe's "
-            "async_training.use_rollout_log_probs defaults to True, exports.md §1.10), so the "
-            "trainer group runs no old-log-prob pass")
-        case.overrides["runtime.old_log_probs"] = "rollout"
-    gen = _layout(gen_group, groups[gen_group])
-    train = _layout(train_group, groups[train_group], zero=3, checkpointing="full",
-                    micro_batch=2)
-    case.plan = _plan(groups, gen, train, None, staleness, _can_swap(case, staleness),
-                      partial=staleness > 0)
-    case.scenario = load_scenario(None, case.overrides)
-
-
-@dataclass
-class RLResult:
-    case: RLCase
-    predicted: float | None = None
-    error: str | None = None
-    ev: Evaluation | None = None
-
-
-def price(case: RLCase, gpu: HardwareProfile | None = None) -> RLResult:
-    if case.skip or case.scenario is None or case.plan is None:
-        return RLResult(case, error=case.skip)
-    sc = case.scenario
-    if gpu is not None:
-        sc = sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"gpu": gpu})})
-    try:
-        ev = evaluate(sc, case.plan)
-    except (InfeasibleError, InputError) as exc:
-        return RLResult(case, error=f"{type(exc).__name__}: {exc}")
-    return RLResult(case, predicted=ev.iteration_time_s, ev=ev)
-
-
-PAIRS = (("6", "7"), ("19", "20"), ("21", "22"), ("23", "24"), ("25", "26"), ("32", "33"),
-         ("34", "35"))
-
-
-def _with_overlapped_sync(case: RLCase) -> RLCase:
-    plan = case.plan.model_copy(update={"inter_model": case.plan.inter_model.model_copy(
-        update={"overlap_weight_sync": True})})  # type: ignore[union-attr]
-    return RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
-                  profile=case.profile, plan=plan, scenario=case.scenario)
-
-
-def rl_errors(results: dict[str, RLResult]) -> dict[str, tuple[float, float, int]]:
-    """source -> (median APE, mean APE, rows priced)."""
-    by: dict[str, list[float]] = {}
-    for res in results.values():
-        c = res.case
-        if res.predicted is not None and c.measured_s:
-            by.setdefault(c.source, []).append(abs(res.predicted - c.measured_s) / c.measured_s)
-    every = [e for v in by.values() for e in v]
-    out = {s: (float(np.median(v)), float(np.mean(v)), len(v)) for s, v in by.items()}
-    if every:
-        out["all"] = (float(np.median(every)), float(np.mean(every)), len(every))
-    return out
-
-
-def _rl_errors(cases: list[RLCase], gpu: HardwareProfile) -> list[float]:
-    return [abs(r.predicted - c.measured_s) / c.measured_s for c in cases
-            if (r := price(c, gpu)).predicted is not None and c.measured_s]
-
-
-def _median_ape(cases: list[RLCase], gpu: HardwareProfile) -> float:
-    errs = _rl_errors(cases, gpu)
-    return float(np.median(errs)) if errs else math.inf
-
-
-def fit_profile(cases: list[RLCase], base: HardwareProfile, default: tuple[float, float]
-                ) -> tuple[float, float, list[str]]:
-    """(compute, hbm) of one profile on its RL rows: median APE (robust to rows the planner
-    mis-prices for reasons outside the time model; mean APE breaks ties), `fit_with_rules`."""
-    def objective(f: VFit) -> float:
-        errs = _rl_errors(cases, with_efficiency(base, f.compute, f.hbm))
-        return float(np.median(errs) + 1e-3 * np.mean(errs)) if errs else math.inf
-
-    kept, notes, _ = fit_with_rules(objective, VFit(*default, 0.0, 0.0), ["compute", "hbm"],
-                                    MIN_GAIN["rl"])
-    return kept.compute, kept.hbm, notes
-
-
-def _rollout_variants(case: RLCase) -> list[tuple[str, RLCase]]:
-    """The case priced with the vllm-v0 and eager engines, and with a KV cache sized as vLLM
-    does at gpu_memory_utilization 0.6 (weights, workspace and KV within 60% of the GPU)."""
-    sc, plan = case.scenario, case.plan
-    assert sc is not None and plan is not None
-    out = []
-    for engine in ("vllm-v0", "eager"):
-        alt = sc.model_copy(update={"runtime": sc.runtime.model_copy(update={"engine": engine})})
-        out.append((engine, replace(case, scenario=alt)))
-    gen = plan.layouts["actor"]["generation"]
-    gpu = sc.cluster.gpu
-    kv = kv_tokens_that_fit(sc.actor, gen, 0.6 * gpu.memory_gib * GIB, max_seqs(sc, gen))
-    layouts = {**plan.layouts, "actor": {**plan.layouts["actor"], "generation":
-                                         gen.model_copy(update={"kv_cache_tokens": kv})}}
-    out.append(("gmu 0.6", replace(case, plan=plan.model_copy(update={"layouts": layouts}))))
-    return out
-
-
-def _rollout_cell(ev: Evaluation | None) -> str:
-    r = ev.rollout if ev is not None else None
-    return f"{r.peak_batch} {r.regime}" if r is not None else "-"
-
-
-def _profile_of(case: RLCase) -> HardwareProfile:
-    return case.scenario.cluster.gpu  # type: ignore[union-attr]
-
-
-def run_rl(vfit: VFit, fit: bool, engines: dict
-           ) -> tuple[dict, dict, dict[str, tuple[float, float]]]:
-    section("2b. RL rows of runs.csv: whole steps priced with evaluate()")
-    with tempfile.TemporaryDirectory() as tmp:
-        h20 = load_profile("h20")
-        raw = h20.model_dump(exclude_none=True)
-        raw.update(name="h20-bench", inter_node_gbps=H20_INTER_NODE_GBPS)
-        raw["sources"] = {**raw.get("sources", {}), "inter_node_gbps": "bench assumption"}
-        h20_path = Path(tmp) / "h20-bench.yaml"
-        h20_path.write_text(yaml.safe_dump(raw), encoding="utf-8")
-        with (DATA / "runs.csv").open(encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        cases = [map_row(r, h20_path) for r in rows]
-        # the verl sensitivity cases (mean response length)
-        sens = {}
-        for case in cases:
-            if case.source == "verl" and not case.skip:
-                for t in VERL_RESPONSE_SENSITIVITY:
-                    alt = RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
-                                 profile=case.profile)
-                    _map_verl(alt, MODELS["qwen2.5-math-7b"], int(case.row["n_gpus"]), 8, t)
-                    sens[(case.id, t)] = alt
-        return _rl_report(cases, sens, vfit, fit, engines)
-
-
-def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: dict):
-    print("Mapping and assumptions per row (shared ones stated once per source):")
-    seen: set[str] = set()
-    for c in cases:
-        print(f"\n  row {c.id} [{c.source}] {c.label}")
-        if c.skip:
-            print(f"    SKIPPED: {c.skip}")
-            continue
-        for a in c.assumptions:
-            key = f"{c.source}:{a}"
-            if key in seen and not a.startswith(("prompt length", "max response", "chosen",
-                                                 "1-off node", "no candidate")):
-                continue
-            seen.add(key)
-            print(f"    - {a}")
-
-    profiles: dict[str, list[RLCase]] = {}
-    for c in cases:
-        if not c.skip and c.scenario is not None:
-            profiles.setdefault(_profile_of(c).name, []).append(c)
-
-    before_eff = (DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_HBM_EFFICIENCY)
-    fitted: dict[str, tuple[float, float]] = {}
-    verdicts: dict[str, str] = {}
-    results_before: dict[str, RLResult] = {}
-    results_after: dict[str, RLResult] = {}
-    with _framework(*PRE_FIT_FRAMEWORK):
-        for group in profiles.values():
-            gpu = with_efficiency(_profile_of(group[0]), *before_eff)
-            for c in group:
-                results_before[c.id] = price(c, gpu)
-    with _framework(vfit.host, vfit.overlap, engines):
-        for name, group in profiles.items():
-            base = _profile_of(group[0])
-            if fit:
-                c_, h_, notes = fit_profile(group, base, before_eff)
-                med = _median_ape(group, with_efficiency(base, c_, h_))
-                print(f"\nFit {name} on rows {', '.join(c.id for c in group)}: median APE "
-                      f"{pct(med)} at compute {c_:.2f}, hbm {h_:.2f}")
-                for n in notes:
-                    print(f"  {n}")
-                if med > TARGETS["rl median"] and (c_, h_) != before_eff:
-                    print(f"  fit not written: its rows stay at median APE {pct(med).strip()} "
-                          f"(> {pct(TARGETS['rl median']).strip()}), so what is off is not an "
-                          "efficiency (see the rows' notes); schema defaults kept")
-                    c_, h_ = before_eff
-                verdicts[name] = ("fitted" if (c_, h_) != before_eff else
-                                  "nothing identified: schema defaults")
-            else:
-                c_, h_ = base.efficiency.compute, base.efficiency.hbm
-            fitted[name] = (c_, h_)
-            gpu = with_efficiency(base, c_, h_)
-            for c in group:
-                results_after[c.id] = price(c, gpu)
-        sens_res = {}
-        for (cid, t), alt in sens.items():
-            base = _profile_of(alt)
-            sens_res[(cid, t)] = price(alt, with_efficiency(base, *fitted[base.name]))
-        overlapped = {c.id: price(_with_overlapped_sync(c), with_efficiency(
-            _profile_of(c), *fitted[_profile_of(c).name]))
-            for c in cases if c.plan is not None and c.plan.inter_model.staleness}
-        engine_sens = {c.id: {what: price(alt, with_efficiency(
-            _profile_of(c), *fitted[_profile_of(c).name])) for what, alt in _rollout_variants(c)}
-            for c in cases if c.source == "NeMo-RL" and not c.skip and c.plan is not None}
-
-    print("\nPredicted vs measured step time (s). 'after' = fitted efficiencies and framework "
-          "constants; rollout = the slowest replica's peak running batch and regime.")
-    print(f"{'row':>4} {'source':8} {'case':42} {'meas':>7} {'before':>8} {'after':>8} "
-          f"{'APE':>6} {'rollout':>18}  stages after (gen/assess/train/sync)")
-    for c in cases:
-        if c.skip:
-            print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {'':>7} {'skipped':>8}")
-            continue
-        b, a = results_before[c.id], results_after[c.id]
-        meas = c.measured_s or float("nan")
-        if a.predicted is None:
-            print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {meas:7.1f} "
-                  f"{'failed':>8} -> {a.error}")
-            continue
-        bp = f"{b.predicted:8.1f}" if b.predicted is not None else f"{'failed':>8}"
-        st = a.ev.stage_times  # type: ignore[union-attr]
-        stages = (f"{st['generation']:.0f}/{st['assessment']:.0f}/{st['training']:.0f}/"
-                  f"{a.ev.sync_s:.1f}")  # type: ignore[union-attr]
-        print(f"{c.id:>4} {c.source[:8]:8} {c.label[:42]:42} {meas:7.1f} {bp} "
-              f"{a.predicted:8.1f} {pct(abs(a.predicted - meas) / meas)} "
-              f"{_rollout_cell(a.ev):>18}  {stages}")
-        if c.source == "verl":
-            print(f"{'':>4} {'':8} measured components: {c.row['notes'].split(';')[0]}")
-            parts = {t.stage: t.seconds for t in a.ev.tasks if t.role == "actor"}  # type: ignore
-            print(f"{'':>4} {'':8} predicted components: gen {parts.get('generation', 0):.1f} "
-                  f"old_lp {parts.get('assessment', 0):.1f} update {parts.get('training', 0):.1f}")
-
-    print("\nNeMo-RL rows under other rollout assumptions (sensitivity, nothing fitted): the "
-          "engine of the 2024 rows, an engine without CUDA graphs, and vLLM's KV cache at "
-          "NeMo-RL's default gpu_memory_utilization 0.6 (the recipes' value is not in the data)")
-    for cid, alts in engine_sens.items():
-        c = next(c for c in cases if c.id == cid)
-        cells = [f"{what} {r.predicted:6.1f}" if r.predicted is not None else f"{what} failed"
-                 for what, r in alts.items()]
-        print(f"  row {cid:>2} (measured {c.measured_s:6.1f}, shipped "
-              f"{results_after[cid].predicted:6.1f}): " + ", ".join(cells))
-
-    if sens:
-        print("\nverl sensitivity to the assumed mean response length (after-fit constants):")
-        for c in cases:
-            if c.source != "verl" or c.skip:
-                continue
-            cells = []
-            for t in VERL_RESPONSE_SENSITIVITY:
-                res = sens_res[(c.id, t)]
-                cells.append(f"T={t}: {res.predicted:7.1f}" if res.predicted is not None
-                             else f"T={t}: failed")
-            print(f"  row {c.id} (measured {c.measured_s:.1f}): " + ", ".join(cells))
-
-    print("\nAsynchronous rows with the weight sync overlapped instead (shadow copy on the "
-          "rollout group; after-fit constants):")
-    for cid, res in overlapped.items():
-        c = next(c for c in cases if c.id == cid)
-        got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, rollout "
-               f"{_rollout_cell(res.ev)})" if res.predicted is not None
-               else f"failed: {res.error}")
-        print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
-
-    print("\nPair orderings (co-located vs asynchronous), after fitting:")
-    ordered = {}
-    for a_id, b_id in PAIRS:
-        ra, rb = results_after.get(a_id), results_after.get(b_id)
-        ca = next(c for c in cases if c.id == a_id)
-        cb = next(c for c in cases if c.id == b_id)
-        meas_order = ca.measured_s > cb.measured_s  # type: ignore[operator]
-        if ra is None or rb is None or ra.predicted is None or rb.predicted is None:
-            ordered[(a_id, b_id)] = None
-            print(f"  {a_id} vs {b_id}: cannot order (a row failed)")
-            continue
-        pred_order = ra.predicted > rb.predicted
-        ordered[(a_id, b_id)] = pred_order == meas_order
-        verdict = "ordered as measured" if ordered[(a_id, b_id)] else "WRONG ORDER"
-        print(f"  {a_id} vs {b_id} ({ca.label} vs {cb.label.split()[-1]}): measured "
-              f"{ca.measured_s:.1f} vs {cb.measured_s:.1f}, predicted {ra.predicted:.1f} vs "
-              f"{rb.predicted:.1f} -> {verdict}")
-
-    before_e, after_e = rl_errors(results_before), rl_errors(results_after)
-    print("\nErrors per source (median APE / mean APE / rows priced):")
-    for s in sorted(set(before_e) | set(after_e), key=lambda x: (x == "all", x)):
-        b = before_e.get(s)
-        a = after_e.get(s)
-        bs = f"{pct(b[0])} / {pct(b[1])} / {b[2]}" if b else "-"
-        as_ = f"{pct(a[0])} / {pct(a[1])} / {a[2]}" if a else "-"
-        print(f"  {s:10s} before {bs:26s} after {as_}")
-    return {"before": before_e, "after": after_e}, ordered, {
-        k: (*v, verdicts.get(k, "--no-fit: shipped values")) for k, v in fitted.items()}
-
-
-# --- measured memory points (memory.md §B.8) ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryPoint:
-    """A published peak-memory measurement and what pricing it needs that its source omits."""
-
-    source: str
-    model: str  # the shipped spec it needs (planner.specs.model.load_model name)
-    gpu: str  # the hardware profile it needs
-    measured_gb: float
-    unstated: str  # settings the source does not give ("" = all given)
-
-
-MEMORY_POINTS = (
-    MemoryPoint("torchtune README, 4x RTX 4090 FSDP, bs 4, seq 2048", "llama-2-7b", "rtx-4090",
-                24.1, ""),
-    MemoryPoint("torchtune README, 1x RTX 4090, PagedAdamW, bs 4, seq 2048", "llama-2-7b",
-                "rtx-4090", 24.1, "the paged optimizer's resident share"),
-    MemoryPoint("torchtune README, 8x A100, PagedAdamW, bs 4, seq 4096", "llama-2-70b",
-                "a100-sxm-80gb", 70.4, "the parallel layout; the paged optimizer's resident "
-                "share"),
-    MemoryPoint("torchtune README (2024-02), 2x A100-80G FSDP, SGD, fp32", "llama-2-7b",
-                "a100-sxm-80gb", 62.0, "sequence length (alpaca); SGD state is not modelled; "
-                "reserved, not allocated, bytes"),
-    MemoryPoint("llama-recipes #100, 4x A100-40GB FSDP", "llama-2-7b", "a100-sxm-40gb", 29.0,
-                "batch and sequence length; reserved, not allocated, bytes"),
-    MemoryPoint("mbridge memory_estimator, 8 GPUs, 4 layers, seq 4096 (4 rows)",
-                "mixtral-8x2b-style-4-layer", "", 6.6, "the model's dimensions; the GPU"),
-    MemoryPoint("Megatron-LM PR #482, DP8 PP2 TP1, MBS 2", "llama-2-7b", "", 69.1,
-                "sequence length; recompute and flash settings; the GPU"),
-    MemoryPoint("Aceso artifact, 4 V100-class GPUs", "gpt-1.3b", "", 10.69,
-                "the parallel layout, batch and sequence length; the GPU"),
-)
-
-
-def _shipped(load: Callable[[str], object], name: str) -> bool:
-    if not name:
-        return False
-    try:
-        load(name)
-    except (InputError, ValueError, FileNotFoundError):
-        return False
-    return True
-
-
-def run_memory_points() -> tuple[int, int]:
-    """(points with every fact needed to price them, points), each printed with what it
-    lacks. None is complete today, so none is priced."""
-    section("3. Measured memory points (memory.md §B.8): what pricing each one lacks")
-    complete = 0
-    for p in MEMORY_POINTS:
-        missing = ([] if _shipped(load_model, p.model) else
-                   [f"no model spec '{p.model}' (its config is not in ../shared/data)"])
-        if p.gpu and not _shipped(load_profile, p.gpu):
-            missing.append(f"no hardware profile '{p.gpu}' (not in hardware.md)")
-        if p.unstated:
-            missing.append(f"not stated: {p.unstated}")
-        complete += not missing
-        print(f"  {p.source}: measured {p.measured_gb:g} GB\n    "
-              + ("every fact given: price it here" if not missing else
-                 "not priced: " + "; ".join(missing)))
-    return complete, len(MEMORY_POINTS)
-
-
 # --- main --------------------------------------------------------------------------------------
 
 
@@ -1098,8 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rlplan calibration bench — {date.today().isoformat()} — data: {DATA}")
     verrors, vfit, vshipped = run_vtrain(not args.no_fit)
     dfit, dstats = run_decode(not args.no_fit)
-    rl_err, ordered, fitted = run_rl(vfit, not args.no_fit, dfit.engines())
-    mem_complete, mem_points = run_memory_points()
+    import rl_rows  # bench/rl_rows.py (imported here: it imports this module's helpers)
+
+    rl_err, ordered, fitted = rl_rows.run_rl(vfit, not args.no_fit, dfit.engines())
+    section(memory_points.TITLE)
+    mem_complete, mem_points = memory_points.run_memory_points()
     run_training_rows(args.no_fit)
 
     section("4. Fitted constants (where they go) and targets")

@@ -63,6 +63,16 @@ def test_the_gb200_host_link_is_the_shared_c2c_split():
     assert gb200.sources["host_link_gbps"].startswith("[U] assumption:")
 
 
+def test_the_gb200_runs_at_the_b200_fitted_efficiencies():
+    """GB200's GPU is the B200 die and no GB200 training row exists: its efficiencies are the
+    b200 profile's fit (issue 11), so refitting b200 must carry over (or say why not)."""
+    gb200 = load_profile_file(FILES["gb200"])
+    b200 = load_profile_file(FILES["b200"])
+    assert (gb200.efficiency.compute, gb200.efficiency.hbm) == (
+        b200.efficiency.compute, b200.efficiency.hbm)
+    assert "b200" in gb200.sources["efficiency"]
+
+
 def _scenario(name: str) -> dict:
     profile: HardwareProfile = load_profile_file(FILES[name])
     return {"algorithm": "grpo",
