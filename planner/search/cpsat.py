@@ -9,6 +9,7 @@ and `choice.score`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -17,6 +18,7 @@ from planner.errors import InputError
 from planner.search.bounds import incumbent, prune, space_lower_bound
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
+from planner.search.pools import PoolSpace
 from planner.search.space import (
     FUSION_REST,
     FUSION_SCALE,
@@ -50,35 +52,53 @@ class Model:
         self.space = space
         self.m = cp_model.CpModel()
         K = range(space.slots)
-        # y[k, size]: slot k has this size (at most one; exactly one for slot 0)
-        self.y = {(k, s): self.m.NewBoolVar(f"y[{k},{s}]") for k in K for s in space.sizes}
+        self.multi = len(space.pools) > 1
+        # y[k, pool, size]: slot k is a group of this size on this pool (at most one; exactly
+        # one for slot 0)
+        self.y = {(k, p, s): self.m.NewBoolVar(f"y[{k},{p},{s}]") for k in K
+                  for p, s in space.shapes}
         self.used = {k: self.m.NewBoolVar(f"used[{k}]") for k in K}
-        self.size = {k: sum(s * self.y[k, s] for s in space.sizes) for k in K}
+        self.size = {k: sum(s * self.y[k, p, s] for p, s in space.shapes) for k in K}
+        # on[k, pool]: slot k is on this pool (0/1, a sum of y)
+        self.on = {(k, p): sum(self.y[k, p, s] for s in pool.sizes) for k in K
+                   for p, pool in enumerate(space.pools)}
         # a[task, k]: task placed on slot k
         self.a = {(t.name, k): self.m.NewBoolVar(f"a[{t.name},{k}]") for t in space.tasks
                   for k in K}
-        # x[task, k, size, i]: task on slot k of this size with its i-th candidate
-        self.x = {(t.name, k, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{s},{i}]")
-                  for t in space.tasks for k in K for s in space.sizes
-                  for i in range(len(space.candidates.get((t.name, s), [])))}
+        # x[task, k, pool, size, i]: task on slot k of this shape with its i-th candidate
+        self.x = {(t.name, k, p, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{p},{s},{i}]")
+                  for t in space.tasks for k in K for p, s in space.shapes
+                  for i in range(len(space.candidates.get((t.name, p, s), [])))}
 
     def hint(self, ch: Choice) -> None:
         """Suggest `ch` (a feasible choice of this space) as the first solution to try."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
             m.AddHint(self.used[k], ch.sizes[k] > 0)
-            for s in sp.sizes:
-                m.AddHint(self.y[k, s], ch.sizes[k] == s)
+            for p, s in sp.shapes:
+                m.AddHint(self.y[k, p, s], ch.sizes[k] == s and ch.pool(k) == p)
         for key, v in self.x.items():
-            name, k, s, _ = key
-            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s
+            name, k, p, s, _ = key
+            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s and ch.pool(k) == p
                       and self.cand(key) is ch.candidate[name])
         for (name, k), v in self.a.items():
             m.AddHint(v, ch.slot[name] == k)
 
-    def cand(self, key: tuple[str, int, int, int]):
-        name, _, s, i = key
-        return self.space.candidates[(name, s)][i]
+    def cand(self, key: tuple[str, int, int, int, int]):
+        name, _, p, s, i = key
+        return self.space.candidates[(name, p, s)][i]
+
+    def pool_terms(self, task: str, k: int):
+        """(literal, candidate, pool index) triples of a task on slot k."""
+        return [(v, self.cand(key), key[2]) for key, v in self.x.items()
+                if key[0] == task and key[1] == k]
+
+    def budget(self, k: int, per_pool: Callable[[PoolSpace], int]):
+        """Slot k's per-GPU budget (`per_pool` of its pool): a constant with one pool, else
+        the sum over pools of the budget times 'slot k is on it' (0 when unused)."""
+        if not self.multi:
+            return per_pool(self.space.pools[0])
+        return sum(per_pool(pool) * self.on[k, p] for p, pool in enumerate(self.space.pools))
 
     def terms(self, task: str, k: int):
         """(literal, candidate) pairs of a task on slot k."""
@@ -88,17 +108,29 @@ class Model:
     # --- rules ------------------------------------------------------------------------------
 
     def add_slots(self) -> None:
-        """Each slot has at most one size (slot 0 exactly one); used slots come first; slots
-        after the first have non-increasing sizes; the groups fit the cluster."""
+        """Each slot has at most one shape (slot 0 exactly one); used slots come first; slots
+        after the first are ordered (`pools.slots_ordered`: by pool, then non-increasing
+        sizes); the groups fit each pool."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
-            m.Add(sum(self.y[k, s] for s in sp.sizes) == self.used[k])
+            m.Add(sum(self.y[k, p, s] for p, s in sp.shapes) == self.used[k])
         m.Add(self.used[0] == 1)
         for k in range(sp.slots - 1):
             m.AddImplication(self.used[k + 1], self.used[k])
-            if k >= 1:
+            if k >= 1 and not self.multi:
                 m.Add(self.size[k] >= self.size[k + 1])
-        m.Add(sum(self.size.values()) <= sp.total_gpus)
+            elif k >= 1:
+                index = {j: sum(p * self.on[j, p] for p in range(len(sp.pools)))
+                         for j in (k, k + 1)}
+                m.Add(index[k] <= index[k + 1]).OnlyEnforceIf(self.used[k + 1])
+                for p in range(len(sp.pools)):
+                    both = m.NewBoolVar(f"same[{k},{p}]")
+                    m.Add(self.on[k, p] + self.on[k + 1, p] >= 2).OnlyEnforceIf(both)
+                    m.Add(self.on[k, p] + self.on[k + 1, p] <= 1).OnlyEnforceIf(both.Not())
+                    m.Add(self.size[k] >= self.size[k + 1]).OnlyEnforceIf(both)
+        for p, pool in enumerate(sp.pools):
+            m.Add(sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in sp.shapes
+                      if q == p) <= pool.total_gpus)
 
     def add_placement(self) -> None:
         """Each task runs on exactly one slot, with exactly one candidate of that slot's size;
@@ -110,8 +142,8 @@ class Model:
                 lits = [v for v, _ in self.terms(t.name, k)]
                 m.Add(sum(lits) == self.a[t.name, k])
                 m.AddImplication(self.a[t.name, k], self.used[k])
-        for (_, k, s, _), v in self.x.items():
-            m.AddImplication(v, self.y[k, s])
+        for (_, k, p, s, _), v in self.x.items():
+            m.AddImplication(v, self.y[k, p, s])
         m.Add(self.a["actor.training", 0] == 1)
         for k in range(sp.slots):
             m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
@@ -160,10 +192,12 @@ class Model:
                            for v, c in self.terms(t.name, k))
             rollout = (sum(c.persistent_mib * v for v, c in self.terms(gen.name, k))
                        if gen is not None and k != 0 else 0)
-            m.Add(resident + rollout <= sp.budget_mib)
+            budget = self.budget(k, lambda pool: pool.budget_mib)
+            m.Add(resident + rollout <= budget)
             swapped = sp.swap and k == 0
             m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in self.terms(t.name, k))
-                  + (resident if swapped else 0) <= sp.host_budget_mib)
+                  + (resident if swapped else 0)
+                  <= self.budget(k, lambda pool: pool.host_budget_mib))
             for t in sp.tasks:
                 for stage in t.stages:
                     terms = self.terms(t.name, k)
@@ -173,7 +207,7 @@ class Model:
                     own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
                            else rollout)
                     held = 0 if (swapped and t is gen) else resident
-                    m.Add(held + own + need <= sp.budget_mib)
+                    m.Add(held + own + need <= budget)
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
@@ -188,12 +222,12 @@ class Model:
         sync = 0
         if gen is not None:
             hybrid = sum(c.reshard_ms * v for v, c in self.terms(gen.name, 0))
-            sync = hybrid + sp.sync_ms * (1 - self.a[gen.name, 0])
+            sync = hybrid + self.weight_sync(gen.name)
             if sp.swap:
                 swap = m.NewIntVar(0, horizon, "swap")
-                held = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
-                           for v, c in self.terms(t.name, 0))
-                m.Add(SWAP_SCALE * swap >= sp.swap_q * held)
+                held = sum(sp.pools[p].swap_q * c.persistent_mib * v for t in sp.tasks
+                           if t is not gen for v, c, p in self.pool_terms(t.name, 0))
+                m.Add(SWAP_SCALE * swap >= held)
                 sync = sync + swap
         ga = S["generation"] + S["assessment"]
         if sp.fusion and gen is not None:
@@ -222,9 +256,10 @@ class Model:
             m.Add(sp.target_ms >= T)
         gpus = sum(self.size.values())
         if sp.objective == "cost":
-            used = m.NewIntVar(0, sp.total_gpus, "gpus")
-            m.Add(used == gpus)
-            cost = m.NewIntVar(0, horizon * sp.total_gpus, "cost")
+            most = _most_weighted(sp)
+            used = m.NewIntVar(0, most, "gpus")
+            m.Add(used == sum(sp.pools[p].weight * s * v for (_, p, s), v in self.y.items()))
+            cost = m.NewIntVar(0, horizon * most, "cost")
             m.AddMultiplicationEquality(cost, [T, used])
             self.objective = cost
         elif sp.objective == "gpus":
@@ -232,6 +267,25 @@ class Model:
         else:
             self.objective = T
         m.Minimize(self.objective)
+
+    def weight_sync(self, gen: str):
+        """The sync to a separate rollout group (0 when generation is on slot 0): with one pool
+        its `sync_ms` times 'generation off slot 0'; with several, the time for (slot 0's pool,
+        the rollout group's pool), chosen by a literal per pair that is the conjunction of
+        both."""
+        sp, m = self.space, self.m
+        if not self.multi:
+            return sp.sync_ms[0, 0] * (1 - self.a[gen, 0])
+        off = {p: sum(v for k in range(1, sp.slots) for v, _, q in self.pool_terms(gen, k)
+                      if q == p) for p in range(len(sp.pools))}
+        total = 0
+        for (p0, pg), ms in sp.sync_ms.items():
+            z = m.NewBoolVar(f"sync[{p0},{pg}]")
+            m.Add(z <= self.on[0, p0])
+            m.Add(z <= off[pg])
+            m.Add(z >= self.on[0, p0] + off[pg] - 1)
+            total = total + ms * z
+        return total
 
     def build(self) -> Model:
         check_range(self.space, _horizon(self.space))  # before any term is built
@@ -269,25 +323,32 @@ class Model:
 
     def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
-        sizes = tuple(sum(s * solver.Value(self.y[k, s]) for s in sp.sizes)
+        sizes = tuple(sum(s * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
                       for k in range(sp.slots))
+        on = tuple(sum(p * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
+                   for k in range(sp.slots))
         slot, candidate = {}, {}
         for key, v in self.x.items():
             if solver.Value(v):
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
-        return Choice(sizes, slot, candidate)
+        return Choice(sizes, slot, candidate, on)
 
 
 def _horizon(sp: Space) -> int:
     """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
     # python ints throughout: a numpy int64 here would wrap silently instead of growing
     horizon = sum(max((int(sum(c.time_ms.values())) + int(c.reshard_ms) for c in cs), default=0)
-                  for cs in sp.candidates.values()) + int(sp.sync_ms) + 1
+                  for cs in sp.candidates.values()) + max(sp.sync_ms.values()) + 1
     if sp.swap:  # the swap of everything on slot 0, rounded up
         horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
-            * int(sp.swap_q) // SWAP_SCALE + 1
+            * max(pool.swap_q for pool in sp.pools) // SWAP_SCALE + 1
     return horizon
+
+
+def _most_weighted(sp: Space) -> int:
+    """The most price-weighted GPUs a choice can use (every pool full)."""
+    return sum(pool.weight * pool.total_gpus for pool in sp.pools)
 
 
 # CP-SAT checks that no linear expression can leave int64 (else MODEL_INVALID, or an
@@ -303,12 +364,13 @@ def check_range(sp: Space, horizon: int) -> None:
     held = sum(max((int(c.persistent_mib) for c in cs), default=0)
                for cs in sp.candidates.values())
     terms = {
-        "iteration horizon × GPUs": horizon * max(sp.total_gpus, 1),
+        "iteration horizon × GPUs": horizon * max(_most_weighted(sp), 1),
         "iteration horizon × (staleness + 1)": horizon * (sp.staleness + 1),
         "iteration horizon × fusion scale": horizon * FUSION_SCALE * 2,
         "GPUs × GPU weight": sp.total_gpus * GPU_WEIGHT + horizon,
-        "swapped MiB × swap time": held * max(sp.swap_q, 1) + SWAP_SCALE * horizon,
-        "memory (MiB)": held + int(sp.budget_mib) + int(sp.host_budget_mib),
+        "swapped MiB × swap time": held * max(max(p.swap_q for p in sp.pools), 1)
+        + SWAP_SCALE * horizon,
+        "memory (MiB)": held + max(p.budget_mib + p.host_budget_mib for p in sp.pools),
     }
     what, worst = max(terms.items(), key=lambda kv: kv[1])
     if worst > SOLVER_INT_LIMIT:
