@@ -39,7 +39,8 @@ def valid(space: Space, ch: Choice) -> bool:
     first, those after slot 0 ordered (`pools.slots_ordered`: by pool, then non-increasing
     sizes); each used slot holds a task; the groups fit each pool; under fusion no assessment
     shares the generation group; swapping state out during generation needs the generation
-    co-located (slot 0), an overlapped weight sync a separate rollout group."""
+    co-located (slot 0); an overlapped weight sync, or staleness ≥ 1, a separate rollout
+    group."""
     used = [s > 0 for s in ch.sizes]
     on = tuple(ch.pool(k) for k in range(len(ch.sizes)))
     if not used[0] or ch.slot["actor.training"] != 0 or not pool_gpus_ok(space.pools, ch.sizes,
@@ -56,6 +57,8 @@ def valid(space: Space, ch: Choice) -> bool:
         return False
     if space.overlap_sync and (gen is None or ch.slot[gen.name] == 0):
         return False
+    if space.staleness >= 1 and gen is not None and ch.slot[gen.name] == 0:
+        return False  # staleness pipelines generation against training: apart (PlanInput)
     if space.fusion and gen is not None:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):

@@ -164,12 +164,14 @@ class Model:
 
     def add_generation_slot(self) -> None:
         """Swapping state out during generation needs the generation co-located (slot 0); an
-        overlapped weight sync needs it on a separate rollout group (options never ask both)."""
+        overlapped weight sync, and any staleness ≥ 1 (`PlanInput`: generation pipelined
+        against training), need it on a separate rollout group."""
         sp, gen = self.space, self.space.generation
-        if not (sp.swap or sp.overlap_sync):
+        apart = sp.overlap_sync or (sp.staleness >= 1 and gen is not None)
+        if not (sp.swap or apart):
             return
-        if gen is None:
-            self.m.AddBoolOr([])  # nothing generates: the option has no plan
+        if gen is None or (sp.swap and apart):
+            self.m.AddBoolOr([])  # nothing generates, or both asked: the option has no plan
         else:
             self.m.Add(self.a[gen.name, 0] == int(sp.swap))
 
