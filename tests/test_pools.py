@@ -234,3 +234,28 @@ def test_bad_plan_pools_exit_2(cli, write, groups, fragments):
                                              "reference": {"assessment": {"group": "g0",
                                                                           "dp": g}}}})
     assert_bad_input(cli("evaluate", str(scenario), str(plan_file)), *fragments)
+
+
+def test_exports_follow_the_pools(cli, write, tmp_path):
+    """verl gets a resource pool per group, with a note that it does not pin GPU types; the
+    frameworks that launch one job on one GPU type refuse a plan across pools (exit 2)."""
+    raw = _scenario_file(pools(("a", "h100-sxm", 4, None), ("b", "h20", 8, None)))
+    raw["models"]["actor"] = "qwen2.5-7b"  # `test_generation_goes_to_the_rollout_pool`'s case
+    raw["workload"] = {"prompts_per_step": 64, "samples_per_prompt": 8, "prompt_len": 256,
+                       "response_len": 1024, "max_response_len": 4096}
+    raw["search"]["max_staleness"] = 1
+    scenario = write("s.yaml", raw)
+    out = tmp_path / "plan.json"
+    result = cli("plan", str(scenario), "--framework", "verl", "--json", "--out", str(out),
+                 "--workers", "1")
+    assert result.exit_code == 0, result.output
+    import json
+
+    data = json.loads(out.read_text())
+    assert {g["pool"] for g in data["groups"]} == {"a", "b"}
+    verl = cli("export", str(out), "--format", "verl")
+    assert verl.exit_code == 0, verl.output
+    assert "names no GPU type" in verl.stderr and "ray status" in verl.stderr
+    for fmt in ("openrlhf", "deepspeed", "megatron"):
+        assert_bad_input(cli("export", str(out), "--format", fmt), "groups: the plan runs on pools",
+                         f"{fmt} launches its roles as one job on one GPU type")

@@ -35,7 +35,8 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={**memory_figures(binding), "capacity_gib": capacity / GIB,
-                "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"]}
+                "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"],
+                               **pool_figures(sc, plan, g, m)}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
         scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
@@ -83,6 +84,14 @@ def plan_cost(sc: Scenario, ev: Evaluation) -> tuple[float | None, dict]:
     mean = sum(p["gpus"] * p["price_usd_per_gpu_hour"] for p in pools.values()) / ev.total_gpus
     return usd, {"price_usd_per_gpu_hour": mean, "price_source": "pools (GPU-weighted mean)",
                  "pools": pools}
+
+
+def pool_figures(sc: Scenario, plan: PlanInput, group: str, memory: dict) -> dict:
+    """With several pools, a group's pool and its GPUs' capacity (GiB); nothing with one."""
+    if not sc.multi_pool:
+        return {}
+    pool = next(g.pool for g in plan.groups if g.name == group)
+    return {"pool": pool, "capacity_gib": float(memory["capacity_bytes"]) / GIB}
 
 
 def memory_figures(group: dict) -> dict[str, float]:

@@ -196,6 +196,19 @@ class Scenario(BaseModel):
     def total_gpus(self) -> int:
         return sum(p.cluster.total_gpus for p in self.pool_list)
 
+    def gpus_words(self, used: dict[str | None, int] | None = None) -> str:
+        """'32× h100-sxm', or '16× h100-sxm (train) + 64× h20 (rollout)'; with `used` (GPUs
+        per pool name, None for the only one) 'U of N×' where a pool is not used whole."""
+        def one(p: Pool, key: str | None) -> str:
+            n = p.cluster.total_gpus
+            k = n if used is None else used.get(key, 0)
+            return f"{k} of {n}× " if k < n else f"{n}× "
+
+        if not self.multi_pool:
+            return one(self.pool_list[0], None) + self.cluster.gpu.name
+        return " + ".join(one(p, p.name) + f"{p.cluster.gpu.name} ({p.name})"
+                          for p in self.pools)
+
     def pool(self, name: str | None) -> Pool:
         """The pool called `name` (None: the only one); InputError naming the pools if none
         is."""
