@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -259,3 +260,9 @@ def test_exports_follow_the_pools(cli, write, tmp_path):
     for fmt in ("openrlhf", "deepspeed", "megatron"):
         assert_bad_input(cli("export", str(out), "--format", fmt), "groups: the plan runs on pools",
                          f"{fmt} launches its roles as one job on one GPU type")
+
+
+def test_a_sweep_of_a_pools_scenario_is_refused(cli):
+    example = Path(__file__).parents[1] / "examples" / "grpo-qwen2.5-7b-pools.yaml"
+    assert_bad_input(cli("sweep", str(example), "--gpus", "8,16"),
+                     "cluster.pools", "sweep sizes one GPU type")
