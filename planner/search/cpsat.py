@@ -9,7 +9,6 @@ and `choice.score`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -18,7 +17,6 @@ from planner.errors import InputError
 from planner.search.bounds import incumbent, prune, space_lower_bound
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
-from planner.search.pools import PoolSpace
 from planner.search.space import (
     FUSION_REST,
     FUSION_SCALE,
@@ -90,20 +88,15 @@ class Model:
 
     def pool_terms(self, task: str, k: int):
         """(literal, candidate, pool index) triples of a task on slot k."""
-        return [(v, self.cand(key), key[2]) for key, v in self.x.items()
-                if key[0] == task and key[1] == k]
-
-    def budget(self, k: int, per_pool: Callable[[PoolSpace], int]):
-        """Slot k's per-GPU budget (`per_pool` of its pool): a constant with one pool, else
-        the sum over pools of the budget times 'slot k is on it' (0 when unused)."""
-        if not self.multi:
-            return per_pool(self.space.pools[0])
-        return sum(per_pool(pool) * self.on[k, p] for p, pool in enumerate(self.space.pools))
+        if not hasattr(self, "_by_slot"):  # indexed once: the rules ask for them often
+            self._by_slot: dict[tuple[str, int], list] = {}
+            for key, v in self.x.items():
+                self._by_slot.setdefault(key[:2], []).append((v, self.cand(key), key[2]))
+        return self._by_slot.get((task, k), [])
 
     def terms(self, task: str, k: int):
         """(literal, candidate) pairs of a task on slot k."""
-        return [(v, self.cand(key)) for key, v in self.x.items()
-                if key[0] == task and key[1] == k]
+        return [(v, c) for v, c, _ in self.pool_terms(task, k)]
 
     # --- rules ------------------------------------------------------------------------------
 
@@ -187,29 +180,36 @@ class Model:
 
     def add_memory(self) -> None:
         """Per slot and stage: resident state + the stage's need ≤ the per-GPU budget; offloaded
-        state ≤ the GPU's share of host memory."""
+        state ≤ the GPU's share of host memory. With several pools, once per pool over that
+        pool's candidates, against its budgets: a slot's candidates all come from its one pool,
+        so this says the same as one constraint against 'the slot's pool's budget', and its
+        linear relaxation is tighter."""
         sp, m, gen = self.space, self.m, self.space.generation
         for k in range(sp.slots):
-            resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
-                           for v, c in self.terms(t.name, k))
-            rollout = (sum(c.persistent_mib * v for v, c in self.terms(gen.name, k))
-                       if gen is not None and k != 0 else 0)
-            budget = self.budget(k, lambda pool: pool.budget_mib)
-            m.Add(resident + rollout <= budget)
-            swapped = sp.swap and k == 0
-            m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in self.terms(t.name, k))
-                  + (resident if swapped else 0)
-                  <= self.budget(k, lambda pool: pool.host_budget_mib))
-            for t in sp.tasks:
-                for stage in t.stages:
-                    terms = self.terms(t.name, k)
-                    need = sum((c.transient_mib.get(stage, 0)
-                                + (c.reshard_mib if t is gen and k == 0 else 0)) * v
-                               for v, c in terms)
-                    own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
-                           else rollout)
-                    held = 0 if (swapped and t is gen) else resident
-                    m.Add(held + own + need <= budget)
+            for p, pool in enumerate(sp.pools):
+                def terms(task: str, p: int = p, k: int = k):
+                    if not self.multi:
+                        return self.terms(task, k)
+                    return [(v, c) for v, c, q in self.pool_terms(task, k) if q == p]
+
+                resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
+                               for v, c in terms(t.name))
+                rollout = (sum(c.persistent_mib * v for v, c in terms(gen.name))
+                           if gen is not None and k != 0 else 0)
+                m.Add(resident + rollout <= pool.budget_mib)
+                swapped = sp.swap and k == 0
+                m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in terms(t.name))
+                      + (resident if swapped else 0) <= pool.host_budget_mib)
+                for t in sp.tasks:
+                    for stage in t.stages:
+                        own_terms = terms(t.name)
+                        need = sum((c.transient_mib.get(stage, 0)
+                                    + (c.reshard_mib if t is gen and k == 0 else 0)) * v
+                                   for v, c in own_terms)
+                        own = (sum(c.persistent_mib * v for v, c in own_terms) if t is gen
+                               else rollout)
+                        held = 0 if (swapped and t is gen) else resident
+                        m.Add(held + own + need <= pool.budget_mib)
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
