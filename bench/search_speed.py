@@ -50,15 +50,17 @@ def brute_count(space: Space) -> int:
     """Choices brute force would score (same rules as brute.enumerate_choices, counted)."""
     names = [t.name for t in space.tasks]
     total = 0
-    options_ = [space.sizes] + [[0, *space.sizes]] * (space.slots - 1)
-    for sizes in itertools.product(*options_):
+    options_ = [space.shapes] + [[(0, 0), *space.shapes]] * (space.slots - 1)
+    for chosen in itertools.product(*options_):
+        on, sizes = tuple(p for p, _ in chosen), tuple(s for _, s in chosen)
         for slots in itertools.product(range(space.slots), repeat=len(names)):
             if any(sizes[k] == 0 for k in slots):
                 continue
             slot = dict(zip(names, slots, strict=True))
-            if not valid(space, Choice(sizes, slot, {})):
+            if not valid(space, Choice(sizes, slot, {}, on)):
                 continue
-            total += math.prod(len(space.candidates.get((n, sizes[slot[n]]), [])) for n in names)
+            total += math.prod(len(space.candidates.get((n, on[slot[n]], sizes[slot[n]]), []))
+                               for n in names)
     return total
 
 

@@ -162,6 +162,16 @@ class Group(BaseModel):
     name: str = Field(min_length=1)
     gpus: int = Field(gt=0)
     roles: list[str] = Field(default_factory=list)
+    pool: str | None = Field(None, description="the pool the group runs on (a cluster of "
+                             "several pools; absent with one)")
+
+    @model_serializer(mode="wrap")
+    def _drop_no_pool(self, handler: Any) -> dict[str, Any]:
+        """A single-pool plan's groups carry no `pool` key (its JSON as before pools)."""
+        data = handler(self)
+        if data.get("pool") is None:
+            data.pop("pool", None)
+        return data
 
 
 class InterModel(BaseModel):

@@ -27,8 +27,9 @@ def test_bounds_hold_on_every_choice(flags, option, objective):
         value = score(space, ch)
         best = value if best is None else min(best, value)
         for t in space.tasks:
-            size = ch.sizes[ch.slot[t.name]]
-            assert lower_bound(space, ch.candidate[t.name], size, floors) <= value
+            k = ch.slot[t.name]
+            assert lower_bound(space, ch.candidate[t.name], ch.pool(k), ch.sizes[k],
+                               floors) <= value
     start = incumbent(space)
     if start is None:
         return

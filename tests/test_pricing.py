@@ -56,9 +56,9 @@ def test_numpy_pricing_equals_one_layout_at_a_time(name):
     reference = replace(space, candidates={}, priced=0)  # priced again, one layout at a time
     kept = 0
     for task in space.tasks:
-        for g in sizes or space.sizes:
-            scalar = _candidates(reference, task, g, heads, one_at_a_time=True)
-            assert space.candidates.get((task.name, g), []) == scalar, (task.name, g)
+        for g in sizes or space.pools[0].sizes:
+            scalar = _candidates(reference, space.pools[0], task, g, heads, one_at_a_time=True)
+            assert space.candidates.get((task.name, 0, g), []) == scalar, (task.name, g)
             kept += len(scalar)
     assert kept > 0
     if sizes is None:
@@ -67,7 +67,7 @@ def test_numpy_pricing_equals_one_layout_at_a_time(name):
         vectorised = replace(space, candidates={}, priced=0)
         for task in space.tasks:
             for g in sizes:
-                _candidates(vectorised, task, g, heads)
+                _candidates(vectorised, space.pools[0], task, g, heads)
         assert vectorised.priced == reference.priced > 0
     assert all(type(n) is int for cands in space.candidates.values() for c in cands
                for n in (*c.time_ms.values(), *c.transient_mib.values(), c.persistent_mib,

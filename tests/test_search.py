@@ -138,8 +138,8 @@ def test_the_search_prices_a_candidate_as_evaluate_does(one_price, pick):
 
     sc, space, option, best = one_price
     gen = space.generation
-    size = best.sizes[best.slot[gen.name]]
-    pool = space.candidates[(gen.name, size)]
+    k = best.slot[gen.name]
+    pool = space.candidates[(gen.name, best.pool(k), best.sizes[k])]
     cand = pool[pick % len(pool)]
     choice = replace(best, candidate={**best.candidate, gen.name: cand})
     if not fits(space, choice):
@@ -233,7 +233,8 @@ def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
         return build_space(small(**{"algorithm": "grpo", "workload.samples_per_prompt": 2,
                                     "cluster.gpus_per_node": per_node}))
 
-    assert space(2).host_budget_mib == space(8).host_budget_mib > 0  # per GPU, not per node
+    # per GPU, not per node
+    assert space(2).pools[0].host_budget_mib == space(8).pools[0].host_budget_mib > 0
 
 
 def test_a_search_cut_short_without_a_plan_says_so(monkeypatch):

@@ -47,5 +47,5 @@ def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
-              lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.cluster.total_gpus}× "
-                        f"{sc.cluster.gpu.name} (evaluated)", timeline)
+              lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.gpus_words()} "
+                        "(evaluated)", timeline)

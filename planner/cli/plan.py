@@ -87,9 +87,10 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
 
     def title(result: Plan) -> str:
         s = result.search
-        used, total = sum(g.gpus for g in result.groups), sc.cluster.total_gpus
-        on = f"{used} of {total}" if used < total else f"{total}"
-        return (f"Plan for {sc.algorithm} on {on}× {sc.cluster.gpu.name} — "
+        used: dict[str | None, int] = {}
+        for g in result.groups:
+            used[g.pool] = used.get(g.pool, 0) + g.gpus
+        return (f"Plan for {sc.algorithm} on {sc.gpus_words(used)} — "
                 f"{result.status} ({s['status']}, {s['wall_s']:.1f} s, "
                 f"{s['candidates']:,} candidates, {s['candidates_after_pruning']:,} undominated, "
                 f"{s['candidates_in_model']:,} within bounds)")

@@ -31,7 +31,7 @@ from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
 from planner.search.deadline import Deadline
 from planner.specs.hardware import load_profile
-from planner.specs.scenario import Scenario, load_scenario
+from planner.specs.scenario import Scenario, load_scenario, scenario_input
 from planner.sweep import CSV_COLUMNS, Row, gpu_count, parse_gpus
 from planner.sweep_grid import Grid, label, parse_profiles, run_grid, usd
 from planner.sweep_run import import_ray
@@ -141,6 +141,11 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None,
 def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
     """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
     the node count per size: the file's is ignored (and not checked)."""
+    if path is not None and scenario_input(path, flags).cluster.pools:
+        # --gpus resizes one GPU type; a grid of sizes per pool is not built yet
+        raise InputError(f"{path}: field 'cluster.pools': sweep sizes one GPU type (--gpus) and "
+                         "the scenario lists pools; sweep a single-pool scenario (cluster.gpu) "
+                         "or plan the pools with `rlplan plan`")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
     if spec is None or "," not in spec:

@@ -97,12 +97,15 @@ def validate(
         models = ", ".join(f"{r} {m['name']} ({billions(m['params_total'])})"
                            for r, m in summary["models"].items())
         c, w = summary["cluster"], summary["workload"]
+        pools = c.get("pools") or [c]
+        shape = " + ".join(f"{p['nodes']}×{p['gpus_per_node']} {p['gpu']}"
+                           + (f" ({p['name']})" if "pools" in c else "") for p in pools)
         console.print(f"  {summary['algorithm']} ({summary['family']} family); {models}; "
                       f"reward: {summary['reward_kind']}")
         console.print(f"  B={w['prompts_per_step']} K={w['samples_per_prompt']} "
                       f"S={w['prompt_len']} T={w['response_len']} (max "
-                      f"{w['max_response_len']}); {c['nodes']}×{c['gpus_per_node']} "
-                      f"{c['gpu']} = {c['total_gpus']} GPUs; engine {summary['runtime']['engine']}")
+                      f"{w['max_response_len']}); {shape} = {c['total_gpus']} GPUs; "
+                      f"engine {summary['runtime']['engine']}")
         if w["response_lengths"]:
             console.print(f"  response lengths: {lengths_line(w['response_lengths'])}")
         for note in summary["notes"]:

@@ -107,13 +107,17 @@ def show_plan(plan: Plan, title: str) -> None:
     groups = plan.breakdown.get("groups", {})
     table = Table(title=f"One iteration: {plan.iteration_time_s:.2f} s per step "
                         f"(per group; each row sums to the iteration)")
+    pools = {g.name: g.pool for g in plan.groups if g.pool}  # several pools: name each group's
     table.add_column("group")
+    if pools:
+        table.add_column("pool")
     table.add_column("GPUs", justify="right")
     for key in BREAKDOWN_KEYS:
         table.add_column(f"{key} s", justify="right")
     sizes = {g.name: g.gpus for g in plan.groups}
     for g, parts in groups.items():
-        table.add_row(g, str(sizes[g]), *(f"{parts[k]:.2f}" for k in BREAKDOWN_KEYS))
+        table.add_row(g, *((pools[g],) if pools else ()), str(sizes[g]),
+                      *(f"{parts[k]:.2f}" for k in BREAKDOWN_KEYS))
     console.print(table)
     rollout = plan.breakdown.get("rollout")
     if rollout:
@@ -131,11 +135,17 @@ def show_plan(plan: Plan, title: str) -> None:
     for g, mem in plan.memory["groups"].items():
         table.add_row(g, *(f"{mem[k]:.1f}" if k in mem else "—" for k in (
             "allocated_gib_per_gpu", "reserved_gib_per_gpu", "peak_gib_per_gpu")),
-            f"{plan.memory['capacity_gib']:.0f}", mem["stage"], mem["what"])
+            f"{mem.get('capacity_gib', plan.memory['capacity_gib']):.0f}", mem["stage"],
+            mem["what"])
     console.print(table)
     b, it = plan.bounds, plan.iteration_time_s
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
-    if plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
+    if plan.cost and plan.cost.get("pools"):
+        each = ", ".join(f"{p['gpus']}× {name} at "
+                         + (f"${p['price_usd_per_gpu_hour']:g}" if p["price_usd_per_gpu_hour"]
+                            else "no price") for name, p in plan.cost["pools"].items())
+        cost += f" ({each} per GPU-hour)"
+    elif plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
         cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
                  f"{price_origin(plan.cost['price_source'])})")
     elif plan.cost_per_step_usd is None:

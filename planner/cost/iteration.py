@@ -38,10 +38,6 @@ from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_LINK_SH
 from planner.cost.flops import (
     Head,
     Num,
-    bytes_weights_read_fwd,
-    flops_fwd_seq,
-    flops_generation,
-    flops_train_seq,
     params_with_head,
 )
 from planner.cost.generation import (
@@ -51,6 +47,7 @@ from planner.cost.generation import (
     rollout_precision,
     time_generation,
 )
+from planner.cost.groups import group_memory, inter_pool_link, plan_bounds, timeline
 from planner.cost.memory import (
     ROLE_HEADS,
     MemoryBreakdown,
@@ -103,6 +100,7 @@ class Evaluation:
     timeline: list[dict] = field(default_factory=list)  # segments per group (see _timeline)
     swap_s: float = 0.0  # of sync_s: state offloaded during generation, out and back
     swap_bytes: float = 0.0  # the bytes per GPU it moves each way
+    gpus_by_pool: dict[str, int] = field(default_factory=dict)  # pool → GPUs the plan uses
 
     @property
     def tokens_per_s(self) -> float:
@@ -206,30 +204,65 @@ def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProf
     return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
 
 
-def weight_sync_time(actor: ModelSpec, head: Head, cluster: ClusterSpec) -> float:
+def weight_sync_time(actor: ModelSpec, head: Head, cluster: ClusterSpec,
+                     link: comm.Link | None = None) -> float:
     """Send the actor's weights from its training group to a separate rollout group, at the
     measured share of the link between the groups (`WEIGHT_SYNC_LINK_SHARE`): NVLink when
     the cluster is one scale-up domain (the planner does not place groups on nodes, so two
-    groups of a larger cluster are taken to be in different domains), else the network."""
-    link = comm.link_p2p(cluster.gpu, cluster.total_gpus)
+    groups of a larger cluster are taken to be in different domains), else the network;
+    `link` when given (between pools: `groups.inter_pool_link`)."""
+    link = link or comm.link_p2p(cluster.gpu, cluster.total_gpus)
     return params_with_head(actor, head) * BYTES_BF16 / (WEIGHT_SYNC_LINK_SHARE * link.bandwidth)
 
 
-def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
-    """Price `plan` for scenario `sc`; raises InfeasibleError when a group runs out of memory."""
-    gpu = sc.cluster.gpu
-    sizes = {g.name: g.gpus for g in plan.groups}
-    used = sum(sizes.values())
-    if used > sc.cluster.total_gpus:
+def sync_between(sc: Scenario, head: Head, train: ClusterSpec, gen: ClusterSpec) -> float:
+    """The weight sync from a training group on pool `train` to a rollout group on pool `gen`
+    (clusters of `sc.pool_list`): within one pool over its own links, across pools over the
+    link between them."""
+    if train.name == gen.name:
+        return weight_sync_time(sc.actor, head, train)
+    return weight_sync_time(sc.actor, head, train, inter_pool_link(sc))
+
+
+def _pool_views(sc: Scenario, plan: PlanInput) -> dict[str, Scenario]:
+    """Each group's scenario as its pool alone (`Scenario.on_pool`); checks that each group
+    names a pool of the cluster (with several) and that each pool holds its groups."""
+    views: dict[str, Scenario] = {}
+    for i, g in enumerate(plan.groups):
+        if g.pool is None and sc.multi_pool:
+            raise InputError(f"plan: groups[{i}].pool is missing; the cluster has pools "
+                             f"{', '.join(p.name for p in sc.pools)}: name the one group "
+                             f"'{g.name}' runs on")
+        try:
+            views[g.name] = sc.on_pool(g.pool)
+        except InputError as exc:
+            raise InputError(f"plan: groups[{i}].pool: {exc}; fix the name") from None
+    used = sum(g.gpus for g in plan.groups)
+    if not sc.multi_pool and used > sc.cluster.total_gpus:
         raise InputError(f"plan: groups use {used} GPUs but the cluster has "
                          f"{sc.cluster.total_gpus}; shrink the groups or add nodes")
+    for pool in sc.pools:
+        on = [g for g in plan.groups if g.pool == pool.name]
+        if (n := sum(g.gpus for g in on)) > pool.cluster.total_gpus:
+            raise InputError(f"plan: groups {', '.join(g.name for g in on)} use {n} GPUs of "
+                             f"pool '{pool.name}', which has {pool.cluster.total_gpus}; shrink "
+                             "them or move one to another pool")
+    return views
+
+
+def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
+    """Price `plan` for scenario `sc`; raises InfeasibleError when a group runs out of memory.
+    Each task is priced on its group's pool (`Scenario.on_pool`): its GPU, links and price."""
+    view = _pool_views(sc, plan)
+    sizes = {g.name: g.gpus for g in plan.groups}
+    used = sum(sizes.values())
     heads, tasks = _heads(sc, plan), _tasks(sc, plan)
     n = sequences(sc)
     staleness = plan.inter_model.staleness
     shadow = staleness >= 1 and plan.inter_model.overlap_weight_sync
     # in task order, not a set's (hash-seeded) order: it orders the plan JSON's "resident:"
     homes = {role: _home_group(role, tasks) for role in dict.fromkeys(t.role for t in tasks)}
-    capacity = gpu.memory_bytes
+    capacity = {g: view[g].cluster.gpu.memory_bytes for g in sizes}
 
     # Persistent state of each model: on its home group (training group, else where its
     # forward runs), plus forward copies elsewhere and a separate rollout group's weights.
@@ -238,19 +271,19 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     for role, home in homes.items():
         t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
             x for x in tasks if x.role == role and x.stage == "assessment")
-        mem = task_memory(sc, role, t.stage, t.layout, heads[role])
+        mem = task_memory(view[home], role, t.stage, t.layout, heads[role])
         resident[home].append((role, float(mem.persistent)))
         host[home] += float(mem.host_offload)
-    if (share := gpu.host_bytes_per_gpu) is not None:
-        for g, used_host in host.items():
-            if used_host > share:
-                raise InfeasibleError(
-                    f"group {g}: offloaded state needs {used_host / GIB:.1f} GiB of host memory "
-                    f"per GPU, {(used_host - share) / GIB:.1f} GiB over each GPU's share of a "
-                    f"node's {gpu.host_memory_gib:.0f} GiB; offload less or shard more")
+    for g, used_host in host.items():
+        gpu = view[g].cluster.gpu
+        if (share := gpu.host_bytes_per_gpu) is not None and used_host > share:
+            raise InfeasibleError(
+                f"group {g}: offloaded state needs {used_host / GIB:.1f} GiB of host memory "
+                f"per GPU, {(used_host - share) / GIB:.1f} GiB over each GPU's share of a "
+                f"node's {gpu.host_memory_gib:.0f} GiB; offload less or shard more")
     for t in tasks:
         if t.stage == "assessment" and t.layout.group != homes[t.role]:
-            mem = task_memory(sc, t.role, t.stage, t.layout, heads[t.role])
+            mem = task_memory(view[t.layout.group], t.role, t.stage, t.layout, heads[t.role])
             resident[t.layout.group].append((f"{t.role} forward copy", float(mem.persistent)))
 
     gen_task = next((t for t in tasks if t.stage == "generation"), None)
@@ -270,6 +303,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                          "1) or set it to false")
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
+        on, gpu = view[t.layout.group], view[t.layout.group].cluster.gpu
         others = sum(b for _, b in resident[t.layout.group])
         if swap_out:
             if not hybrid:
@@ -285,29 +319,32 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
                     f"group {t.layout.group}, stage generation: offloading "
                     f"{others / GIB:.1f} GiB per GPU exceeds each GPU's share of host memory "
                     f"({share / GIB:.0f} GiB); turn off offload_during_generation")
-            swap_s = swap_time(others, gpu, sc.cluster.gpus_per_node)
+            swap_s = swap_time(others, gpu, on.cluster.gpus_per_node)
             swap_bytes = others
             others = 0.0
-        t.layout = kv_cache_layout(sc, t.layout, shadow, hybrid, capacity - others)
-        t.memory = generation_memory(sc, t.layout, shadow, hybrid)
+        t.layout = kv_cache_layout(on, t.layout, shadow, hybrid, capacity[t.layout.group] - others)
+        t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
             resident[t.layout.group].append(("actor rollout copy", float(t.memory.persistent)))
-        rollout = generation_rollout(sc, t.layout, partial)
+        rollout = generation_rollout(on, t.layout, partial)
         t.seconds, t.parts = rollout.seconds, rollout.time.as_dict()
 
     for t in (x for x in tasks if x.stage != "generation"):
-        t.seconds, t.parts = task_time(sc, t.role, t.stage, t.layout, heads[t.role])
-        t.memory = task_memory(sc, t.role, t.stage, t.layout, heads[t.role])
+        on = view[t.layout.group]
+        t.seconds, t.parts = task_time(on, t.role, t.stage, t.layout, heads[t.role])
+        t.memory = task_memory(on, t.role, t.stage, t.layout, heads[t.role])
 
     # Resharding (same group) or weight sync (another group) of the actor, every iteration.
     sync_s, sync_groups = 0.0, set()
     if gen_task:
         train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
         if gen_task.layout.group == train.group:
-            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout, gpu) + swap_s
+            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout,
+                                     view[train.group].cluster.gpu) + swap_s
             sync_groups = {train.group}
         else:
-            sync_s = weight_sync_time(sc.actor, heads["actor"], sc.cluster)
+            sync_s = sync_between(sc, heads["actor"], view[train.group].cluster,
+                                  view[gen_task.layout.group].cluster)
             # an overlapped sync lands in the rollout group's shadow copy while it generates
             sync_groups = {train.group} if shadow else {train.group, gen_task.layout.group}
 
@@ -340,57 +377,28 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         assess_start = gen_and_assess - assess_s if fused else gen_s
         phase_starts = {"generation": 0.0, "assessment": assess_start,
                         "training": gen_and_assess, "sync": gen_and_assess + train_s}
-    timeline = _timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
+    drawn = timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
 
     swapped = {homes['actor']} if swap_out else set()
-    memory = _group_memory(tasks, resident, sizes, capacity, swapped)
+    memory = group_memory(tasks, resident, capacity, swapped)
     for g, mem in memory.items():
-        if mem["peak_bytes"] > capacity:
+        if mem["peak_bytes"] > capacity[g]:
             raise InfeasibleError(
                 f"group {g}, stage {mem['stage']}: {mem['peak_bytes'] / GIB:.1f} GiB per GPU "
-                f"({mem['what']}) is {(mem['peak_bytes'] - capacity) / GIB:.1f} GiB over the "
-                f"{capacity / GIB:.0f} GiB of a {gpu.name}; shard more (ZeRO, TP, PP), "
-                "checkpoint activations, offload, or use smaller micro-batches")
+                f"({mem['what']}) is {(mem['peak_bytes'] - capacity[g]) / GIB:.1f} GiB over the "
+                f"{capacity[g] / GIB:.0f} GiB of a {view[g].cluster.gpu.name}; shard more (ZeRO, "
+                "TP, PP), checkpoint activations, offload, or use smaller micro-batches")
+    per_pool: dict[str, list] = {}  # pool → [GPUs the plan uses there, its profile]
+    for g, size in sizes.items():
+        c = view[g].cluster
+        per_pool.setdefault(c.name or "", [0, c.gpu])[0] += size
     return Evaluation(
         iteration_time_s=iteration, stage_times=stage_times, sync_s=sync_s, tasks=tasks,
         groups=busy, memory=memory, tokens_per_step=tokens_per_step(sc), total_gpus=used,
-        bounds=_bounds(sc, tasks, heads, n, used), rollout=rollout, timeline=timeline,
-        swap_s=swap_s, swap_bytes=swap_bytes)
-
-
-def _timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],
-              phase_starts: dict[str, float] | None, period: float) -> list[dict]:
-    """One iteration drawn per group: a segment per task (tasks sharing a group one after
-    another), the resharding/sync, and idle gaps, in the order generation, assessment,
-    training, sync. `phase_starts` gives where each stage begins on every group (staleness 0,
-    stages as barriers; under fusion assessment ends with the fused phase); None packs each
-    group's work from 0 and the sync at the end of the period (asynchrony: the groups overlap
-    across iterations)."""
-    out: list[dict] = []
-    for g in groups:
-        cursor, segs = 0.0, []
-        for stage in (*STAGES, "sync"):
-            if phase_starts is not None:
-                cursor = phase_starts[stage]
-            elif stage == "sync":  # one transfer every sync group joins: align it at the end
-                cursor = period - sync_s
-            if stage == "sync":
-                work = [("actor", sync_s)] if g in sync_groups and sync_s > 0 else []
-            else:
-                work = [(t.role, t.seconds) for t in tasks
-                        if t.layout.group == g and t.stage == stage]
-            for role, seconds in work:
-                segs.append({"group": g, "kind": stage, "role": role, "start_s": cursor,
-                             "end_s": cursor + seconds})
-                cursor += seconds
-        idle_from = 0.0
-        for seg in [*segs, {"start_s": period}]:
-            if seg["start_s"] > idle_from + 1e-9:
-                out.append({"group": g, "kind": "idle", "role": None, "start_s": idle_from,
-                            "end_s": seg["start_s"]})
-            idle_from = max(idle_from, seg.get("end_s", period))
-        out.extend(segs)
-    return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
+        bounds=plan_bounds(sc, tasks, heads, n, [(k, gpu) for k, gpu in per_pool.values()],
+                           rollout_precision_of(sc), software(sc).runtime.fp8_matmuls),
+        rollout=rollout, timeline=drawn, swap_s=swap_s, swap_bytes=swap_bytes,
+        gpus_by_pool={p: k for p, (k, _) in per_pool.items()})
 
 
 def task_memory(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVariants,
@@ -501,73 +509,3 @@ def fused_generation_assessment(gen_s: float, assess_s: float,
     response is assessed once it is done, so the fraction r still to assess after time c
     finishes no sooner than c + r·A (`Rollout.completions`), nor before generation ends."""
     return max(gen_s, *(done + rest * assess_s for done, rest in completions))
-
-
-def _group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
-                  sizes: dict[str, int], capacity: float,
-                  swapped: set[str]) -> dict[str, dict[str, float | str]]:
-    """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need
-    (its fragmentation and runtime reserve kept apart too, for the allocated/reserved split).
-
-    A task adds its transient bytes; the actor's generation on its own training group also
-    adds its inference weights (resharded in for the stage, released after). On a `swapped`
-    group the resident state is in CPU memory during generation.
-    """
-    out: dict[str, dict[str, float | str]] = {}
-    for g in sizes:
-        base = sum(b for _, b in resident[g])
-        names = ", ".join(r for r, _ in resident[g]) or "nothing"
-        rollout_copy = any(r == "actor rollout copy" for r, _ in resident[g])
-        best: dict[str, float | str] = {"peak_bytes": base, "stage": "idle",
-                                        "what": f"resident: {names}", "capacity_bytes": capacity,
-                                        "fragmentation_bytes": 0.0, "reserve_bytes": 0.0}
-        for t in (t for t in tasks if t.layout.group == g):
-            mem = t.memory
-            assert mem is not None
-            extra = float(mem.transient)
-            if t.stage == "generation" and not rollout_copy:
-                extra += float(mem.persistent)
-            held = 0.0 if (t.stage == "generation" and g in swapped) else base
-            peak = float(mem.runtime_reserve) + held + extra
-            if peak > float(best["peak_bytes"]):
-                best = {"peak_bytes": peak, "stage": t.stage, "capacity_bytes": capacity,
-                        "what": f"{t.role} {t.stage} with resident: {names}",
-                        "fragmentation_bytes": float(mem.fragmentation),
-                        "reserve_bytes": float(mem.runtime_reserve)}
-        out[g] = best
-    return out
-
-
-def _bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
-            gpus: int) -> dict[str, float]:
-    """Lower bounds: all FLOPs at the cluster's peak; the decode chain at full HBM bandwidth.
-
-    compute_s = the FLOPs of every task the plan runs / (GPUs × peak; the rollouts' and
-    training's at the FP8 peak when they run FP8 matmuls); decode_s = the T_max − 1 dependent
-    decode steps of the longest rollout, each reading the actor's weights once (at the
-    rollout's bytes per weight), spread over one scale-up domain at peak HBM bandwidth.
-    """
-    gpu, w = sc.cluster.gpu, sc.workload
-    rollout = rollout_precision_of(sc)
-    fp8_peak = (gpu.fp8_tflops * 1e12 if rollout.fp8_matmuls and gpu.fp8_tflops
-                else gpu.peak_bf16_flops)
-    train_peak = (gpu.fp8_tflops * 1e12 if software(sc).runtime.fp8_matmuls and gpu.fp8_tflops
-                  else gpu.peak_bf16_flops)  # FP8 training: its linear layers may reach it
-    compute_s = 0.0
-    for t in tasks:
-        spec, head = sc.roles[t.role], heads[t.role]
-        if t.stage == "generation":
-            work, peak = n * flops_generation(spec, w.prompt_len, w.response_len).total, fp8_peak
-        elif t.stage == "assessment":
-            work, peak = n * flops_fwd_seq(spec, w.seq_len, head).total, gpu.peak_bf16_flops
-        else:
-            work = w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total
-            peak = train_peak
-        compute_s += work / (gpus * peak)
-    decode_s = 0.0
-    if any(t.stage == "generation" for t in tasks):
-        domain = min(gpus, gpu.scale_up_gpus)
-        longest = int(sc.response_lengths.max())
-        decode_s = (longest - 1) * bytes_weights_read_fwd(
-            sc.actor, 1, weight_bytes=rollout.weight_bytes) / (domain * gpu.hbm_bytes_per_s)
-    return {"compute_s": compute_s, "decode_s": decode_s}

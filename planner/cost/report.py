@@ -18,11 +18,11 @@ from planner.specs.scenario import Scenario
 def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evaluated",
             search: dict | None = None) -> Plan:
     """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
-    price = sc.cluster.price
-    capacity = sc.cluster.gpu.memory_bytes
     peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
     bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
     binding = ev.memory[peak_group]
+    capacity = float(binding["capacity_bytes"])
+    cost_usd, cost = plan_cost(sc, ev)
     layouts = {role: dict(stages) for role, stages in plan.layouts.items()}
     for t in ev.tasks:  # the KV cache the generation was priced with
         if t.stage == "generation":
@@ -31,12 +31,12 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         status=status, objective=sc.search.objective, groups=plan.groups, layouts=layouts,
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
-        cost_per_step_usd=cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
-        cost={"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source},
+        cost_per_step_usd=cost_usd, cost=cost,
         stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={**memory_figures(binding), "capacity_gib": capacity / GIB,
-                "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"]}
+                "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"],
+                               **pool_figures(sc, plan, g, m)}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
         scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
@@ -63,6 +63,35 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                             "offload_during_generation_s": ev.swap_s,
                             "offload_during_generation_gib_per_gpu": ev.swap_bytes / GIB},
                    "timeline": ev.timeline})
+
+
+def plan_cost(sc: Scenario, ev: Evaluation) -> tuple[float | None, dict]:
+    """USD per step and the prices it was computed with: one price per GPU-hour, or with
+    pools each pool's (its GPUs in the plan, price and source) and the GPU-weighted mean;
+    None when a pool the plan uses has no price."""
+    if not sc.multi_pool:
+        price = sc.cluster.price
+        return (cost_per_step(ev.iteration_time_s, ev.total_gpus, price),
+                {"price_usd_per_gpu_hour": price, "price_source": sc.cluster.price_source})
+    pools = {p.name: {"gpus": ev.gpus_by_pool[p.name],
+                      "price_usd_per_gpu_hour": p.cluster.price,
+                      "price_source": p.cluster.price_source}
+             for p in sc.pools if ev.gpus_by_pool.get(p.name)}
+    if any(p["price_usd_per_gpu_hour"] is None for p in pools.values()):
+        return None, {"price_usd_per_gpu_hour": None, "price_source": None, "pools": pools}
+    usd = sum(cost_per_step(ev.iteration_time_s, p["gpus"], p["price_usd_per_gpu_hour"])
+              for p in pools.values())
+    mean = sum(p["gpus"] * p["price_usd_per_gpu_hour"] for p in pools.values()) / ev.total_gpus
+    return usd, {"price_usd_per_gpu_hour": mean, "price_source": "pools (GPU-weighted mean)",
+                 "pools": pools}
+
+
+def pool_figures(sc: Scenario, plan: PlanInput, group: str, memory: dict) -> dict:
+    """With several pools, a group's pool and its GPUs' capacity (GiB); nothing with one."""
+    if not sc.multi_pool:
+        return {}
+    pool = next(g.pool for g in plan.groups if g.name == group)
+    return {"pool": pool, "capacity_gib": float(memory["capacity_bytes"]) / GIB}
 
 
 def memory_figures(group: dict) -> dict[str, float]:

@@ -8,6 +8,7 @@ run every export through the frameworks' own config code (tests/export/test_fram
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planner.errors import InputError
@@ -53,12 +54,39 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     version = check_version(fmt, version)
     try:
-        return EXPORTERS[fmt](plan, sc, version)
+        sc, pool_notes = pools_for_export(plan, sc, fmt)
+        done = EXPORTERS[fmt](plan, sc, version)
+        return replace(done, notes=(*done.notes, *pool_notes))
     except ExportError as err:
         others = accepting(plan, sc, exclude=fmt)
         where = (f"--format {' or '.join(others)} accepts this plan" if others else
                  "no other format accepts this plan")
         raise ExportError(f"{err}; {where}") from None
+
+
+def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str
+                     ) -> tuple[Scenario, tuple[str, ...]]:
+    """A plan on several pools: on one of them only, that pool's scenario (a plain cluster);
+    across GPU types, verl's resource pools (one per group, so one per GPU type) with a note
+    on what verl does not pin; the other frameworks launch one job on one GPU type: refused."""
+    if not sc.multi_pool:
+        return sc, ()
+    groups = plan.get("groups") or []
+    used = list(dict.fromkeys(g.get("pool") for g in groups if isinstance(g, dict)))
+    if len(used) == 1 and used[0] is not None:
+        pool = sc.pool(used[0])
+        return sc.on_pool(pool.name), (f"the plan runs on pool {pool.name} "
+                                       f"({pool.cluster.gpu.name}) alone: exported for it",)
+    named = ", ".join(f"{p.name} ({p.cluster.gpu.name})" for p in sc.pools if p.name in used)
+    if fmt != "verl":
+        raise ExportError(f"groups: the plan runs on pools {named}; {fmt} launches its roles "
+                          "as one job on one GPU type and cannot place them by GPU type — "
+                          "plan on one pool, or export to verl (a resource pool per group)")
+    where = "; ".join(f"group {g['name']} on {g['pool']}" for g in groups)
+    return sc, (f"pools {named}: verl gets a resource pool per group ({where}); its "
+                "resource_pool_spec counts nodes × GPUs and names no GPU type, so Ray places "
+                "each pool on whichever nodes have free GPUs — start each pool's nodes as "
+                "planned and check the placement (`ray status`), verl does not enforce it",)
 
 
 def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
@@ -68,7 +96,7 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
         if fmt == exclude:
             continue
         try:
-            EXPORTERS[fmt](plan, sc, VERSIONS[fmt][0])
+            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt)[0], VERSIONS[fmt][0])
         except ExportError:
             continue
         out.append(fmt)

@@ -20,7 +20,7 @@ from planner.cost.report import to_plan
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as
-from planner.specs.hardware import GIB
+from planner.specs.hardware import GIB, ClusterSpec
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -72,6 +72,12 @@ class PlanView:
             priced = to_plan(sc, self.input, evaluate(sc, self.input))
             self.breakdown = priced.model_dump(mode="json")["breakdown"]
         self.inter = self.input.inter_model
+        # each group's scenario on its pool (`Scenario.on_pool`): its GPU, node and memory
+        self.views = {g.name: sc.on_pool(g.pool) for g in self.input.groups}
+
+    def cluster_of(self, group: str) -> ClusterSpec:
+        """The cluster (pool) group `group` runs on."""
+        return self.views[group].cluster
 
     def layout(self, role: str, stage: str) -> Layout | None:
         """The layout of (role, stage); assessment falls back to training (the cost model's
@@ -99,16 +105,19 @@ class PlanView:
     def memory_gib(self, role: str, stage: str, layout: Layout) -> float:
         """GiB per GPU of `role` running `stage` in `layout`, priced as the plan prices its own
         layouts: an exporter checks that what the framework will run still fits the GPU."""
-        return float(task_memory(self.sc, role, stage, layout, ROLE_HEADS[role]).total) / GIB
+        return float(task_memory(self.views.get(layout.group, self.sc), role, stage, layout,
+                                 ROLE_HEADS[role]).total) / GIB
 
     def refuse_unless_fits(self, role: str, stage: str, layout: Layout, what: str) -> float:
         """Refuse (exit 2) a framework layout that would run out of memory where the plan's
         fits; else its GiB per GPU."""
-        used, capacity = self.memory_gib(role, stage, layout), self.sc.cluster.gpu.memory_gib
+        gpu = self.cluster_of(layout.group).gpu if layout.group in self.views \
+            else self.sc.cluster.gpu
+        used, capacity = self.memory_gib(role, stage, layout), gpu.memory_gib
         if used > capacity:
             planned = sum(self.task_memory_gib(role, stage).values())
             raise ExportError(f"{what}: {used:.1f} GiB per GPU, over the {capacity:g} GiB of a "
-                              f"{self.sc.cluster.gpu.name} (the plan's {role} {stage} needs "
+                              f"{gpu.name} (the plan's {role} {stage} needs "
                               f"{planned:.1f} GiB) — the framework cannot shard it as planned")
         return used
 
@@ -133,11 +142,11 @@ class PlanView:
         and in tokens per replica, which the engine logs at start-up and the user can compare)."""
         mem = self.task_memory_gib("actor", "generation")
         used = sum(mem.get(k, 0.0) for k in VLLM_MEMORY)
-        capacity = self.sc.cluster.gpu.memory_gib
+        gen = self.layout("actor", "generation")
+        capacity = (self.cluster_of(gen.group) if gen else self.sc.cluster).gpu.memory_gib
         # rounded up so vLLM gets at least the planned KV cache; the plan's runtime reserve
         # (GiB per GPU) absorbs the < 1% extra
         fraction = math.ceil(round(used / capacity * 100, 6)) / 100
-        gen = self.layout("actor", "generation")
         tokens = self.kv_cache_tokens(gen) if gen else None
         log = "vLLM logs it as 'GPU KV cache size'" if engine == "vLLM" else \
             f"{engine} logs it at start-up"
@@ -163,7 +172,7 @@ def generation_notes(v: PlanView, gen: Layout, engine_gpus: int, framework: str)
     """What the rollout engine runs that the framework's flags do not show: an engine spanning
     nodes (generation TP beyond one node), and an engine era the plan priced but current
     releases do not run (vLLM V0)."""
-    notes, per_node = [], v.sc.cluster.gpus_per_node
+    notes, per_node = [], v.cluster_of(gen.group).gpus_per_node
     if engine_gpus > per_node:
         nodes = math.ceil(engine_gpus / per_node)
         notes.append(f"generation tp {gen.tp}: each engine's {engine_gpus} GPUs span {nodes} "

@@ -106,7 +106,7 @@ def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     schema = "verl-megatron" if megatron else "verl-fsdp"
     pool = trains["actor"].group
     pool_gpus = v.group_gpus(pool)
-    nnodes, per_node = nodes_for(pool_gpus, sc.cluster.gpus_per_node,
+    nnodes, per_node = nodes_for(pool_gpus, v.cluster_of(pool).gpus_per_node,
                                  f"trainer.n_gpus_per_node (group {pool})")
     pools = Pools(v, pool)
 
@@ -299,7 +299,8 @@ def _megatron_reference(v: PlanView, ref: Layout, actor: Layout, pool_gpus: int,
     run = ref.model_copy(update={"dp": pool_gpus // (ref.tp * ref.pp * ref.cp), "zero": 0,
                                  "group": v.input.layouts["actor"]["training"].group})
     if ref.zero == 3 and v.sc.reference.name == v.sc.actor.name and \
-            v.memory_gib("reference", "assessment", run) > v.sc.cluster.gpu.memory_gib:
+            v.memory_gib("reference", "assessment", run) > \
+            v.cluster_of(run.group).gpu.memory_gib:
         run = run.model_copy(update={"tp": actor.tp, "pp": actor.pp, "cp": actor.cp,
                                      "ep": actor.ep,
                                      "dp": pool_gpus // (actor.tp * actor.pp * actor.cp)})

@@ -54,7 +54,7 @@ def rollout_pool(v: PlanView, gen: Layout, pools: Pools, notes: list[str]) -> di
     """A standalone rollout pool: verl's separate_async trainer, the plan's staleness as the
     bound on how many weight versions a trajectory may span."""
     w = v.sc.workload
-    nnodes, per_node = nodes_for(v.group_gpus(gen.group), v.sc.cluster.gpus_per_node,
+    nnodes, per_node = nodes_for(v.group_gpus(gen.group), v.cluster_of(gen.group).gpus_per_node,
                                  f"{ROLLOUT}.n_gpus_per_node (group {gen.group})")
     pools.add("rollout pool", gen.group)
     if gen.dp * gen.tp < v.group_gpus(gen.group):
@@ -104,7 +104,7 @@ def reward_overrides(v: PlanView, pools: Pools, separate: bool, notes: list[str]
                      f"weights per tensor-parallel group; tp {tp} (not the plan's tp {rm.tp}, "
                      f"zero {rm.zero} over {rm.dp} GPUs) is the smallest that holds them")
     if own:
-        nnodes, per_node = nodes_for(gpus, sc.cluster.gpus_per_node,
+        nnodes, per_node = nodes_for(gpus, v.cluster_of(rm.group).gpus_per_node,
                                      f"{REWARD}.n_gpus_per_node (group {rm.group})")
         o |= {f"{REWARD}.enable_resource_pool": True, f"{REWARD}.n_gpus_per_node": per_node,
               f"{REWARD}.nnodes": nnodes}
@@ -116,8 +116,8 @@ def _reward_engine(v: PlanView, rm: Layout, gpus: int) -> tuple[int, float]:
     """(tensor parallel size, gpu_memory_utilization) of the reward model's engine: the
     smallest TP from the plan's that divides the heads and the pool and whose forward (weights
     per TP rank + workspace, priced as the plan prices a forward) fits a GPU."""
-    spec, capacity = v.sc.reward, v.sc.cluster.gpu.memory_gib
-    reserve = v.sc.cluster.gpu.runtime_reserve_gib
+    gpu = v.cluster_of(rm.group).gpu
+    spec, capacity, reserve = v.sc.reward, gpu.memory_gib, gpu.runtime_reserve_gib
     for tp in range(rm.tp, gpus + 1):
         if gpus % tp or spec.num_attention_heads % tp or \
                 (spec.num_key_value_heads % tp and tp % spec.num_key_value_heads):

@@ -33,7 +33,8 @@ def render(plan: Plan, fmt: str) -> bytes:
 def draw(plan: Plan) -> Figure:
     segments = plan.breakdown.get("timeline") or []
     groups = [g.name for g in plan.groups]
-    sizes = {g.name: g.gpus for g in plan.groups}
+    sizes = {g.name: f"{g.gpus} GPUs" + (f", pool {g.pool}" if g.pool else "")
+             for g in plan.groups}
     period = plan.iteration_time_s
     rollout = plan.breakdown.get("rollout") or {}
     lanes_height = 1.6 + 0.8 * len(groups)
@@ -54,7 +55,7 @@ def draw(plan: Plan) -> Figure:
                     fontsize=8, color="white")
     ax.axvline(period, color="black", linestyle="--", linewidth=0.8)
     ax.set_yticks(range(len(groups)),
-                  [f"{g} ({sizes[g]} GPUs)" for g in reversed(groups)])
+                  [f"{g} ({sizes[g]})" for g in reversed(groups)])
     ax.set_xlim(0, period * 1.02)
     ax.set_ylim(-0.6, len(groups) - 0.4)
     ax.set_xlabel("seconds into the iteration")

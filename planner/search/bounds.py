@@ -9,7 +9,8 @@ so stage st lasts at least `floor[st]`, the fastest candidate of its slowest tas
 c's own time in st. Staleness 0: T = GA + sync + S_training, where GA = S_gen + S_assess, or
 under fusion GA ≥ max(S_gen, S_assess) (the fused phase ends no earlier than either). Staleness
 ≥ 1: T ≥ the busy time of c's group ≥ c's total, and T ≥ the sequential chain over s + 1.
-Cost objective: T × GPUs ≥ T × s; gpus objective: GPUs ≥ s.
+Cost objective: T × weighted GPUs ≥ T × s × w (w: the price weight of the candidate's pool);
+gpus objective: GPUs ≥ s.
 
 A candidate whose lower bound exceeds the incumbent's score is in no choice better than the
 incumbent, so dropping it keeps the optimum (and the incumbent) — and usually most candidates:
@@ -28,16 +29,19 @@ def stage_floors(space: Space) -> dict[str, int]:
     """Each stage's least duration: the fastest candidate of its slowest task."""
     floors = dict.fromkeys(STAGES, 0)
     for t in space.tasks:
-        pool = [c for s in space.sizes for c in space.candidates.get((t.name, s), [])]
+        pool = [c for (name, _, _), cs in space.candidates.items() if name == t.name
+                for c in cs]
         for st in t.stages:
             if pool:
                 floors[st] = max(floors[st], min(c.time_ms.get(st, 0) for c in pool))
     return floors
 
 
-def lower_bound(space: Space, cand: Candidate, size: int, floors: dict[str, int]) -> int:
-    """The least score of any choice that uses `cand` on a group of `size` GPUs."""
-    return objective_value(space, time_lower_bound(space, cand, floors), size)
+def lower_bound(space: Space, cand: Candidate, pool: int, size: int,
+                floors: dict[str, int]) -> int:
+    """The least score of any choice that uses `cand` on a group of `size` GPUs of `pool`."""
+    return objective_value(space, time_lower_bound(space, cand, floors), size,
+                           size * space.pools[pool].weight)
 
 
 def time_lower_bound(space: Space, cand: Candidate, floors: dict[str, int]) -> int:
@@ -60,8 +64,8 @@ def space_lower_bound(space: Space) -> int | None:
     floors = stage_floors(space)
     least = []
     for t in space.tasks:
-        bounds = [lower_bound(space, c, size, floors) for size in space.sizes
-                  for c in space.candidates.get((t.name, size), [])]
+        bounds = [lower_bound(space, c, p, size, floors) for p, size in space.shapes
+                  for c in space.candidates.get((t.name, p, size), [])]
         if not bounds:
             return None
         least.append(min(bounds))
@@ -74,54 +78,57 @@ def prune(space: Space, bound: int) -> Space:
     floors = stage_floors(space)
     target = space.target_ms
     kept = {}
-    for (name, size), cands in space.candidates.items():
-        keep = [c for c in cands if lower_bound(space, c, size, floors) <= bound
+    for (name, p, size), cands in space.candidates.items():
+        keep = [c for c in cands if lower_bound(space, c, p, size, floors) <= bound
                 and (target is None or time_lower_bound(space, c, floors) <= target)]
         if keep:
-            kept[(name, size)] = keep
+            kept[(name, p, size)] = keep
     return dataclasses.replace(space, candidates=kept)
 
 
 def _placements(space: Space):
-    """Simple placements to try: everything on one group (the whole cluster, or any smaller
-    size — what the cost and gpus objectives prefer); the generation alone on a second group,
-    the two groups filling the cluster (each split the sizes allow)."""
+    """Simple placements to try, as (sizes, pools, slot of each task): everything on one group
+    (a whole pool, or any smaller size — what the cost and gpus objectives prefer); the
+    generation alone on a second group, filling the rest of the first group's pool (each split
+    the sizes allow) or the whole of another pool."""
     names = [t.name for t in space.tasks]
     empty = (0,) * (space.slots - 1)
-    for size in space.sizes:
-        yield (size, *empty), dict.fromkeys(names, 0)
+    for p, size in space.shapes:
+        yield (size, *empty), (p, *empty), dict.fromkeys(names, 0)
     gen = space.generation
     if gen is None or space.slots < 2:
         return
     alone = {n: (1 if n == gen.name else 0) for n in names}
-    for s0 in space.sizes:
-        s1 = space.total_gpus - s0
-        if s1 in space.sizes:
-            yield (s0, s1, *empty[1:]), alone
+    for p0, s0 in space.shapes:
+        for p1, pool in enumerate(space.pools):
+            s1 = pool.total_gpus - (s0 if p1 == p0 else 0)
+            if s1 in pool.sizes:
+                yield (s0, s1, *empty[1:]), (p0, p1, *empty[1:]), alone
 
 
-def _greedy(space: Space, sizes: tuple[int, ...], slot: dict[str, int]) -> Choice | None:
+def _greedy(space: Space, sizes: tuple[int, ...], on: tuple[int, ...],
+            slot: dict[str, int]) -> Choice | None:
     """Each task starts at its smallest-state candidate; then, one task at a time (slowest
     first), the fastest candidate that still fits. None when even the smallest do not fit."""
-    pools = {t.name: space.candidates.get((t.name, sizes[slot[t.name]]), [])
+    pools = {t.name: space.candidates.get((t.name, on[slot[t.name]], sizes[slot[t.name]]), [])
              for t in space.tasks}
-    if not all(pools.values()) or not valid(space, Choice(sizes, slot, {})):
+    if not all(pools.values()) or not valid(space, Choice(sizes, slot, {}, on)):
         return None
     pick = {n: min(p, key=lambda c: (c.persistent_mib, sum(c.time_ms.values())))
             for n, p in pools.items()}
-    if not fits(space, Choice(sizes, slot, pick)):
+    if not fits(space, Choice(sizes, slot, pick, on)):
         return None
     for name in sorted(pick, key=lambda n: -sum(pick[n].time_ms.values())):
         for c in sorted(pools[name], key=lambda c: sum(c.time_ms.values())):
             trial = {**pick, name: c}
-            if fits(space, Choice(sizes, slot, trial)):
+            if fits(space, Choice(sizes, slot, trial, on)):
                 pick = trial
                 break
-    return Choice(sizes, slot, pick)
+    return Choice(sizes, slot, pick, on)
 
 
 def incumbent(space: Space) -> Choice | None:
     """The best of the greedy choices over the simple placements (None if none fits)."""
-    found = [ch for sizes, slot in _placements(space)
-             if (ch := _greedy(space, sizes, slot)) is not None and meets_target(space, ch)]
+    found = [ch for sizes, on, slot in _placements(space)
+             if (ch := _greedy(space, sizes, on, slot)) is not None and meets_target(space, ch)]
     return min(found, key=lambda ch: score(space, ch), default=None)

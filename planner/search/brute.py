@@ -14,19 +14,22 @@ from planner.search.space import Space
 
 def enumerate_choices(space: Space):
     """Every valid Choice (slot sizes with 0 = unused, placements, candidates)."""
-    options = [space.sizes] + [[0, *space.sizes]] * (space.slots - 1)
+    shapes = space.shapes  # (pool, size); (0, 0) is an unused slot
+    options = [shapes] + [[(0, 0), *shapes]] * (space.slots - 1)
     names = [t.name for t in space.tasks]
-    for sizes in product(*options):
+    for chosen in product(*options):
+        on = tuple(p for p, _ in chosen)
+        sizes = tuple(s for _, s in chosen)
         for slots in product(range(space.slots), repeat=len(names)):
             slot = dict(zip(names, slots, strict=True))
             if any(sizes[k] == 0 for k in slots):
                 continue
-            pools = [space.candidates.get((n, sizes[slot[n]]), []) for n in names]
-            skeleton = Choice(sizes, slot, {})
-            if not all(pools) or not valid(space, skeleton):
+            cands = [space.candidates.get((n, on[slot[n]], sizes[slot[n]]), []) for n in names]
+            skeleton = Choice(sizes, slot, {}, on)
+            if not all(cands) or not valid(space, skeleton):
                 continue
-            for picks in product(*pools):
-                yield Choice(sizes, slot, dict(zip(names, picks, strict=True)))
+            for picks in product(*cands):
+                yield Choice(sizes, slot, dict(zip(names, picks, strict=True)), on)
 
 
 def solve(space: Space, time_limit_s: float | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.search.pools import pool_gpus_ok, slots_ordered
 from planner.search.space import (
     FUSION_REST,
     FUSION_SCALE,
@@ -21,25 +22,33 @@ from planner.search.space import (
 
 @dataclass(frozen=True)
 class Choice:
-    """A point of the space: each slot's size (0 = unused), each task's slot and candidate."""
+    """A point of the space: each slot's size (0 = unused) and pool index (0 when unused),
+    each task's slot and candidate."""
 
     sizes: tuple[int, ...]
     slot: dict[str, int]
     candidate: dict[str, Candidate]
+    pools: tuple[int, ...] = ()  # empty: every slot on pool 0
+
+    def pool(self, k: int) -> int:
+        return self.pools[k] if self.pools else 0
 
 
 def valid(space: Space, ch: Choice) -> bool:
     """Structural rules both solvers share: slot 0 holds the actor's training; used slots come
-    first with non-increasing sizes after slot 0; each used slot holds a task; the groups fit
-    the cluster; under fusion no assessment shares the generation group; swapping state out
-    during generation needs the generation co-located (slot 0), an overlapped weight sync a
-    separate rollout group."""
+    first, those after slot 0 ordered (`pools.slots_ordered`: by pool, then non-increasing
+    sizes); each used slot holds a task; the groups fit each pool; under fusion no assessment
+    shares the generation group; swapping state out during generation needs the generation
+    co-located (slot 0); an overlapped weight sync, or staleness ≥ 1, a separate rollout
+    group."""
     used = [s > 0 for s in ch.sizes]
-    if not used[0] or ch.slot["actor.training"] != 0 or sum(ch.sizes) > space.total_gpus:
+    on = tuple(ch.pool(k) for k in range(len(ch.sizes)))
+    if not used[0] or ch.slot["actor.training"] != 0 or not pool_gpus_ok(space.pools, ch.sizes,
+                                                                         on):
         return False
     if any(used[k + 1] and not used[k] for k in range(len(used) - 1)):
         return False
-    if any(ch.sizes[k] < ch.sizes[k + 1] for k in range(1, len(ch.sizes) - 1)):
+    if not slots_ordered(ch.sizes, on):
         return False
     if any(u and not any(ch.slot[t.name] == k for t in space.tasks) for k, u in enumerate(used)):
         return False
@@ -48,6 +57,8 @@ def valid(space: Space, ch: Choice) -> bool:
         return False
     if space.overlap_sync and (gen is None or ch.slot[gen.name] == 0):
         return False
+    if space.staleness >= 1 and gen is not None and ch.slot[gen.name] == 0:
+        return False  # staleness pipelines generation against training: apart (PlanInput)
     if space.fusion and gen is not None:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
@@ -78,14 +89,15 @@ def fits(space: Space, ch: Choice) -> bool:
         if not size:
             continue
         on_k = [t for t in space.tasks if ch.slot[t.name] == k]
+        pool = space.pools[ch.pool(k)]
         resident = sum(ch.candidate[t.name].persistent_mib for t in on_k if t is not gen)
         rollout = (ch.candidate[gen.name].persistent_mib
                    if gen is not None and gen in on_k and k != 0 else 0)
-        if resident + rollout > space.budget_mib:
+        if resident + rollout > pool.budget_mib:
             return False
         host = sum(ch.candidate[t.name].host_mib for t in on_k)
         swapped = space.swap and k == 0
-        if host + (resident if swapped else 0) > space.host_budget_mib:
+        if host + (resident if swapped else 0) > pool.host_budget_mib:
             return False
         for t in on_k:
             c = ch.candidate[t.name]
@@ -93,7 +105,7 @@ def fits(space: Space, ch: Choice) -> bool:
                 need += c.reshard_mib if (t is gen and k == 0) else 0  # re-laid in place
                 own = c.persistent_mib if t is gen else rollout
                 held = 0 if (swapped and t is gen) else resident
-                if held + own + need > space.budget_mib:
+                if held + own + need > pool.budget_mib:
                     return False
     return True
 
@@ -108,13 +120,22 @@ def stage_loads(space: Space, ch: Choice) -> dict[int, dict[str, int]]:
 
 def score(space: Space, ch: Choice) -> int:
     """What the solvers minimise: the iteration time in ms (objective "time"), ms × GPUs
-    ("cost"), or GPUs × `GPU_WEIGHT` + ms ("gpus": fewest GPUs, then the fastest of those)."""
-    return objective_value(space, iteration_ms(space, ch), sum(ch.sizes))
+    weighed by their pool's price ("cost"; `pools.price_weights`, 1 with one pool), or GPUs ×
+    `GPU_WEIGHT` + ms ("gpus": fewest GPUs, then the fastest of those)."""
+    return objective_value(space, iteration_ms(space, ch), sum(ch.sizes),
+                           weighted_gpus(space, ch))
 
 
-def objective_value(space: Space, time_ms: int, gpus: int) -> int:
+def weighted_gpus(space: Space, ch: Choice) -> int:
+    """The GPUs of a choice, each weighed by its pool's price weight."""
+    return sum(size * space.pools[ch.pool(k)].weight for k, size in enumerate(ch.sizes))
+
+
+def objective_value(space: Space, time_ms: int, gpus: int, weighted: int) -> int:
+    """The objective of an iteration of `time_ms` on `gpus` GPUs (`weighted`: weighed by
+    their pools' price weights)."""
     if space.objective == "cost":
-        return time_ms * gpus
+        return time_ms * weighted
     if space.objective == "gpus":
         return gpus * GPU_WEIGHT + time_ms
     return time_ms
@@ -134,11 +155,12 @@ def iteration_ms(space: Space, ch: Choice) -> int:
     gen_slot = ch.slot[gen.name] if gen else None
     if gen:
         c = ch.candidate[gen.name]
-        sync = c.reshard_ms if gen_slot == 0 else space.sync_ms
+        sync = (c.reshard_ms if gen_slot == 0
+                else space.sync_ms[ch.pool(0), ch.pool(gen_slot)])
         if space.swap:
             held = sum(ch.candidate[t.name].persistent_mib for t in space.tasks
                        if t is not gen and ch.slot[t.name] == 0)
-            sync += -(-space.swap_q * held // SWAP_SCALE)
+            sync += -(-space.pools[ch.pool(0)].swap_q * held // SWAP_SCALE)
     ga = S["generation"] + S["assessment"]
     if space.fusion and gen:  # `iteration.fused_generation_assessment`, in integers
         c = ch.candidate[gen.name]

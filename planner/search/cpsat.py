@@ -50,55 +50,80 @@ class Model:
         self.space = space
         self.m = cp_model.CpModel()
         K = range(space.slots)
-        # y[k, size]: slot k has this size (at most one; exactly one for slot 0)
-        self.y = {(k, s): self.m.NewBoolVar(f"y[{k},{s}]") for k in K for s in space.sizes}
+        self.multi = len(space.pools) > 1
+        # y[k, pool, size]: slot k is a group of this size on this pool (at most one; exactly
+        # one for slot 0)
+        self.y = {(k, p, s): self.m.NewBoolVar(f"y[{k},{p},{s}]") for k in K
+                  for p, s in space.shapes}
         self.used = {k: self.m.NewBoolVar(f"used[{k}]") for k in K}
-        self.size = {k: sum(s * self.y[k, s] for s in space.sizes) for k in K}
+        self.size = {k: sum(s * self.y[k, p, s] for p, s in space.shapes) for k in K}
+        # on[k, pool]: slot k is on this pool (0/1, a sum of y)
+        self.on = {(k, p): sum(self.y[k, p, s] for s in pool.sizes) for k in K
+                   for p, pool in enumerate(space.pools)}
         # a[task, k]: task placed on slot k
         self.a = {(t.name, k): self.m.NewBoolVar(f"a[{t.name},{k}]") for t in space.tasks
                   for k in K}
-        # x[task, k, size, i]: task on slot k of this size with its i-th candidate
-        self.x = {(t.name, k, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{s},{i}]")
-                  for t in space.tasks for k in K for s in space.sizes
-                  for i in range(len(space.candidates.get((t.name, s), [])))}
+        # x[task, k, pool, size, i]: task on slot k of this shape with its i-th candidate
+        self.x = {(t.name, k, p, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{p},{s},{i}]")
+                  for t in space.tasks for k in K for p, s in space.shapes
+                  for i in range(len(space.candidates.get((t.name, p, s), [])))}
 
     def hint(self, ch: Choice) -> None:
         """Suggest `ch` (a feasible choice of this space) as the first solution to try."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
             m.AddHint(self.used[k], ch.sizes[k] > 0)
-            for s in sp.sizes:
-                m.AddHint(self.y[k, s], ch.sizes[k] == s)
+            for p, s in sp.shapes:
+                m.AddHint(self.y[k, p, s], ch.sizes[k] == s and ch.pool(k) == p)
         for key, v in self.x.items():
-            name, k, s, _ = key
-            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s
+            name, k, p, s, _ = key
+            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s and ch.pool(k) == p
                       and self.cand(key) is ch.candidate[name])
         for (name, k), v in self.a.items():
             m.AddHint(v, ch.slot[name] == k)
 
-    def cand(self, key: tuple[str, int, int, int]):
-        name, _, s, i = key
-        return self.space.candidates[(name, s)][i]
+    def cand(self, key: tuple[str, int, int, int, int]):
+        name, _, p, s, i = key
+        return self.space.candidates[(name, p, s)][i]
+
+    def pool_terms(self, task: str, k: int):
+        """(literal, candidate, pool index) triples of a task on slot k."""
+        if not hasattr(self, "_by_slot"):  # indexed once: the rules ask for them often
+            self._by_slot: dict[tuple[str, int], list] = {}
+            for key, v in self.x.items():
+                self._by_slot.setdefault(key[:2], []).append((v, self.cand(key), key[2]))
+        return self._by_slot.get((task, k), [])
 
     def terms(self, task: str, k: int):
         """(literal, candidate) pairs of a task on slot k."""
-        return [(v, self.cand(key)) for key, v in self.x.items()
-                if key[0] == task and key[1] == k]
+        return [(v, c) for v, c, _ in self.pool_terms(task, k)]
 
     # --- rules ------------------------------------------------------------------------------
 
     def add_slots(self) -> None:
-        """Each slot has at most one size (slot 0 exactly one); used slots come first; slots
-        after the first have non-increasing sizes; the groups fit the cluster."""
+        """Each slot has at most one shape (slot 0 exactly one); used slots come first; slots
+        after the first are ordered (`pools.slots_ordered`: by pool, then non-increasing
+        sizes); the groups fit each pool."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
-            m.Add(sum(self.y[k, s] for s in sp.sizes) == self.used[k])
+            m.Add(sum(self.y[k, p, s] for p, s in sp.shapes) == self.used[k])
         m.Add(self.used[0] == 1)
         for k in range(sp.slots - 1):
             m.AddImplication(self.used[k + 1], self.used[k])
-            if k >= 1:
+            if k >= 1 and not self.multi:
                 m.Add(self.size[k] >= self.size[k + 1])
-        m.Add(sum(self.size.values()) <= sp.total_gpus)
+            elif k >= 1:
+                index = {j: sum(p * self.on[j, p] for p in range(len(sp.pools)))
+                         for j in (k, k + 1)}
+                m.Add(index[k] <= index[k + 1]).OnlyEnforceIf(self.used[k + 1])
+                for p in range(len(sp.pools)):
+                    both = m.NewBoolVar(f"same[{k},{p}]")
+                    m.Add(self.on[k, p] + self.on[k + 1, p] >= 2).OnlyEnforceIf(both)
+                    m.Add(self.on[k, p] + self.on[k + 1, p] <= 1).OnlyEnforceIf(both.Not())
+                    m.Add(self.size[k] >= self.size[k + 1]).OnlyEnforceIf(both)
+        for p, pool in enumerate(sp.pools):
+            m.Add(sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in sp.shapes
+                      if q == p) <= pool.total_gpus)
 
     def add_placement(self) -> None:
         """Each task runs on exactly one slot, with exactly one candidate of that slot's size;
@@ -110,8 +135,8 @@ class Model:
                 lits = [v for v, _ in self.terms(t.name, k)]
                 m.Add(sum(lits) == self.a[t.name, k])
                 m.AddImplication(self.a[t.name, k], self.used[k])
-        for (_, k, s, _), v in self.x.items():
-            m.AddImplication(v, self.y[k, s])
+        for (_, k, p, s, _), v in self.x.items():
+            m.AddImplication(v, self.y[k, p, s])
         m.Add(self.a["actor.training", 0] == 1)
         for k in range(sp.slots):
             m.AddBoolOr([self.a[t.name, k] for t in sp.tasks] + [self.used[k].Not()])
@@ -132,12 +157,14 @@ class Model:
 
     def add_generation_slot(self) -> None:
         """Swapping state out during generation needs the generation co-located (slot 0); an
-        overlapped weight sync needs it on a separate rollout group (options never ask both)."""
+        overlapped weight sync, and any staleness ≥ 1 (`PlanInput`: generation pipelined
+        against training), need it on a separate rollout group."""
         sp, gen = self.space, self.space.generation
-        if not (sp.swap or sp.overlap_sync):
+        apart = sp.overlap_sync or (sp.staleness >= 1 and gen is not None)
+        if not (sp.swap or apart):
             return
-        if gen is None:
-            self.m.AddBoolOr([])  # nothing generates: the option has no plan
+        if gen is None or (sp.swap and apart):
+            self.m.AddBoolOr([])  # nothing generates, or both asked: the option has no plan
         else:
             self.m.Add(self.a[gen.name, 0] == int(sp.swap))
 
@@ -153,27 +180,36 @@ class Model:
 
     def add_memory(self) -> None:
         """Per slot and stage: resident state + the stage's need ≤ the per-GPU budget; offloaded
-        state ≤ the GPU's share of host memory."""
+        state ≤ the GPU's share of host memory. With several pools, once per pool over that
+        pool's candidates, against its budgets: a slot's candidates all come from its one pool,
+        so this says the same as one constraint against 'the slot's pool's budget', and its
+        linear relaxation is tighter."""
         sp, m, gen = self.space, self.m, self.space.generation
         for k in range(sp.slots):
-            resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
-                           for v, c in self.terms(t.name, k))
-            rollout = (sum(c.persistent_mib * v for v, c in self.terms(gen.name, k))
-                       if gen is not None and k != 0 else 0)
-            m.Add(resident + rollout <= sp.budget_mib)
-            swapped = sp.swap and k == 0
-            m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in self.terms(t.name, k))
-                  + (resident if swapped else 0) <= sp.host_budget_mib)
-            for t in sp.tasks:
-                for stage in t.stages:
-                    terms = self.terms(t.name, k)
-                    need = sum((c.transient_mib.get(stage, 0)
-                                + (c.reshard_mib if t is gen and k == 0 else 0)) * v
-                               for v, c in terms)
-                    own = (sum(c.persistent_mib * v for v, c in terms) if t is gen
-                           else rollout)
-                    held = 0 if (swapped and t is gen) else resident
-                    m.Add(held + own + need <= sp.budget_mib)
+            for p, pool in enumerate(sp.pools):
+                def terms(task: str, p: int = p, k: int = k):
+                    if not self.multi:
+                        return self.terms(task, k)
+                    return [(v, c) for v, c, q in self.pool_terms(task, k) if q == p]
+
+                resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
+                               for v, c in terms(t.name))
+                rollout = (sum(c.persistent_mib * v for v, c in terms(gen.name))
+                           if gen is not None and k != 0 else 0)
+                m.Add(resident + rollout <= pool.budget_mib)
+                swapped = sp.swap and k == 0
+                m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in terms(t.name))
+                      + (resident if swapped else 0) <= pool.host_budget_mib)
+                for t in sp.tasks:
+                    for stage in t.stages:
+                        own_terms = terms(t.name)
+                        need = sum((c.transient_mib.get(stage, 0)
+                                    + (c.reshard_mib if t is gen and k == 0 else 0)) * v
+                                   for v, c in own_terms)
+                        own = (sum(c.persistent_mib * v for v, c in own_terms) if t is gen
+                               else rollout)
+                        held = 0 if (swapped and t is gen) else resident
+                        m.Add(held + own + need <= pool.budget_mib)
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
@@ -188,12 +224,12 @@ class Model:
         sync = 0
         if gen is not None:
             hybrid = sum(c.reshard_ms * v for v, c in self.terms(gen.name, 0))
-            sync = hybrid + sp.sync_ms * (1 - self.a[gen.name, 0])
+            sync = hybrid + self.weight_sync(gen.name)
             if sp.swap:
                 swap = m.NewIntVar(0, horizon, "swap")
-                held = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
-                           for v, c in self.terms(t.name, 0))
-                m.Add(SWAP_SCALE * swap >= sp.swap_q * held)
+                held = sum(sp.pools[p].swap_q * c.persistent_mib * v for t in sp.tasks
+                           if t is not gen for v, c, p in self.pool_terms(t.name, 0))
+                m.Add(SWAP_SCALE * swap >= held)
                 sync = sync + swap
         ga = S["generation"] + S["assessment"]
         if sp.fusion and gen is not None:
@@ -222,9 +258,10 @@ class Model:
             m.Add(sp.target_ms >= T)
         gpus = sum(self.size.values())
         if sp.objective == "cost":
-            used = m.NewIntVar(0, sp.total_gpus, "gpus")
-            m.Add(used == gpus)
-            cost = m.NewIntVar(0, horizon * sp.total_gpus, "cost")
+            most = _most_weighted(sp)
+            used = m.NewIntVar(0, most, "gpus")
+            m.Add(used == sum(sp.pools[p].weight * s * v for (_, p, s), v in self.y.items()))
+            cost = m.NewIntVar(0, horizon * most, "cost")
             m.AddMultiplicationEquality(cost, [T, used])
             self.objective = cost
         elif sp.objective == "gpus":
@@ -232,6 +269,25 @@ class Model:
         else:
             self.objective = T
         m.Minimize(self.objective)
+
+    def weight_sync(self, gen: str):
+        """The sync to a separate rollout group (0 when generation is on slot 0): with one pool
+        its `sync_ms` times 'generation off slot 0'; with several, the time for (slot 0's pool,
+        the rollout group's pool), chosen by a literal per pair that is the conjunction of
+        both."""
+        sp, m = self.space, self.m
+        if not self.multi:
+            return sp.sync_ms[0, 0] * (1 - self.a[gen, 0])
+        off = {p: sum(v for k in range(1, sp.slots) for v, _, q in self.pool_terms(gen, k)
+                      if q == p) for p in range(len(sp.pools))}
+        total = 0
+        for (p0, pg), ms in sp.sync_ms.items():
+            z = m.NewBoolVar(f"sync[{p0},{pg}]")
+            m.Add(z <= self.on[0, p0])
+            m.Add(z <= off[pg])
+            m.Add(z >= self.on[0, p0] + off[pg] - 1)
+            total = total + ms * z
+        return total
 
     def build(self) -> Model:
         check_range(self.space, _horizon(self.space))  # before any term is built
@@ -269,25 +325,32 @@ class Model:
 
     def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
-        sizes = tuple(sum(s * solver.Value(self.y[k, s]) for s in sp.sizes)
+        sizes = tuple(sum(s * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
                       for k in range(sp.slots))
+        on = tuple(sum(p * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
+                   for k in range(sp.slots))
         slot, candidate = {}, {}
         for key, v in self.x.items():
             if solver.Value(v):
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
-        return Choice(sizes, slot, candidate)
+        return Choice(sizes, slot, candidate, on)
 
 
 def _horizon(sp: Space) -> int:
     """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
     # python ints throughout: a numpy int64 here would wrap silently instead of growing
     horizon = sum(max((int(sum(c.time_ms.values())) + int(c.reshard_ms) for c in cs), default=0)
-                  for cs in sp.candidates.values()) + int(sp.sync_ms) + 1
+                  for cs in sp.candidates.values()) + max(sp.sync_ms.values()) + 1
     if sp.swap:  # the swap of everything on slot 0, rounded up
         horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
-            * int(sp.swap_q) // SWAP_SCALE + 1
+            * max(pool.swap_q for pool in sp.pools) // SWAP_SCALE + 1
     return horizon
+
+
+def _most_weighted(sp: Space) -> int:
+    """The most price-weighted GPUs a choice can use (every pool full)."""
+    return sum(pool.weight * pool.total_gpus for pool in sp.pools)
 
 
 # CP-SAT checks that no linear expression can leave int64 (else MODEL_INVALID, or an
@@ -303,12 +366,13 @@ def check_range(sp: Space, horizon: int) -> None:
     held = sum(max((int(c.persistent_mib) for c in cs), default=0)
                for cs in sp.candidates.values())
     terms = {
-        "iteration horizon × GPUs": horizon * max(sp.total_gpus, 1),
+        "iteration horizon × GPUs": horizon * max(_most_weighted(sp), 1),
         "iteration horizon × (staleness + 1)": horizon * (sp.staleness + 1),
         "iteration horizon × fusion scale": horizon * FUSION_SCALE * 2,
         "GPUs × GPU weight": sp.total_gpus * GPU_WEIGHT + horizon,
-        "swapped MiB × swap time": held * max(sp.swap_q, 1) + SWAP_SCALE * horizon,
-        "memory (MiB)": held + int(sp.budget_mib) + int(sp.host_budget_mib),
+        "swapped MiB × swap time": held * max(max(p.swap_q for p in sp.pools), 1)
+        + SWAP_SCALE * horizon,
+        "memory (MiB)": held + max(p.budget_mib + p.host_budget_mib for p in sp.pools),
     }
     what, worst = max(terms.items(), key=lambda kv: kv[1])
     if worst > SOLVER_INT_LIMIT:

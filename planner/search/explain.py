@@ -55,16 +55,20 @@ def alternatives(best: Outcome, ranked: list[Outcome],
 def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
     """Why a plan leaves GPUs of the cluster idle (None when it uses them all): the group sizes
     the search offers, the tasks with no layout on the whole cluster, and the objective."""
-    total = sc.cluster.total_gpus
+    total = sc.total_gpus
     if used >= total:
         return None
-    menu = ", ".join(map(str, space.sizes))
+    menu = "; ".join((f"{pool.name}: " if len(space.pools) > 1 else "")
+                     + ", ".join(map(str, pool.sizes)) for pool in space.pools)
     why = [f"{used} of {gpu_count(total)} used: the search's group sizes here are {menu} "
            "(powers of two within a node, power-of-two multiples of a node, and their "
            "complements to the whole cluster)"]
-    lacking = [t.name for t in space.tasks if not space.candidates.get((t.name, total))]
+    whole = [(p, pool.total_gpus) for p, pool in enumerate(space.pools)]
+    lacking = [t.name for t in space.tasks
+               if not any(space.candidates.get((t.name, *shape)) for shape in whole)]
     if lacking and space.complete:
-        why.append(f"on all {total} GPUs {', '.join(lacking)} "
+        on = f"all {total}" if len(whole) == 1 else "a whole pool's"
+        why.append(f"on {on} GPUs {', '.join(lacking)} "
                    f"{'has' if len(lacking) == 1 else 'have'} no layout that fits (tp, pp "
                    "and cp are powers of two and dividing the model; every data-parallel rank "
                    "needs an equal share of the step's sequences)")

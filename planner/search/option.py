@@ -78,7 +78,7 @@ def options(sc: Scenario, max_staleness: int, allow_shared: bool,
     rollouts carry off-policy tokens: offered when `max_staleness` ≥ 1. Staleness stops at
     `STALENESS_THAT_MATTERS`."""
     online = not sc.family.offline
-    swaps = online and host_budget_mib(sc) > 0
+    swaps = online and any(host_budget_mib(sc.on_pool(p.name)) > 0 for p in sc.pool_list)
     top = min(max_staleness, STALENESS_THAT_MATTERS) if online else 0
     out = [Option(s, f, sh, sw, ov, pa)
             for s in range(top + 1)

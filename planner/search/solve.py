@@ -60,6 +60,7 @@ class Outcome:
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
     """A solver choice as a plan: groups g0…, a layout per (role, stage), inter-model flags."""
     names = {k: f"g{k}" for k, size in enumerate(ch.sizes) if size}
+    pool = {k: space.pools[ch.pool(k)].name if len(space.pools) > 1 else None for k in names}
     roles: dict[int, list[str]] = {k: [] for k in names}
     layouts: dict[str, dict[str, Layout]] = {}
     for t in space.tasks:
@@ -68,7 +69,8 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
             roles[k].append(t.role)
         lay = ch.candidate[t.name].layout.model_copy(update={"group": names[k]})
         layouts.setdefault(t.role, {})[TASK_LAYOUT[t.kind]] = lay
-    groups = [Group(name=names[k], gpus=ch.sizes[k], roles=roles[k]) for k in names]
+    groups = [Group(name=names[k], gpus=ch.sizes[k], roles=roles[k], pool=pool[k])
+              for k in names]
     placement = ("colocated" if len(groups) == 1 else
                  "disaggregated" if all(len(g.roles) == 1 for g in groups) else "partial")
     return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
@@ -270,7 +272,7 @@ def _target_unreachable(sc: Scenario, allowed: list[Option], deadline: Deadline,
     """Why the gpus objective found nothing: the target is out of reach on this cluster (with
     the fastest plan's throughput when `diagnose` and time is left), or nothing fits at all."""
     target = sc.search.target_tokens_per_s
-    n = sc.cluster.total_gpus
+    n = sc.total_gpus
     head = (f"no plan on up to {gpu_count(n)} reaches {target:,.0f} tokens/s (an iteration "
             f"of at most {tokens_per_step(sc) / target:,.1f} s)")
     if not diagnose or deadline.expired():
@@ -292,22 +294,24 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     `deadline`), and which option helps."""
     space = outcomes[0].space
     gpu = sc.cluster.gpu
-    budget = space.budget_mib * MIB
     missing = [t.name for t in space.tasks
-               if not any(space.candidates.get((t.name, s)) for s in space.sizes)]
+               if not any(space.candidates.get((t.name, p, s)) for p, s in space.shapes)]
+    where = " or ".join(f"{pool.budget_mib * MIB / GIB:.1f} GiB per GPU "
+                        f"({pool.scenario.cluster.gpu.name} less its runtime reserve) on up to "
+                        f"{gpu_count(pool.total_gpus)}" for pool in space.pools)
     if missing:
-        why = (f"no layout of {', '.join(missing)} fits in {budget / GIB:.1f} GiB per GPU "
-               f"({gpu.name} less its runtime reserve) on up to {gpu_count(sc.cluster.total_gpus)}")
+        why = f"no layout of {', '.join(missing)} fits in {where}"
     else:
         why = (f"every task fits alone, but no placement fits them together on "
-               f"{gpu_count(sc.cluster.total_gpus)}")
+               f"{gpu_count(sc.total_gpus)}")
     deadline = deadline or Deadline.after(sc.search.time_limit_s)
+    diagnose = diagnose and not sc.multi_pool  # growing the cluster means one GPU kind
     fewest = fewestgpu_count(sc, deadline) if diagnose else None
     fix = ("" if not diagnose else f"; the fewest GPUs that fit: {fewest}" if fewest else
            f"; no {gpu.name} cluster up to 64× this size fits (or none was found within the "
            "time limit)")
-    hints = []
-    if gpu.host_link_gbps is None:
+    hints = ["more nodes in a pool"] if sc.multi_pool else []
+    if gpu.host_link_gbps is None and not sc.multi_pool:
         hints.append("setting host_link_gbps in the profile (it allows CPU offload)")
     hints.append("fewer samples in flight (smaller prompts_per_step or max_response_len)")
     return f"infeasible: {why}{fix}; or try {', or '.join(hints)}"

@@ -58,11 +58,11 @@ from planner.cost.iteration import (
     rollout_precision_of,
     runs_stage,
     sequences,
+    sync_between,
     task_memory,
     task_time,
     tokens_per_step,
     useful_kv_tokens,
-    weight_sync_time,
 )
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.offload import swap_time
@@ -70,6 +70,7 @@ from planner.cost.variants import LayoutVariants
 from planner.errors import InputError
 from planner.plan import STAGES, Layout
 from planner.search.deadline import Deadline
+from planner.search.pools import PoolSpace, Shape, all_shapes, price_weights
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
@@ -136,7 +137,8 @@ class Candidate:
 
 @dataclass
 class Space:
-    """Everything the solvers need: tasks, slot sizes, candidates per (task, size)."""
+    """Everything the solvers need: tasks, the pools (`pools.PoolSpace`: their group sizes,
+    memory budgets, price weights), candidates per (task, pool index, size)."""
 
     scenario: Scenario
     staleness: int
@@ -147,15 +149,13 @@ class Space:
     partial: bool  # partial rollouts: unfinished responses continue in the next step
     objective: str
     tasks: list[Task]
-    sizes: list[int]
+    pools: list[PoolSpace]
     slots: int
     total_gpus: int
-    budget_mib: int  # per GPU, after the runtime reserve
-    host_budget_mib: int  # CPU memory per GPU for offloaded state (its share of the node)
-    sync_ms: int  # weight sync to a separate rollout group
-    swap_q: int  # ms per 1000 MiB per GPU moved to CPU memory and back (swap)
+    # weight sync to a separate rollout group, by (slot 0's pool, the rollout group's pool)
+    sync_ms: dict[tuple[int, int], int]
     target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
-    candidates: dict[tuple[str, int], list[Candidate]] = field(default_factory=dict)
+    candidates: dict[tuple[str, int, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
     complete: bool = True  # False: the deadline passed before every (task, size) was priced
     caps: Capabilities | None = None  # `plan --framework`: only what the framework runs
@@ -163,6 +163,11 @@ class Space:
     @property
     def kept(self) -> int:
         return sum(len(c) for c in self.candidates.values())
+
+    @property
+    def shapes(self) -> list[Shape]:
+        """Every (pool index, size) a slot may take."""
+        return all_shapes(self.pools)
 
     @property
     def generation(self) -> Task | None:
@@ -267,12 +272,13 @@ def _product(**options: list) -> dict[str, np.ndarray]:
 # --- the legal layouts, one shape (the degrees) at a time ------------------------------------
 
 
-def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                       ) -> Iterator[LayoutVariants]:
     """Generation: tp, pp and ep (`_generation_experts`) with cp = 1; the variants are KV cache
     sizes (`_kv_levels`). Shapes within one scale-up domain with pp = 1 first; only when none
     fits, TP across domains and pipeline stages, as engines run a model too large for one
     domain (vLLM)."""
-    sc = space.scenario
+    sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     inside = [(tp, 1) for tp in _tp_options(spec, g, gpu.scale_up_gpus)]
     wide = [(tp, pp) for tp in _tp_options(spec, g, g)
@@ -285,7 +291,7 @@ def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVarian
             if n / dp < 1:
                 continue
             for ep, etp in _generation_experts(spec, dp, tp):
-                levels = _kv_levels(space, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp))
+                levels = _kv_levels(space, ps, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp))
                 if levels:
                     found = True
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
@@ -294,17 +300,17 @@ def _generation_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVarian
             return
 
 
-def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
+def _kv_levels(space: Space, ps: PoolSpace, shape: LayoutVariants) -> list[int]:
     """KV cache sizes (tokens per replica) to offer a generation shape: one sequence of the
     longest length, doubling, up to what fits on a GPU alone or what the replica can use
     (`useful_kv_tokens`), that top included; under partial rollouts the `PARTIAL_KV_LEVELS`
     largest. Empty when not even one sequence fits. (Each size is a simulation; the ladder is
     shared by the shapes with the same replica count.)"""
-    sc = space.scenario
+    sc = ps.scenario
     gpu = sc.cluster.gpu
     reserve = gpu.runtime_reserve_gib * 2**30
     # the candidate's two memory numbers are rounded up to whole MiB: keep 2 MiB for that
-    room = kv_tokens_that_fit(sc.actor, shape, (space.budget_mib - 2) * MIB + reserve,
+    room = kv_tokens_that_fit(sc.actor, shape, (ps.budget_mib - 2) * MIB + reserve,
                               max_seqs(sc, shape), shadow_weights=space.overlap_sync,
                               resharding=True, reserve_bytes=reserve,
                               precision=rollout_precision_of(sc))
@@ -319,14 +325,15 @@ def _kv_levels(space: Space, shape: LayoutVariants) -> list[int]:
     return levels[-PARTIAL_KV_LEVELS:] if space.partial else levels
 
 
-def _training_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                     ) -> Iterator[LayoutVariants]:
     """Training: tp, pp, vp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch
     × offload. Interleaved chunks vp (powers of two up to `MAX_VP`) where pp·vp divides the
     layers, with the micro-batch sizes that leave at least pp micro-batches per step
     (`time.interleave_problem`)."""
-    sc = space.scenario
+    sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
-    offloads = ["none"] + (["optimizer", "both"] if space.host_budget_mib else [])
+    offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
                    if spec.num_hidden_layers % p == 0):
@@ -356,9 +363,10 @@ def _vp_options(layers: int, pp: int) -> list[int]:
                   if pp > 1 and v <= MAX_VP and layers % (pp * v) == 0]
 
 
-def _forward_shapes(space: Space, role: str, g: int) -> Iterator[LayoutVariants]:
+def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                    ) -> Iterator[LayoutVariants]:
     """A frozen model's forward: tp, pp, ep, etp; the variants are ZeRO (0 or 3) × micro-batch."""
-    sc = space.scenario
+    sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
@@ -379,11 +387,12 @@ SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
 # --- pricing -----------------------------------------------------------------------------------
 
 
-def _price(space: Space, task: Task, lay: Layout | LayoutVariants, head: Head) -> Candidate:
+def _price(space: Space, ps: PoolSpace, task: Task, lay: Layout | LayoutVariants, head: Head
+           ) -> Candidate:
     """A layout priced by the cost model (`task_memory` and `task_time`, the functions
-    `rlplan evaluate` uses) in the solvers' units; for layout variants every number is an
-    array over the variants."""
-    sc = space.scenario
+    `rlplan evaluate` uses) on pool `ps` in the solvers' units; for layout variants every
+    number is an array over the variants."""
+    sc = ps.scenario
     role = task.role
     if task.kind == "generation":  # the variants are KV cache sizes, each its own schedule
         mem = generation_memory(sc, lay, space.overlap_sync, resharding=False)
@@ -428,7 +437,7 @@ def _at(priced: Candidate, i: int, layout: Layout) -> Candidate:
                      done_ms=tuple(int(x) for x in (done[i] if done.ndim == 2 else done)))
 
 
-def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
+def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str, Head],
                 one_at_a_time: bool = False) -> list[Candidate]:
     """The kept candidates of `task` on `g` GPUs: `pareto` of every legal layout (`space.priced`
     counts them all). Each shape's variants are priced in one numpy pass and pruned on their
@@ -436,22 +445,22 @@ def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
     through the scalar cost model instead (the reference the tests hold the numpy pass to)."""
     head = heads[task.role]
     spec = space.scenario.roles[task.role]
-    shapes = list(SHAPES[task.kind](space, task.role, g))
+    shapes = list(SHAPES[task.kind](space, ps, task.role, g))
     if space.caps is not None:  # the framework's rules, before pricing where a shape fails all
         masks = [space.caps.mask(task.kind, variants, spec) for variants in shapes]
         shapes = [v for v, m in zip(shapes, masks, strict=True) if np.any(m)]
     space.priced += sum(len(variants) for variants in shapes)
     if one_at_a_time:
-        return pareto(space, [_at(_price(space, task, lay, head), 0, lay)
+        return pareto(ps, [_at(_price(space, ps, task, lay, head), 0, lay)
                               for variants in shapes for lay in variants
                               if space.caps is None or space.caps.mask(task.kind, lay, spec)])
-    priced = [_price(space, task, variants, head) for variants in shapes]
+    priced = [_price(space, ps, task, variants, head) for variants in shapes]
     keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
     for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
         n = len(variants)
         allowed = True if space.caps is None else space.caps.mask(task.kind, variants, spec)
         fit = np.flatnonzero(np.broadcast_to(
-            fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
+            fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
         keys.append(np.column_stack([np.broadcast_to(x, n) for x in c.key()])[fit])
         rows += [(k, i) for i in fit.tolist()]
     if not rows:
@@ -460,19 +469,19 @@ def _candidates(space: Space, task: Task, g: int, heads: dict[str, Head],
     return _by_time([_at(priced[k], i, shapes[k][i]) for k, i in kept])
 
 
-def fits_alone(space: Space, persistent_mib: Num, transient_mib: dict[str, Num],
+def fits_alone(ps: PoolSpace, persistent_mib: Num, transient_mib: dict[str, Num],
                host_mib: Num = 0) -> bool | np.ndarray:
-    """Whether a candidate fits a GPU with nothing else resident (and its offload the host);
-    element-wise on arrays of candidates."""
+    """Whether a candidate fits a GPU of pool `ps` with nothing else resident (and its offload
+    the host); element-wise on arrays of candidates."""
     peak = reduce(np.maximum, transient_mib.values(), 0)  # max(…, default=0): bytes ≥ 0
-    return (persistent_mib + peak <= space.budget_mib) & (host_mib <= space.host_budget_mib)
+    return (persistent_mib + peak <= ps.budget_mib) & (host_mib <= ps.host_budget_mib)
 
 
-def pareto(space: Space, cands: list[Candidate]) -> list[Candidate]:
+def pareto(ps: PoolSpace, cands: list[Candidate]) -> list[Candidate]:
     """Drop candidates that cannot fit alone, and those another candidate beats or ties in every
     number (ties keep the first); the result is sorted by total stage time."""
     fits = [c for c in cands
-            if fits_alone(space, c.persistent_mib, c.transient_mib, c.host_mib)]
+            if fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib)]
     if not fits:
         return []
     return _by_time([fits[i] for i in _front(np.array([c.key() for c in fits], dtype=np.int64))])
@@ -505,53 +514,68 @@ def host_budget_mib(sc: Scenario) -> int:
 
 
 PriceCache = dict[tuple, tuple[list[Candidate], int]]
-"""(task, size, variant) → (kept candidates, candidates priced): what a build already priced
+"""(task, pool, size, variant) → (kept candidates, candidates priced): what a build already priced
 for the same scenario. Generation varies with an overlapped weight sync (the shadow copy) and
 partial rollouts, the actor with a shared critic head; nothing else depends on the inter-model
 options."""
+
+
+def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int) -> PoolSpace:
+    """Pool `name` of `sc` as the solvers see it (`caps`: only the sizes the framework runs)."""
+    view = sc.on_pool(name)
+    cluster, gpu = view.cluster, view.cluster.gpu
+    return PoolSpace(
+        name=name, scenario=view,
+        sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node)
+               if caps is None or caps.size_ok(s, cluster.gpus_per_node)],
+        total_gpus=cluster.total_gpus,
+        budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
+        host_budget_mib=host_budget_mib(view),
+        swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
+                if gpu.host_link_gbps else 0), weight=weight)
 
 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
                 swap: bool = False, overlap_sync: bool = False, partial: bool = False,
                 slots: int = MAX_SLOTS, cache: PriceCache | None = None,
                 deadline: Deadline | None = None, caps: Capabilities | None = None) -> Space:
-    """Enumerate and price every legal candidate of every task on every group size — the
-    largest sizes first, so that when `deadline` passes part way (`Space.complete` False) what
-    was priced still holds the simplest plans (everything on the whole cluster). `caps`: only
-    the group sizes and layouts that framework runs (the cache must be for the same `caps`)."""
-    gpu, cluster = sc.cluster.gpu, sc.cluster
+    """Enumerate and price every legal candidate of every task on every group size of every
+    pool — the largest sizes first, so that when `deadline` passes part way (`Space.complete`
+    False) what was priced still holds the simplest plans (everything on a whole pool).
+    `caps`: only the group sizes and layouts that framework runs (the cache must be for the
+    same `caps`)."""
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
     cache = {} if cache is None else cache
+    pools = [pool_space(sc, p.name, caps, w)
+             for p, w in zip(sc.pool_list, price_weights(sc), strict=True)]
+    sync = {(a, b): int(_ms(sync_between(sc, heads["actor"], pa.scenario.cluster,
+                                         pb.scenario.cluster)))
+            for a, pa in enumerate(pools) for b, pb in enumerate(pools)}
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
         overlap_sync=overlap_sync, partial=partial, objective=sc.search.objective, tasks=tasks,
-        sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node)
-               if caps is None or caps.size_ok(s, cluster.gpus_per_node)],
-        slots=min(slots, len(tasks)), total_gpus=cluster.total_gpus,
-        budget_mib=math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB),
-        host_budget_mib=host_budget_mib(sc),
-        sync_ms=_ms(weight_sync_time(sc.actor, heads["actor"], cluster)),
+        pools=pools, slots=min(slots, len(tasks)), total_gpus=sc.total_gpus, sync_ms=sync,
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
-                   if sc.search.objective == "gpus" else None),
-        swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
-                if gpu.host_link_gbps else 0), caps=caps)
-    for g in reversed(space.sizes):
+                   if sc.search.objective == "gpus" else None), caps=caps)
+    # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
+    for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0])):
         for task in tasks:
             variant = ((overlap_sync, partial) if task.kind == "generation" else None,
                        shared if task.role == "actor" else None)
-            key = (task.name, g, variant)
+            key = (task.name, p, g, variant)
             if key not in cache:
                 if deadline is not None and deadline.expired():
                     space.complete = False
                     continue
                 before = space.priced
-                cache[key] = (_candidates(space, task, g, heads), space.priced - before)
+                cache[key] = (_candidates(space, pools[p], task, g, heads),
+                              space.priced - before)
             else:
                 space.priced += cache[key][1]
             if cache[key][0]:
-                space.candidates[(task.name, g)] = cache[key][0]
-    # in (task, size) order whatever order they were priced in
-    space.candidates = {(t.name, g): space.candidates[(t.name, g)] for t in tasks
-                        for g in space.sizes if (t.name, g) in space.candidates}
+                space.candidates[(task.name, p, g)] = cache[key][0]
+    # in (task, pool, size) order whatever order they were priced in
+    space.candidates = {(t.name, p, g): space.candidates[(t.name, p, g)] for t in tasks
+                        for p, g in space.shapes if (t.name, p, g) in space.candidates}
     return space

@@ -19,6 +19,9 @@ from __future__ import annotations
 MAX_NODES = 100_000
 MAX_GPUS_PER_NODE = 1_024  # a node is one OS host: 4–8 GPUs today, 72 in an NVL72 rack domain
 MAX_TOTAL_GPUS = 1_000_000
+# Heterogeneous pools: teams mix 2–4 GPU kinds; each pool multiplies the search's group shapes,
+# and a plan has at most 3 groups (planner/search/space.py MAX_SLOTS), so 8 pools is ample.
+MAX_POOLS = 8
 
 # --- workload ------------------------------------------------------------------------------
 # Published RL steps use 10^2–10^4 prompts and 1–64 samples each (≤ 10^6 sequences). The

@@ -184,7 +184,8 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     """One line for a pydantic error: every failing field with what is wrong."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"])
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                        for p in err["loc"]).removeprefix(".")  # cluster.pools[1].gpu
         msg = err["msg"].removeprefix("Value error, ")
         limit = (err.get("ctx") or {}).get("le", (err.get("ctx") or {}).get("ge"))
         if not field:  # a check of the whole file (or section): no field to name

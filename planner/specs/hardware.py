@@ -300,8 +300,24 @@ class ClusterPreset(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict)
 
 
+class PoolInput(BaseModel):
+    """One pool of `cluster.pools`: GPUs of one profile, named, in their node shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="the pool's name (plan groups name it)")
+    gpu: str = Field(min_length=1, description="a profile from `rlplan gpus`, or a path to one")
+    nodes: int = Field(1, gt=0, le=lim.MAX_NODES)
+    gpus_per_node: int | None = Field(None, gt=0, le=lim.MAX_GPUS_PER_NODE,
+                                      description="default: the profile's node")
+    price_usd_per_gpu_hour: float | None = Field(
+        None, gt=0, le=lim.MAX_PRICE_USD_PER_GPU_HOUR, description="USD per GPU-hour of this "
+        "pool; overrides the profile's")
+
+
 class ClusterInput(BaseModel):
-    """The `cluster:` block of a scenario: a preset, or a profile with its shape, or both."""
+    """The `cluster:` block of a scenario: a preset, or a profile with its shape, or both —
+    or, for GPUs of several kinds, `pools` (and the link between them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -314,8 +330,32 @@ class ClusterInput(BaseModel):
         None, gt=0, le=lim.MAX_PRICE_USD_PER_GPU_HOUR, description="USD per GPU-hour; "
         "overrides the profile's (a --price flag overrides this)")
 
+    pools: list[PoolInput] | None = Field(
+        None, min_length=1, max_length=lim.MAX_POOLS, description="GPUs of several kinds: "
+        "one entry per pool, instead of preset/gpu/nodes/gpus_per_node/price")
+    inter_pool_gbps: float | None = Field(
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE, description="link between pools, GB/s per GPU "
+        "per direction; default the slower pool's inter_node_gbps")
+
     @model_validator(mode="after")
     def _check(self) -> ClusterInput:
+        if self.pools is not None:
+            mixed = [f for f in ("preset", "gpu", "nodes", "gpus_per_node",
+                                 "price_usd_per_gpu_hour") if getattr(self, f) is not None]
+            if mixed:
+                raise ValueError(f"cluster.{mixed[0]} cannot be given with cluster.pools; "
+                                 "give each pool its gpu, nodes, gpus_per_node and price, or "
+                                 "drop pools")
+            seen: dict[str, int] = {}
+            for i, pool in enumerate(self.pools):
+                if pool.name in seen:
+                    raise ValueError(f"cluster.pools[{i}].name: '{pool.name}' is also "
+                                     f"pools[{seen[pool.name]}]'s name; give each pool its own")
+                seen[pool.name] = i
+            return self
+        if self.inter_pool_gbps is not None:
+            raise ValueError("cluster.inter_pool_gbps is the link between pools, and there are "
+                             "no cluster.pools; drop it or list the pools")
         if self.preset is None and self.gpu is None:
             raise ValueError("give 'gpu' (a profile name from `rlplan gpus`, or a path) "
                              "or 'preset' (from `rlplan clusters`)")

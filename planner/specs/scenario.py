@@ -26,9 +26,10 @@ from planner.specs.files import (
     unknown_name,
     validate_as,
 )
-from planner.specs.hardware import ClusterInput, ClusterSpec, resolve_cluster
+from planner.specs.hardware import ClusterInput, ClusterSpec
 from planner.specs.lengths import LengthDistribution, resolve_lengths, sample_lengths
 from planner.specs.model import ModelSpec, load_model
+from planner.specs.pools import Pool, resolve_pools
 from planner.specs.quantization import FP8_METHODS
 from planner.specs.workload import ALGORITHMS, Family, Workload, WorkloadInput
 
@@ -217,11 +218,67 @@ class Scenario(BaseModel):
     length_distribution: LengthDistribution = Field(description="the resolved response-length "
                                                     "distribution (see planner.specs.lengths)")
     runtime: RuntimeInput = RuntimeInput()
-    cluster: ClusterSpec
+    cluster: ClusterSpec = Field(description="the first pool's cluster (the only one of a "
+                                 "single-pool scenario, or of an `on_pool` view)")
+    pools: tuple[Pool, ...] = Field(default=(), description="two or more pools, the first's "
+                                    "cluster being `cluster`; empty: `cluster` alone")
+    inter_pool_gbps: float | None = Field(None, description="the link between pools, GB/s per "
+                                          "GPU per direction (None with one pool)")
     search: SearchInput
     notes: tuple[str, ...] = ()
     source_input: ScenarioInput | None = Field(None, description="the scenario as written "
                                                "(with overrides), carried into the plan JSON")
+
+    @property
+    def pool_list(self) -> tuple[Pool, ...]:
+        """The pools (one, named after the cluster, when the scenario lists none)."""
+        return self.pools or (Pool(name=self.cluster.name or self.cluster.gpu.name,
+                                   cluster=self.cluster),)
+
+    @property
+    def multi_pool(self) -> bool:
+        """More than one pool: plan groups name theirs (`"pool"`)."""
+        return len(self.pools) > 1
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(p.cluster.total_gpus for p in self.pool_list)
+
+    def gpus_words(self, used: dict[str | None, int] | None = None) -> str:
+        """'32× h100-sxm', or '16× h100-sxm (train) + 64× h20 (rollout)'; with `used` (GPUs
+        per pool name, None for the only one) 'U of N×' where a pool is not used whole."""
+        def one(p: Pool, key: str | None) -> str:
+            n = p.cluster.total_gpus
+            k = n if used is None else used.get(key, 0)
+            return f"{k} of {n}× " if k < n else f"{n}× "
+
+        if not self.multi_pool:
+            return one(self.pool_list[0], None) + self.cluster.gpu.name
+        return " + ".join(one(p, p.name) + f"{p.cluster.gpu.name} ({p.name})"
+                          for p in self.pools)
+
+    def pool(self, name: str | None) -> Pool:
+        """The pool called `name` (None: the only one); InputError naming the pools if none
+        is."""
+        pools = self.pool_list
+        if name is None and len(pools) == 1:
+            return pools[0]
+        found = next((p for p in pools if p.name == name), None)
+        if found is None:
+            names = ", ".join(p.name for p in pools)
+            raise InputError(f"no pool named '{name}'; the cluster's pools are {names}"
+                             if name is not None else f"the cluster has pools {names}; name "
+                             "one in each group ('pool')")
+        return found
+
+    def on_pool(self, name: str | None) -> Scenario:
+        """This scenario as if its cluster were pool `name` alone: what the cost model prices
+        a task on that pool with."""
+        pool = self.pool(name)
+        if not self.multi_pool:
+            return self
+        return self.model_copy(update={"cluster": pool.cluster, "pools": (pool,),
+                                       "inter_pool_gbps": None})
 
     @property
     def roles(self) -> dict[str, ModelSpec]:
@@ -273,12 +330,24 @@ class Scenario(BaseModel):
             "workload": w.model_dump(exclude={"response_lengths"})
             | {"max_response_len": w.max_response, "response_lengths": lengths},
             "runtime": self.runtime.model_dump(),
-            "cluster": {"name": self.cluster.name, "gpu": self.cluster.gpu.name,
-                        "nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node,
-                        "total_gpus": self.cluster.total_gpus},
+            "cluster": self._cluster_summary(),
             "search": self.search.model_dump(),
             "notes": list(self.notes),
         }
+
+
+    def _cluster_summary(self) -> dict[str, Any]:
+        c = self.cluster
+        if not self.multi_pool:
+            return {"name": c.name, "gpu": c.gpu.name, "nodes": c.nodes,
+                    "gpus_per_node": c.gpus_per_node, "total_gpus": c.total_gpus}
+        pools = [{"name": p.name, "gpu": p.cluster.gpu.name, "nodes": p.cluster.nodes,
+                  "gpus_per_node": p.cluster.gpus_per_node, "total_gpus": p.cluster.total_gpus}
+                 for p in self.pools]
+        return {"name": None, "gpu": " + ".join(p["gpu"] for p in pools),
+                "nodes": sum(p["nodes"] for p in pools), "gpus_per_node": None,
+                "total_gpus": self.total_gpus, "pools": pools,
+                "inter_pool_gbps": self.inter_pool_gbps}
 
 
 def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -458,17 +527,23 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
                          f"exceeds its max_position_embeddings {spec.max_position_embeddings} "
                          "(needs RoPE scaling)")
     try:
-        cluster = resolve_cluster(inp.cluster, f"{source}: cluster",
-                                  "flag" if price_flag else "scenario")
+        pools, inter_pool = resolve_pools(inp.cluster, source,
+                                          "flag" if price_flag else "scenario")
     except InputError as exc:
         msg = str(exc)
         raise InputError(msg if msg.startswith(source) else f"{source}: cluster: {msg}") from None
-    if inp.search.objective == "cost" and cluster.price is None:
-        raise bad("search.objective", f"the cost objective needs a price, and profile "
-                  f"{cluster.gpu.name} has none; pass --price USD_PER_GPU_HOUR (or set "
-                  "cluster.price_usd_per_gpu_hour)")
+    if inp.search.objective == "cost":
+        for i, p in enumerate(pools):
+            if p.cluster.price is None:
+                where = (f"cluster.pools[{i}].price_usd_per_gpu_hour" if inp.cluster.pools
+                         else "cluster.price_usd_per_gpu_hour")
+                raise bad("search.objective", f"the cost objective needs a price, and profile "
+                          f"{p.cluster.gpu.name} has none; "
+                          + (f"set {where}" if inp.cluster.pools else
+                             f"pass --price USD_PER_GPU_HOUR (or set {where})"))
     return Scenario(algorithm=inp.algorithm, family=family, workload=w,
-                    length_distribution=lengths, runtime=inp.runtime, cluster=cluster,
+                    length_distribution=lengths, runtime=inp.runtime, cluster=pools[0].cluster,
+                    pools=pools if len(pools) > 1 else (), inter_pool_gbps=inter_pool,
                     search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
                     source_input=inp, **roles)
 

@@ -149,10 +149,11 @@ def test_the_search_weighs_both_ways_and_equals_brute_force(tmp_path):
                               "cluster.gpu": "h100-sxm", "cluster.nodes": 1,
                               "cluster.gpus_per_node": 4})
     space = build_space(sc, slots=2)
-    train = {(s.ep, s.etp, s.tp) for s in SHAPES["training"](space, "actor", 4)}
+    train = {(s.ep, s.etp, s.tp) for s in SHAPES["training"](space, space.pools[0], "actor", 4)}
     assert {(4, 1, 2), (2, 2, 2), (1, 2, 2), (1, 1, 2)} <= train  # both ways, ep·etp | 4
     assert all(4 % (ep * etp) == 0 for ep, etp, _ in train)
-    gen = {(s.ep, s.etp, s.dp * s.tp, s.tp) for s in SHAPES["generation"](space, "actor", 4)}
+    gen = {(s.ep, s.etp, s.dp * s.tp, s.tp)
+           for s in SHAPES["generation"](space, space.pools[0], "actor", 4)}
     assert {(1, 2, 4, 2), (4, 1, 4, 2)} <= gen
     assert all((ep, etp) in ((1, tp), (ranks, 1)) for ep, etp, ranks, tp in gen)  # vLLM's rule
     best, _, count = brute.solve(space)

@@ -84,7 +84,7 @@ def test_evaluate_prices_a_vp_layout_as_the_search_does():
     sc = load_scenario(None, SFT)
     space = build_space(sc)
     task, heads = Task("actor", "training"), heads_for(sc, False)
-    kept = [c for c in space.candidates[(task.name, 8)] if c.layout.vp > 1]
+    kept = [c for c in space.candidates[(task.name, 0, 8)] if c.layout.vp > 1]
     assert kept, "an interleaved layout should survive pruning (shorter bubble)"
     for cand in kept[:5]:
         ev = evaluate(sc, _plan(**cand.layout.model_dump(exclude={"group", "recompute"})))
@@ -92,7 +92,7 @@ def test_evaluate_prices_a_vp_layout_as_the_search_does():
         assert math.ceil(t.seconds / 1e-3) == cand.time_ms["training"]
         assert math.ceil(float(t.memory.persistent) / MIB) == cand.persistent_mib
         assert math.ceil(float(t.memory.transient) / MIB) == cand.transient_mib["training"]
-        again = _price(space, task, cand.layout, heads["actor"])
+        again = _price(space, space.pools[0], task, cand.layout, heads["actor"])
         assert again.time_ms == cand.time_ms
     offered = {c.layout.vp for key, cs in space.candidates.items() for c in cs}
     assert offered <= {1, 2, 4}  # 24 layers: pp 2 → vp 2, 4; pp 4 → vp 2; pp 8 → vp 1

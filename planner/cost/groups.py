@@ -1,0 +1,150 @@
+"""Per-group pieces of an iteration (`planner.cost.iteration.evaluate`): each group's memory
+peak, the timeline drawn per group, the plan's lower bounds over the GPUs it uses, and the
+link between pools that a weight sync across pools crosses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from planner.cost import comm
+from planner.cost.flops import (
+    Head,
+    bytes_weights_read_fwd,
+    flops_fwd_seq,
+    flops_generation,
+    flops_train_seq,
+)
+from planner.cost.states import Precision
+from planner.plan import STAGES
+from planner.specs.hardware import HardwareProfile
+from planner.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from planner.cost.iteration import Task
+
+
+def inter_pool_link(sc: Scenario) -> comm.Link:
+    """The link between two pools: `cluster.inter_pool_gbps` per GPU per direction, at the
+    network efficiency and latency of the pool with the slower network (the side that sets the
+    pace; `specs.pools` defaults the figure to its inter_node_gbps)."""
+    slow = min((p.cluster.gpu for p in sc.pool_list),
+               key=lambda gpu: gpu.inter_node_gbps or 0.0)
+    assert sc.inter_pool_gbps is not None, "inter_pool_link needs two pools"
+    return comm.Link(sc.inter_pool_gbps * 1e9 * slow.efficiency.inter_node,
+                     slow.inter_node_latency_us * 1e-6, slow.collective_launch_us * 1e-6)
+
+
+def group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]],
+                 capacity: dict[str, float],
+                 swapped: set[str]) -> dict[str, dict[str, float | str]]:
+    """Peak bytes per GPU of each group: reserve + resident state + the stage's largest need
+    (its fragmentation and runtime reserve kept apart too, for the allocated/reserved split).
+
+    A task adds its transient bytes; the actor's generation on its own training group also
+    adds its inference weights (resharded in for the stage, released after). On a `swapped`
+    group the resident state is in CPU memory during generation. `capacity`: bytes per GPU of
+    each group (its pool's GPU).
+    """
+    out: dict[str, dict[str, float | str]] = {}
+    for g in capacity:
+        base = sum(b for _, b in resident[g])
+        names = ", ".join(r for r, _ in resident[g]) or "nothing"
+        rollout_copy = any(r == "actor rollout copy" for r, _ in resident[g])
+        best: dict[str, float | str] = {"peak_bytes": base, "stage": "idle",
+                                        "what": f"resident: {names}", "capacity_bytes": capacity[g],
+                                        "fragmentation_bytes": 0.0, "reserve_bytes": 0.0}
+        for t in (t for t in tasks if t.layout.group == g):
+            mem = t.memory
+            assert mem is not None
+            extra = float(mem.transient)
+            if t.stage == "generation" and not rollout_copy:
+                extra += float(mem.persistent)
+            held = 0.0 if (t.stage == "generation" and g in swapped) else base
+            peak = float(mem.runtime_reserve) + held + extra
+            if peak > float(best["peak_bytes"]):
+                best = {"peak_bytes": peak, "stage": t.stage, "capacity_bytes": capacity[g],
+                        "what": f"{t.role} {t.stage} with resident: {names}",
+                        "fragmentation_bytes": float(mem.fragmentation),
+                        "reserve_bytes": float(mem.runtime_reserve)}
+        out[g] = best
+    return out
+
+
+
+def timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],
+              phase_starts: dict[str, float] | None, period: float) -> list[dict]:
+    """One iteration drawn per group: a segment per task (tasks sharing a group one after
+    another), the resharding/sync, and idle gaps, in the order generation, assessment,
+    training, sync. `phase_starts` gives where each stage begins on every group (staleness 0,
+    stages as barriers; under fusion assessment ends with the fused phase); None packs each
+    group's work from 0 and the sync at the end of the period (asynchrony: the groups overlap
+    across iterations)."""
+    out: list[dict] = []
+    for g in groups:
+        cursor, segs = 0.0, []
+        for stage in (*STAGES, "sync"):
+            if phase_starts is not None:
+                cursor = phase_starts[stage]
+            elif stage == "sync":  # one transfer every sync group joins: align it at the end
+                cursor = period - sync_s
+            if stage == "sync":
+                work = [("actor", sync_s)] if g in sync_groups and sync_s > 0 else []
+            else:
+                work = [(t.role, t.seconds) for t in tasks
+                        if t.layout.group == g and t.stage == stage]
+            for role, seconds in work:
+                segs.append({"group": g, "kind": stage, "role": role, "start_s": cursor,
+                             "end_s": cursor + seconds})
+                cursor += seconds
+        idle_from = 0.0
+        for seg in [*segs, {"start_s": period}]:
+            if seg["start_s"] > idle_from + 1e-9:
+                out.append({"group": g, "kind": "idle", "role": None, "start_s": idle_from,
+                            "end_s": seg["start_s"]})
+            idle_from = max(idle_from, seg.get("end_s", period))
+        out.extend(segs)
+    return sorted(out, key=lambda x: (groups.index(x["group"]), x["start_s"]))
+
+
+def plan_bounds(sc: Scenario, tasks: list[Task], heads: dict[str, Head], n: int,
+                used: list[tuple[int, HardwareProfile]], rollout: Precision,
+                train_fp8: bool = False) -> dict[str, float]:
+    """Lower bounds: all FLOPs at the peak of the GPUs the plan uses; the decode chain at full
+    HBM bandwidth. `used`: (GPUs, profile) of each pool the plan's groups are on.
+
+    compute_s = the FLOPs of every task the plan runs / (Σ GPUs × peak; the rollouts' and
+    training's at the FP8 peak when they run FP8 matmuls: `train_fp8`, FP8 training's linear
+    layers may reach it); decode_s = the T_max − 1 dependent decode steps of the
+    longest rollout, each reading the actor's weights once (at the rollout's bytes per
+    weight), spread over one scale-up domain at peak HBM bandwidth — the fastest such domain
+    of the pools used.
+    """
+    w = sc.workload
+
+    def rate(peak: Callable[[HardwareProfile], float]) -> float:
+        return sum(gpus * peak(gpu) for gpus, gpu in used)
+
+    def peak(fp8: bool) -> float:
+        return rate(lambda gpu: gpu.fp8_tflops * 1e12 if fp8 and gpu.fp8_tflops
+                    else gpu.peak_bf16_flops)
+
+    bf16, fp8, train = peak(False), peak(rollout.fp8_matmuls), peak(train_fp8)
+    compute_s = 0.0
+    for t in tasks:
+        spec, head = sc.roles[t.role], heads[t.role]
+        if t.stage == "generation":
+            work, at = n * flops_generation(spec, w.prompt_len, w.response_len).total, fp8
+        elif t.stage == "assessment":
+            work, at = n * flops_fwd_seq(spec, w.seq_len, head).total, bf16
+        else:
+            work, at = w.ppo_epochs * n * flops_train_seq(spec, w.seq_len, head).total, train
+        compute_s += work / at
+    decode_s = 0.0
+    if any(t.stage == "generation" for t in tasks):
+        longest = int(sc.response_lengths.max())
+        decode_s = min((longest - 1) * bytes_weights_read_fwd(
+            sc.actor, 1, weight_bytes=rollout.weight_bytes)
+            / (min(gpus, gpu.scale_up_gpus) * gpu.hbm_bytes_per_s) for gpus, gpu in used)
+    return {"compute_s": compute_s, "decode_s": decode_s}
