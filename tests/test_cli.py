@@ -182,3 +182,20 @@ def test_gpus_per_node_beyond_the_node(cli, write):
 def test_override_flags_need_a_scenario(cli):
     result = cli("validate", str(DATA / "hf_configs/gpt2"), "--nodes", "2")
     assert_bad_input(result, "scenario override flags apply to scenario files only")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "examples").glob("*.yaml")))
+def test_every_shipped_example_plans_and_its_plan_evaluates(cli, tmp_path, name):
+    """The README's examples end to end: `plan` answers a plan (exit 0, the JSON contract) and
+    `evaluate` prices that plan as the search did. (A search answer that the plan's own checks
+    refuse once crashed `plan` on the PPO example with a traceback.)"""
+    out = tmp_path / "plan.json"
+    result = cli("plan", str(REPO / "examples" / name), "--time-limit", "20", "--out",
+                 str(out))
+    assert result.exit_code == 0, result.output
+    plan = json.loads(out.read_text())
+    assert plan["status"] in ("optimal", "feasible")
+    again = cli("evaluate", str(REPO / "examples" / name), str(out), "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["iteration_time_s"] == pytest.approx(
+        plan["iteration_time_s"], rel=1e-9)
