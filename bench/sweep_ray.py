@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from planner.sweep_run import without_timing
+
 REPO = Path(__file__).resolve().parent.parent
 PROFILES = ("h100-sxm,h200-sxm,b200,h20,a100-sxm-80gb,a100-sxm-40gb,l40s,mi300x,mi325x,"
             "h100-pcie")
@@ -34,15 +36,6 @@ SCENARIO = {  # small enough that a point takes about a second
                  "response_len": 512, "max_response_len": 1024},
     "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
 }
-TIMING = {"wall_s", "time_limit_s"}
-
-
-def without_timing(doc):
-    if isinstance(doc, dict):
-        return {k: without_timing(v) for k, v in doc.items() if k not in TIMING}
-    if isinstance(doc, list):
-        return [without_timing(v) for v in doc]
-    return doc
 
 
 def run(args: list[str]) -> tuple[float, dict]:

@@ -29,6 +29,18 @@ RAY_FLAG = "--ray"
 RAY_HINT = "pip install 'rlplan[ray]'"
 OnDone = Callable[[int, int, int], None]  # (index of the point solved, points done, points)
 Point = tuple[Scenario, int]  # the scenario (its profile and node) and the GPUs
+TIMING_FIELDS = frozenset({"wall_s", "time_limit_s"})
+"""What may differ between two runs of the same proven search: how long it took, and so the
+budget each point was handed (the time left when the points were handed out)."""
+
+
+def without_timing(doc):
+    """A sweep's JSON answer without `TIMING_FIELDS`, to compare two runs of it."""
+    if isinstance(doc, dict):
+        return {k: without_timing(v) for k, v in doc.items() if k not in TIMING_FIELDS}
+    if isinstance(doc, list):
+        return [without_timing(v) for v in doc]
+    return doc
 
 
 def solve_point(sc: Scenario, gpus: int, budget_s: float) -> Solved:

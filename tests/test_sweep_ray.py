@@ -11,21 +11,11 @@ import json
 
 import pytest
 
+from planner.sweep_run import without_timing
 from tests.test_sweep import SMALL
 
 pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rlplan[ray]'")
 
-# What may differ between two runs of the same search: how long it took, and so the budget
-# each point was handed (the time left when the points were handed out).
-TIMING = {"wall_s", "time_limit_s"}
-
-
-def without_timing(doc):
-    if isinstance(doc, dict):
-        return {k: without_timing(v) for k, v in doc.items() if k not in TIMING}
-    if isinstance(doc, list):
-        return [without_timing(v) for v in doc]
-    return doc
 
 
 def test_ray_sweep_equals_the_local_one(cli, write):
