@@ -211,6 +211,14 @@ def test_bad_pool_specs_exit_2_naming_the_field(cli, write, cluster, fragments):
     assert_bad_input(cli("validate", str(path)), *fragments)
 
 
+@pytest.mark.parametrize("flag", [("--gpu", "b200"), ("--nodes", "4"),
+                                  ("--gpus-per-node", "4"), ("--price", "2")])
+def test_one_kind_cluster_flags_on_a_pools_scenario_exit_2_naming_the_flag(cli, flag):
+    example = str(Path(__file__).resolve().parent.parent / "examples"
+                  / "grpo-qwen2.5-7b-pools.yaml")
+    assert_bad_input(cli("validate", example, *flag), flag[0], "cluster.pools")
+
+
 def test_the_cost_objective_needs_every_pool_priced(cli, write):
     raw = _scenario_file(pools(("a", "h100-sxm", 1, None), ("b", "h20", 1, None)))
     raw["search"]["objective"] = "cost"

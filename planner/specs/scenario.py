@@ -555,6 +555,7 @@ def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -
     if path is not None:
         raw = _anchor_paths(read_mapping(path), path.parent)
         source = str(path)
+    _refuse_cluster_flags_on_pools(raw, overrides or {}, source)
     raw = apply_overrides(raw, overrides or {})
     try:
         return validate_as(ScenarioInput, raw, source)
@@ -568,6 +569,20 @@ def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -
             if field_path in (overrides or {}):
                 msg = msg.replace(f"field '{field_path}':", f"field '{field_path}' ({flag}):")
         raise InputError(msg) from None
+
+
+def _refuse_cluster_flags_on_pools(raw: dict[str, Any], overrides: dict[str, Any],
+                                   source: str) -> None:
+    """--gpu/--nodes/--gpus-per-node/--price describe one GPU kind; a file listing pools gives
+    each pool its own, so such a flag has no single meaning there."""
+    cluster = raw.get("cluster")
+    if not (isinstance(cluster, dict) and "pools" in cluster):
+        return
+    for field_path, flag in _FLAGS_FOR_MISSING.items():
+        if field_path.startswith("cluster.") and overrides.get(field_path) is not None:
+            raise InputError(f"{source}: {flag} cannot be used with a scenario whose cluster "
+                             "lists pools; set the pool's gpu, nodes, gpus_per_node or "
+                             "price_usd_per_gpu_hour under cluster.pools in the file")
 
 
 def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
