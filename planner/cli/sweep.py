@@ -185,8 +185,8 @@ def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
     """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
     the node count per size: the file's is ignored (and not checked)."""
     if path is not None and scenario_input(path, flags).cluster.pools:
-        raise InputError(f"{path}: field 'cluster.pools': --gpus sizes one GPU type and the "
-                         "scenario lists pools; size the pools with --pool NAME:SIZES (e.g. "
+        raise InputError(f"{path}: field 'cluster.pools': the scenario lists pools and a --gpus "
+                         "sweep sizes one GPU type; size the pools with --pool NAME:SIZES (e.g. "
                          "--pool rollout:0..64)")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
