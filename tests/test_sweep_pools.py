@@ -224,3 +224,48 @@ def test_pool_on_a_scenario_without_pools_exits_2(cli, write):
     path = write("plain.yaml", SMALL)
     assert_bad_input(cli("sweep", str(path), "--pool", "train:8"), "--pool",
                      "no cluster.pools")
+
+
+# --- pools in the other commands ----------------------------------------------------------------
+
+EXAMPLE = REPO / "examples" / "grpo-qwen2.5-7b-pools.yaml"
+
+
+def test_analyze_takes_the_node_the_pools_share(cli, write):
+    """The paper's model counts no GPUs: a pooled cluster gives what its one-pool part gives
+    (P_t, the node, being shared); different nodes need --gpus-per-node."""
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    pooled_run = cli("analyze", "pipeline", str(EXAMPLE), "--json")
+    assert pooled_run.exit_code == 0, pooled_run.output
+    one = write("one.yaml", {**raw, "cluster": {"pools": raw["cluster"]["pools"][:1]}})
+    single = cli("analyze", "pipeline", str(one), "--json")
+    assert json.loads(pooled_run.stdout) == json.loads(single.stdout)
+
+    mixed = {**raw, "cluster": {"pools": [raw["cluster"]["pools"][0],
+                                          {**raw["cluster"]["pools"][1], "nodes": 16,
+                                           "gpus_per_node": 4}]}}
+    path = write("mixed.yaml", mixed)
+    assert_bad_input(cli("analyze", "pipeline", str(path)), "cluster.pools", "8 (train)",
+                     "4 (rollout)", "--gpus-per-node")
+    given = cli("analyze", "pipeline", str(path), "--gpus-per-node", "2", "--json")
+    assert given.exit_code == 0, given.output
+    assert json.loads(given.stdout)["theory"]["inputs"]["gpus_per_node"] == 2
+
+
+def test_import_takes_one_gpu_type(cli, write, tmp_path):
+    """A framework config names no GPU type: with a one-pool scenario the plan is that pool's
+    (no `pool` key); with several pools, exit 2 naming cluster.pools."""
+    script = cli("export", str(REPO / "examples" / "plans" / "grpo-qwen2.5-7b-colocated.json"),
+                 "--scenario", str(REPO / "examples" / "grpo-qwen2.5-7b.yaml"), "--format",
+                 "verl")
+    assert script.exit_code == 0, script.output
+    verl = write("run.sh", script.stdout)
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    one = write("one.yaml", {**raw, "cluster": {"pools": raw["cluster"]["pools"][:1]}})
+    result = cli("import", str(verl), "--scenario", str(one), "--json")
+    assert result.exit_code == 0, result.output
+    assert all("pool" not in g for g in json.loads(result.stdout)["groups"])
+    out = tmp_path / "imported.json"
+    assert_bad_input(cli("import", str(verl), "--scenario", str(EXAMPLE), "--out", str(out)),
+                     "cluster.pools", "2 pools", "names no GPU type")
+    assert not out.exists()
