@@ -331,16 +331,17 @@ def show_pools(result: Grid, heading: str) -> None:
     console.print(table)
     console.print("cost counts every GPU of each pool at the point, idle ones included, at "
                   "the pool's price", markup=False)
-    for p in pools:
+    for k, p in enumerate(pools):
         price = p.price["price_usd_per_gpu_hour"]
+        field = f"cluster.pools[{k}].price_usd_per_gpu_hour"
+        origin = ("from the scenario's " + field if p.price["price_source"] == "scenario" else
+                  price_origin(p.price["price_source"]).replace("--price", field))
         console.print(f"{p.name}: {p.gpu}, nodes of {p.gpus_per_node}; "
                       + ("sizes " + ", ".join(map(str, p.sizes)) if p.swept
                          else f"{gpu_count(p.sizes[0])} at every point (not swept)")
-                      + "; price " + (f"${price:g} per GPU-hour "
-                                      f"({price_origin(p.price['price_source'])})"
-                                      if price is not None else
-                                      f"none (set cluster.pools[{pools.index(p)}]."
-                                      "price_usd_per_gpu_hour)"), markup=False)
+                      + "; price " + (f"${price:g} per GPU-hour ({origin})"
+                                      if price is not None else f"none (set {field})"),
+                      markup=False)
     _answers(result, notes, "set each pool's price_usd_per_gpu_hour", label)
 
 
