@@ -8,7 +8,8 @@ profile's); the scenario's `cluster.nodes` is what the sweep varies, so it is ig
 
 Each size is searched on its own, in worker processes or on Ray (`planner.sweep_run`), all
 within the command's one time limit. A grid over several GPU types (`planner.sweep_grid`)
-makes one such table per profile.
+makes one such table per profile; a grid over the sizes of a scenario's pools
+(`planner.sweep_pools`) one table of the pools' combinations.
 
 Per row: throughput per GPU of the swept size; scaling efficiency, that
 per-GPU throughput over the smallest feasible size's; cost per step and per million tokens for
@@ -63,31 +64,39 @@ Solved = Plan | NoPlan
 # --- sizes ----------------------------------------------------------------------------------
 
 
-def parse_gpus(spec: str, gpus_per_node: int) -> list[int]:
-    """The cluster sizes a `--gpus` spec names, ascending and without repeats."""
+def parse_gpus(spec: str, gpus_per_node: int, flag: str = FLAG,
+               absent: bool = False) -> list[int]:
+    """The cluster sizes a `--gpus` spec names, ascending and without repeats. With `absent`
+    (a pool's sizes, `--pool NAME:SIZES`) 0 is a size too — the pool left out — and a range
+    from 0 is 0 and then the range from one node (`0..64` on 8-GPU nodes: 0, 8, 16, 32, 64)."""
     sizes: set[int] = set()
+    example = "0,8,16 or 0..64" if absent else "8,16,32 or 8..256"
     for item in (part.strip() for part in spec.split(",")):
         if not item:
             continue
         if m := re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", item):
-            sizes.update(doubling(int(m[1]), int(m[2])))
+            first, last = int(m[1]), int(m[2])
+            if absent and first == 0 and last > 0:
+                sizes.add(0)
+                first = min(gpus_per_node, last)
+            sizes.update(doubling(first, last, flag))
         elif item.isdigit():
             sizes.add(int(item))
         else:
-            raise InputError(f"{FLAG}: '{item}' is not a size or a range; give sizes and ranges "
-                             "such as 8,16,32 or 8..256")
+            raise InputError(f"{flag}: '{item}' is not a size or a range; give sizes and ranges "
+                             f"such as {example}")
     if not sizes:
-        raise InputError(f"{FLAG}: no sizes given; give sizes and ranges such as 8,16,32 or "
-                         "8..256")
+        raise InputError(f"{flag}: no sizes given; give sizes and ranges such as {example}")
     for gpus in sorted(sizes):
-        check_size(gpus, gpus_per_node)
+        if not (absent and gpus == 0):
+            check_size(gpus, gpus_per_node, flag)
     return sorted(sizes)
 
 
-def doubling(first: int, last: int) -> list[int]:
+def doubling(first: int, last: int, flag: str = FLAG) -> list[int]:
     """A range `first..last`: doubling from `first` while below `last`, then `last`."""
     if first < 1 or last < first:
-        raise InputError(f"{FLAG}: range {first}..{last} must go from a size of at least 1 up "
+        raise InputError(f"{flag}: range {first}..{last} must go from a size of at least 1 up "
                          f"to a larger one, e.g. {max(first, 1)}..{max(first, 1) * 8}")
     out, size = [], first
     while size < last:
@@ -96,37 +105,43 @@ def doubling(first: int, last: int) -> list[int]:
     return [*out, last]
 
 
-def check_size(gpus: int, gpus_per_node: int) -> None:
+def check_size(gpus: int, gpus_per_node: int, flag: str = FLAG) -> None:
     """A size is whole nodes, or one node's worth that divides the node."""
     node = gpus_per_node
+    fix = "" if flag != FLAG else " (or set --gpus-per-node)"
     if gpus < 1:
-        raise InputError(f"{FLAG}: {gpu_count(gpus)}; sizes start at 1")
+        raise InputError(f"{flag}: {gpu_count(gpus)}; sizes start at 1")
     limit = min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * node)
     if gpus > limit:
-        raise InputError(f"{FLAG}: {gpus:,} GPUs is above the limit of {limit:,} "
+        raise InputError(f"{flag}: {gpus:,} GPUs is above the limit of {limit:,} "
                          f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep "
                          "smaller sizes")
     if gpus < node and node % gpus:
         fits = ", ".join(str(d) for d in range(1, node + 1) if node % d == 0)
-        raise InputError(f"{FLAG}: {gpu_count(gpus)} do not divide a node of {node}; below one "
-                         f"node use {fits} (or set --gpus-per-node)")
+        raise InputError(f"{flag}: {gpu_count(gpus)} do not divide a node of {node}; below one "
+                         f"node use {fits}{fix}")
     if gpus > node and gpus % node:
         low, high = gpus // node * node, (gpus // node + 1) * node
-        raise InputError(f"{FLAG}: {gpu_count(gpus)} are not whole nodes of {node}; use a multiple "
-                         f"of {node} such as {low} or {high} (or set --gpus-per-node)")
+        raise InputError(f"{flag}: {gpu_count(gpus)} are not whole nodes of {node}; use a "
+                         f"multiple of {node} such as {low} or {high}{fix}")
 
 
-def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
-    """`gpus` GPUs in the scenario's node shape: one node of `gpus` up to a node, else whole
-    nodes. Raises InputError for a multi-node size on a profile with no network figure."""
-    c = sc.cluster
+def node_shape(c: ClusterSpec, gpus: int) -> tuple[int, int]:
+    """(nodes, GPUs per node) of `gpus` GPUs in cluster `c`'s node shape: one node of `gpus`
+    up to a node, else whole nodes. Raises InputError for a multi-node size on a profile with
+    no network figure."""
     node = c.gpus_per_node
     nodes, per_node = (1, gpus) if gpus <= node else (gpus // node, node)
     if nodes > 1 and c.gpu.inter_node_gbps is None:
         raise InputError(f"{gpu_count(gpus)} span {nodes} nodes, but profile {c.gpu.name} has no "
                          f"inter_node_gbps to price traffic between nodes; set it in the profile "
                          f"or sweep up to {node} GPUs")
-    return c.reshaped(nodes, per_node)
+    return nodes, per_node
+
+
+def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
+    """`gpus` GPUs in the scenario's node shape (`node_shape`)."""
+    return sc.cluster.reshaped(*node_shape(sc.cluster, gpus))
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -152,6 +167,7 @@ class Row:
     plan: dict | None = None
     gpu: str | None = None  # the hardware profile
     price_usd_per_gpu_hour: float | None = None
+    pools: dict[str, int] | None = None  # a pool grid's point: each pool's GPUs (0: absent)
 
     @property
     def feasible(self) -> bool:
@@ -207,7 +223,8 @@ def marginal_scaling(a: int, tokens_a: float, b: int, tokens_b: float) -> float:
 
 def placement_summary(p: Plan) -> str:
     """Where each model runs, e.g. 'colocated: g0×32' or
-    'disaggregated: g0×16 (actor training, reference), g1×16 (actor generation)'."""
+    'disaggregated: g0×16 (actor training, reference), g1×16 (actor generation)'; with pools
+    each group names its own ('g1×64 on rollout (actor generation)')."""
     im = p.inter_model
     parts = []
     for g in p.groups:
@@ -216,7 +233,9 @@ def placement_summary(p: Plan) -> str:
             here = [stage for stage, lay in stages.items() if lay.group == g.name]
             if here:
                 on.append(role if len(here) == len(stages) else f"{role} {'+'.join(here)}")
-        parts.append(f"{g.name}×{g.gpus}" + (f" ({', '.join(on)})" if len(p.groups) > 1 else ""))
+        pool = f" on {g.pool}" if g.pool else ""
+        parts.append(f"{g.name}×{g.gpus}{pool}"
+                     + (f" ({', '.join(on)})" if len(p.groups) > 1 else ""))
     extras = im.choices()
     return f"{im.placement}: {', '.join(parts)}" + (f"; {', '.join(extras)}" if extras else "")
 

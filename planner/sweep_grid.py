@@ -12,6 +12,9 @@ knee, notes); the grid adds two answers over all points:
   it by cost per step when every point meeting it has a price, else the fewest GPUs (ties:
   the faster, then the earlier profile). Every point of one scenario processes the same tokens
   per step, so the cheapest per step is also the cheapest per token.
+
+A pool grid (`planner.sweep_pools`) is one table of the pools' size combinations instead of one
+per profile; the frontier and the target are the same functions over its rows.
 """
 
 from __future__ import annotations
@@ -50,8 +53,15 @@ def usd(amount: float) -> str:
 
 
 def label(r: Row) -> str:
-    """'16 GPUs of h100-sxm'."""
+    """'16 GPUs of h100-sxm', or a pool grid's point 'train 16 + rollout 32'."""
+    if r.pools is not None:
+        return pools_label(r.pools)
     return gpu_count(r.gpus) + (f" of {r.gpu}" if r.gpu else "")
+
+
+def pools_label(sizes: dict[str, int]) -> str:
+    """'train 16 + rollout 0': each pool's GPUs at a point."""
+    return " + ".join(f"{name} {gpus}" for name, gpus in sizes.items())
 
 
 # --- the frontier -------------------------------------------------------------------------------
@@ -86,9 +96,12 @@ class Target:
     message: str
 
     def to_json(self) -> dict:
-        return {"tokens_per_s": self.tokens_per_s, "step_s": self.step_s, "by": self.by,
-                "gpu": self.row.gpu if self.row else None,
-                "gpus": self.row.gpus if self.row else None, "message": self.message}
+        doc = {"tokens_per_s": self.tokens_per_s, "step_s": self.step_s, "by": self.by,
+               "gpu": self.row.gpu if self.row else None,
+               "gpus": self.row.gpus if self.row else None, "message": self.message}
+        if self.row is not None and self.row.pools is not None:
+            doc["pools"] = self.row.pools
+        return doc
 
 
 def meets(r: Row, tokens_per_s: float | None, step_s: float | None) -> bool:
@@ -132,33 +145,57 @@ def pick_target(rows: list[Row], tokens_per_s: float | None, step_s: float | Non
 
 
 @dataclass(frozen=True)
+class PoolAxis:
+    """One pool of a pool grid: its profile, node, price and the sizes swept (a pool no
+    `--pool` names keeps its scenario size, `swept` False)."""
+
+    name: str
+    gpu: str
+    gpus_per_node: int
+    sizes: list[int]
+    swept: bool
+    price: dict  # price_usd_per_gpu_hour and price_source, as a plan's `cost`
+
+
+@dataclass(frozen=True)
 class Grid:
-    sweeps: list[Sweep]  # one per profile, in the order given
+    sweeps: list[Sweep]  # one per profile, in the order given (none in a pool grid)
     frontier: list[Row]
     unpriced: list[Row]  # feasible points without a price: not on the frontier
     target: Target | None = None
+    pools: list[PoolAxis] | None = None  # a pool grid's pools, in the scenario's order
+    points: list[Row] | None = None  # a pool grid's rows, in the order of its points
 
     @property
     def rows(self) -> list[Row]:
+        if self.points is not None:
+            return self.points
         return [r for s in self.sweeps for r in s.rows]
 
     def to_json(self) -> dict:
-        doc = {
-            "schema_version": SCHEMA_VERSION,
-            "rows": [asdict(r) for r in self.rows],
-            "profiles": [{k: v for k, v in s.to_json().items()
-                          if k not in ("schema_version", "rows", "definitions")}
-                         for s in self.sweeps],
+        answers = {
+            "frontier": "feasible points no other point beats on both cost_per_step_usd "
+                        "and iteration_time_s, cheapest first; unpriced points apart",
+            "target": "cheapest meeting it by cost per step when every point meeting it "
+                      "has a price (by: cost), else the fewest GPUs (by: gpus)"}
+        doc: dict = {"schema_version": SCHEMA_VERSION, "rows": [asdict(r) for r in self.rows]}
+        if self.pools is not None:
+            doc["pools"] = [asdict(p) for p in self.pools]
+            answers = {"cost": "every GPU of each pool at the point's size, at that pool's "
+                               "price, idle ones included; none when a pool present has no "
+                               "price", "pools": "each pool's GPUs at the point (0: absent)",
+                       **answers}
+        else:
+            doc["profiles"] = [{k: v for k, v in s.to_json().items()
+                                if k not in ("schema_version", "rows", "definitions")}
+                               for s in self.sweeps]
+            answers = {**self.sweeps[0].to_json()["definitions"], **answers}
+        doc.update({
             "frontier": [point(r) for r in self.frontier],
             "unpriced": [point(r) for r in self.unpriced],
             "target": self.target.to_json() if self.target else None,
-            "definitions": {
-                **self.sweeps[0].to_json()["definitions"],
-                "frontier": "feasible points no other point beats on both cost_per_step_usd "
-                            "and iteration_time_s, cheapest first; unpriced points apart",
-                "target": "cheapest meeting it by cost per step when every point meeting it "
-                          "has a price (by: cost), else the fewest GPUs (by: gpus)"},
-        }
+            "definitions": answers,
+        })
         if len(self.sweeps) == 1:  # one profile: its answers at the top level too, as before
             one = doc["profiles"][0]
             doc.update({k: one[k] for k in ("gpus_per_node", "smallest_feasible_gpus",
@@ -167,17 +204,22 @@ class Grid:
 
 
 def point(r: Row) -> dict:
-    return {k: getattr(r, k) for k in POINT_KEYS}
+    return {k: getattr(r, k) for k in POINT_KEYS} | ({"pools": r.pools} if r.pools else {})
+
+
+def answers(rows: list[Row], tokens_per_s: float | None = None, step_s: float | None = None
+            ) -> tuple[list[Row], list[Row], Target | None]:
+    """The frontier, the unpriced feasible points and the target's answer over `rows`."""
+    best, unpriced = frontier(rows)
+    target = (pick_target(rows, tokens_per_s, step_s)
+              if tokens_per_s is not None or step_s is not None else None)
+    return best, unpriced, target
 
 
 def grid_of(sweeps: list[Sweep], tokens_per_s: float | None = None,
             step_s: float | None = None) -> Grid:
     """The grid's answers from each profile's table."""
-    rows = [r for s in sweeps for r in s.rows]
-    best, unpriced = frontier(rows)
-    target = (pick_target(rows, tokens_per_s, step_s)
-              if tokens_per_s is not None or step_s is not None else None)
-    return Grid(sweeps, best, unpriced, target)
+    return Grid(sweeps, *answers([r for s in sweeps for r in s.rows], tokens_per_s, step_s))
 
 
 def run_grid(scenarios: list[Scenario], sizes: list[list[int]], deadline: Deadline,

@@ -1,6 +1,7 @@
 """Running a sweep's points: local worker processes (default) or Ray tasks (`--ray`).
 
-A point is (scenario, GPUs); its work, `solve_point`, is a pure function of the scenario, the
+A point is (scenario, GPUs) — GPUs None for a scenario already sized (a pool grid's point,
+`planner.sweep_pools`); its work, `solve_point`, is a pure function of the scenario, the
 size and a budget in seconds counted from the task's own start — no clock shared with the
 caller, so a Ray task on another machine does the same work as a local process. CP-SAT runs
 one worker, so a search that proves its optimum returns the same plan wherever it runs; one
@@ -28,7 +29,8 @@ from planner.sweep import NoPlan, Solved, cluster_for
 RAY_FLAG = "--ray"
 RAY_HINT = "pip install 'rlplan[ray]'"
 OnDone = Callable[[int, int, int], None]  # (index of the point solved, points done, points)
-Point = tuple[Scenario, int]  # the scenario (its profile and node) and the GPUs
+# the scenario (its profile and node) and the GPUs; None: the scenario's own cluster
+Point = tuple[Scenario, int | None]
 TIMING_FIELDS = frozenset({"wall_s", "time_limit_s"})
 """What may differ between two runs of the same proven search: how long it took, and so the
 budget each point was handed (the time left when the points were handed out)."""
@@ -43,16 +45,16 @@ def without_timing(doc):
     return doc
 
 
-def solve_point(sc: Scenario, gpus: int, budget_s: float) -> Solved:
-    """The best plan on `gpus` GPUs within `budget_s` seconds of starting, or why there is
-    none."""
+def solve_point(sc: Scenario, gpus: int | None, budget_s: float) -> Solved:
+    """The best plan on `gpus` GPUs (None: the scenario's cluster as it is) within `budget_s`
+    seconds of starting, or why there is none."""
+    if gpus is not None:
+        try:
+            sc = sc.model_copy(update={"cluster": cluster_for(sc, gpus)})
+        except InputError as exc:  # a size this profile cannot form: a row saying why
+            return NoPlan(str(exc), searched=False)
     try:
-        cluster = cluster_for(sc, gpus)
-    except InputError as exc:  # a size this profile cannot form: a row saying why
-        return NoPlan(str(exc), searched=False)
-    try:
-        return search(sc.model_copy(update={"cluster": cluster}), workers=1, explain=False,
-                      deadline=Deadline.after(budget_s))
+        return search(sc, workers=1, explain=False, deadline=Deadline.after(budget_s))
     except InfeasibleError as exc:
         return NoPlan(str(exc))
 

@@ -30,3 +30,24 @@ def test_ray_sweep_equals_the_local_one(cli, write):
     assert [r["status"] for r in a["rows"]] == ["optimal"] * 6  # proven: the same plan anywhere
     assert without_timing(b) == without_timing(a)
     assert b["frontier"] and b["target"]["gpus"] is not None
+
+
+def test_ray_pool_grid_equals_the_local_one(cli, write):
+    """A grid over pool sizes (planner.sweep_pools): each point's scenario travels to the Ray
+    task whole, and the answers equal the local processes'."""
+    from tests.test_sweep_pools import POOLED
+
+    path = str(write("pooled.yaml", POOLED))
+    args = ["sweep", path, "--pool", "train:0,4", "--pool", "rollout:0,8", "--jobs", "2",
+            "--json", "--target-step-s", "10"]
+    local = cli(*args)
+    assert local.exit_code == 0, local.output
+    on_ray = cli(*args, "--ray", "local")
+    assert on_ray.exit_code == 0, on_ray.output
+    a, b = json.loads(local.stdout), json.loads(on_ray.stdout)
+    assert [r["status"] for r in a["rows"]] == ["optimal"] * 3
+    assert [r["pools"] for r in b["rows"]] == [{"train": 0, "rollout": 8},
+                                               {"train": 4, "rollout": 0},
+                                               {"train": 4, "rollout": 8}]
+    assert without_timing(b) == without_timing(a)
+    assert b["frontier"] and b["target"]["pools"] is not None

@@ -15,7 +15,7 @@ from planner.cli import options as o
 from planner.cli.output import console, print_json, reports_errors
 from planner.errors import InputError
 from planner.specs.model import load_model
-from planner.specs.scenario import Scenario, load_scenario
+from planner.specs.scenario import Scenario, load_scenario, scenario_input
 from planner.specs.workload import Family
 from planner.theory.analyze import analyze_intra, analyze_pipeline, readings
 from planner.theory.shape import TheoryModel
@@ -39,7 +39,23 @@ def theory_roles(scenario: Scenario) -> dict[str, TheoryModel]:
     return {role: TheoryModel.from_spec(spec) for role, spec in scenario.roles.items()}
 
 
-def pipeline_result(scenario: Scenario) -> dict[str, Any]:
+def node_size(scenario: Scenario, given: int | None = None) -> int:
+    """P_t, the GPUs of a node: the one figure of the cluster the paper's model takes (the
+    tensor parallelism of its hybrid and combined rows; it counts no GPUs otherwise). With
+    pools, `given` (--gpus-per-node) or the node size the pools share."""
+    if given is not None:
+        return given
+    nodes = {p.name: p.cluster.gpus_per_node for p in scenario.pool_list}
+    if len(set(nodes.values())) > 1:
+        each = ", ".join(f"{n} ({name})" for name, n in nodes.items())
+        raise InputError(f"cluster.pools: the pools' nodes hold {each} GPUs and the paper's model "
+                         "takes one node size (P_t of its hybrid and combined rows); pass "
+                         "--gpus-per-node N")
+    return next(iter(nodes.values()))
+
+
+def pipeline_result(scenario: Scenario, gpus_per_node: int | None = None) -> dict[str, Any]:
+    """Tables I, IV and IX; `gpus_per_node` overrides a pooled cluster's node size."""
     if scenario.family is Family.SFT:
         raise InputError("algorithm: sft has no rows in the work–depth–memory model (it covers "
                          "ppo, grpo and dpo); price sft with `rlplan plan` or `rlplan evaluate`, "
@@ -48,7 +64,7 @@ def pipeline_result(scenario: Scenario) -> dict[str, Any]:
     return analyze_pipeline(scenario.family.value, theory_roles(scenario),
                             B=w.prompts_per_step, K=w.samples_per_prompt, S=w.prompt_len,
                             T=w.response_len, ppo_epochs=w.ppo_epochs,
-                            gpus_per_node=scenario.cluster.gpus_per_node)
+                            gpus_per_node=node_size(scenario, gpus_per_node))
 
 
 def _show_pipeline(result: dict[str, Any], title: str) -> None:
@@ -99,10 +115,16 @@ def pipeline(
     samples: o.Samples = None, prompt_len: o.PromptLen = None, response_len: o.ResponseLen = None,
     ppo_epochs: o.PpoEpochs = None, gpus_per_node: o.GpusPerNode = None,
 ) -> None:
-    """Tables I, IV and IX for a scenario: work, depth and memory per stage and configuration."""
+    """Tables I, IV and IX for a scenario: work, depth and memory per stage and configuration.
+    With cluster.pools the model takes the node size the pools share (--gpus-per-node sets it
+    when they differ); it counts no GPUs, so a pooled cluster means nothing else to it."""
     flags = o.overrides(locals())
+    node = None
+    if scenario_input(scenario, {k: v for k, v in flags.items()
+                                 if k != "cluster.gpus_per_node"}).cluster.pools is not None:
+        node = flags.pop("cluster.gpus_per_node", None)  # P_t alone: the pools keep their nodes
     sc = load_scenario(scenario, flags)
-    result = pipeline_result(sc)
+    result = pipeline_result(sc, node)
     if as_json:
         print_json(result)
         return

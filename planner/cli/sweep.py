@@ -1,5 +1,5 @@
-"""`rlplan sweep [SCENARIO.yaml] --gpus 8..256 [--gpu a,b]`: capacity planning over cluster
-sizes and GPU types."""
+"""`rlplan sweep [SCENARIO.yaml] --gpus 8..256 [--gpu a,b]` or `rlplan sweep SCENARIO.yaml
+--pool NAME:SIZES ...`: capacity planning over cluster sizes, GPU types and pool sizes."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ from planner.pictures import picture_format
 from planner.search.deadline import Deadline
 from planner.specs.hardware import load_profile
 from planner.specs.scenario import Scenario, load_scenario, scenario_input
-from planner.sweep import CSV_COLUMNS, Row, gpu_count, parse_gpus
-from planner.sweep_grid import Grid, label, parse_profiles, run_grid, usd
+from planner.sweep import CSV_COLUMNS, gpu_count, parse_gpus
+from planner.sweep_grid import Grid, label, parse_profiles, pools_label, run_grid, usd
+from planner.sweep_pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
 from planner.sweep_run import import_ray
 
 
@@ -47,6 +48,11 @@ def sweep(
                        "divides the node; above, it is whole nodes. With several --gpu "
                        "profiles, every size on every profile.", show_default=False)]
     = None,
+    pool_specs: Annotated[list[str] | None, typer.Option(
+        "--pool", help="A scenario with cluster.pools: NAME:SIZES, one per pool swept (sizes as "
+                       "--gpus takes them, 0 = the pool left out; 0..64 is 0 then one node "
+                       "doubling to 64). The grid is every combination; a pool not named "
+                       "keeps its size.", show_default=False)] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Worker processes solving points in "
                                              "parallel (default: one per CPU, at most one per "
                                              "point); with --ray local, the CPUs of the Ray "
@@ -73,22 +79,29 @@ def sweep(
              "fewest GPUs when a point meeting it has no price).")] = None,
     flags: dict | None = None,
 ) -> None:
-    """The best plan on each cluster size (of each --gpu profile, comma-separated): time,
-    tokens/s, scaling, cost, placement; the smallest feasible size, the knee, and the cost–time
-    frontier. --time-limit bounds the whole sweep. The scenario's cluster.nodes is what the
-    sweep varies (ignored); --gpus-per-node sets the node."""
-    _sweep(scenario, flags or {}, gpus_spec, jobs, ray_address, as_json, csv_out, json_out,
-           picture, target, target_step)
+    """The best plan on each cluster size (of each --gpu profile, comma-separated), or on each
+    combination of pool sizes (--pool): time, tokens/s, scaling, cost, placement; the smallest
+    feasible size, the knee, and the cost–time frontier. --time-limit bounds the whole sweep.
+    The scenario's cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the
+    node."""
+    _sweep(scenario, flags or {}, gpus_spec, pool_specs or [], jobs, ray_address, as_json,
+           csv_out, json_out, picture, target, target_step)
 
 
 @reports_errors
-def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None,
-           ray_address: str | None, as_json: bool, csv_out: Path | None,
+def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[str],
+           jobs: int | None, ray_address: str | None, as_json: bool, csv_out: Path | None,
            json_out: Path | None, picture: Path | None, target: float | None,
            target_step: float | None) -> None:
     started = Deadline.start()  # --time-limit counts from here: loading is part of the command
-    if spec is None:
-        raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256")
+    if pool_specs:
+        for flag, given in (("--gpus", spec is not None), ("--gpu", "cluster.gpu" in flags)):
+            if given:
+                raise InputError(f"{POOL_FLAG} with {flag}: --pool sizes the scenario's pools, "
+                                 f"{flag} sweeps one GPU type; give one or the other")
+    elif spec is None:
+        raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256 (or "
+                         "--pool NAME:SIZES for a scenario with cluster.pools)")
     check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture})
     fmt = picture_format(picture) if picture else None
     for flag, value, what in (("--target-tokens-per-s", target, "a throughput"),
@@ -99,27 +112,42 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None,
         if not ray_address.strip():
             raise InputError("--ray: empty; give 'auto', a head address or 'local'")
         import_ray()  # the install hint before any solving
-    scenarios = load_grid(path, flags)
-    deadline = started.within(scenarios[0].search.time_limit_s)
-    sizes = [parse_gpus(spec, sc.cluster.gpus_per_node) for sc in scenarios]
+    if pool_specs:
+        sc = load_scenario(path, flags)
+        scenarios = [sc]
+        named = parse_pools(pool_specs, sc)
+        points = prepare(sc, named)
+        deadline = started.within(sc.search.time_limit_s)
+        labels = [pools_label(sizes) for sizes, point in points if isinstance(point, Scenario)]
+        swept = f"{len(points)} points"
 
-    def run(on_done=None) -> Grid:
-        return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
-                        tokens_per_s=target, step_s=target_step, on_done=on_done)
+        def run(on_done=None) -> Grid:
+            return run_pool_grid(sc, named, points, deadline, jobs=jobs,
+                                 ray_address=ray_address, tokens_per_s=target,
+                                 step_s=target_step, on_done=on_done)
+    else:
+        scenarios = load_grid(path, flags)
+        deadline = started.within(scenarios[0].search.time_limit_s)
+        sizes = [parse_gpus(spec, sc.cluster.gpus_per_node) for sc in scenarios]
+        labels = [f"{gpu_count(g)}" + (f" of {sc.cluster.gpu.name}" if len(scenarios) > 1
+                                       else "")
+                  for sc, its in zip(scenarios, sizes, strict=True) for g in its]
+        swept = (f"{', '.join(map(str, sizes[0]))} GPUs"
+                 + (" on each profile" if len(scenarios) > 1 else ""))
 
-    if as_json or not Console(stderr=True).is_terminal:  # progress on a terminal only
+        def run(on_done=None) -> Grid:
+            return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
+                            tokens_per_s=target, step_s=target_step, on_done=on_done)
+
+    if as_json or not Console(stderr=True).is_terminal or not labels:  # a terminal only
         result = run()
     else:
-        result = _with_progress(run, scenarios, sizes, deadline)
+        result = _with_progress(run, labels, deadline)
 
-    scenario = scenarios[0].summary()
-    scenario["cluster"] = {k: scenario["cluster"][k] for k in ("name", "gpu", "gpus_per_node")}
-    if len(scenarios) > 1:
-        scenario["cluster"]["gpu"] = [sc.cluster.gpu.name for sc in scenarios]
-    document = {"scenario": scenario, **result.to_json()}
+    document = {"scenario": scenario_summary(scenarios), **result.to_json()}
     files: list[Output] = []  # everything rendered before anything is written, then all or none
     if csv_out:
-        files.append(Output("--csv", csv_out, to_csv(result.rows)))
+        files.append(Output("--csv", csv_out, to_csv(result)))
     if json_out:
         files.append(Output("--json-out", json_out, json.dumps(document, indent=2) + "\n"))
     if picture and fmt:
@@ -130,22 +158,36 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, jobs: int | None,
 
     if as_json:
         print_json(document)
+    elif result.pools is not None:
+        show_pools(result, title(scenarios))
     else:
         show(result, title(scenarios))
     if not any(r.feasible for r in result.rows):
-        raise fail(f"none of the swept points ({', '.join(map(str, sizes[0]))} GPUs"
-                   f"{' on each profile' if len(scenarios) > 1 else ''}) has a plan; each row "
-                   "says why", EXIT_INFEASIBLE)
+        raise fail(f"none of the swept points ({swept}) has a plan; each row says why",
+                   EXIT_INFEASIBLE)
+
+
+def scenario_summary(scenarios: list[Scenario]) -> dict:
+    """The scenario as the sweep's JSON shows it: the cluster as swept (its profile(s) and
+    node; with pools each pool's), not the sizes the file gives."""
+    scenario = scenarios[0].summary()
+    cluster = scenario["cluster"]
+    scenario["cluster"] = {k: cluster[k] for k in ("name", "gpu", "gpus_per_node")}
+    if len(scenarios) > 1:
+        scenario["cluster"]["gpu"] = [sc.cluster.gpu.name for sc in scenarios]
+    if "pools" in cluster:
+        scenario["cluster"]["pools"] = [{k: p[k] for k in ("name", "gpu", "gpus_per_node")}
+                                        for p in cluster["pools"]]
+    return scenario
 
 
 def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
     """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
     the node count per size: the file's is ignored (and not checked)."""
     if path is not None and scenario_input(path, flags).cluster.pools:
-        # --gpus resizes one GPU type; a grid of sizes per pool is not built yet
-        raise InputError(f"{path}: field 'cluster.pools': sweep sizes one GPU type (--gpus) and "
-                         "the scenario lists pools; sweep a single-pool scenario (cluster.gpu) "
-                         "or plan the pools with `rlplan plan`")
+        raise InputError(f"{path}: field 'cluster.pools': the scenario lists pools and a --gpus "
+                         "sweep sizes one GPU type; size the pools with --pool NAME:SIZES (e.g. "
+                         "--pool rollout:0..64)")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
     if spec is None or "," not in spec:
@@ -159,12 +201,9 @@ def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
     return [load_scenario(path, {**flags, "cluster.gpu": name}) for name in names]
 
 
-def _with_progress(run, scenarios: list[Scenario], sizes: list[list[int]],
-                   deadline: Deadline) -> Grid:
-    """Solve with a progress bar on stderr (it disappears when done): points solved of all,
-    the estimated time left, and the time limit's."""
-    labels = [f"{gpu_count(g)}" + (f" of {sc.cluster.gpu.name}" if len(scenarios) > 1 else "")
-              for sc, its in zip(scenarios, sizes, strict=True) for g in its]
+def _with_progress(run, labels: list[str], deadline: Deadline) -> Grid:
+    """Solve with a progress bar on stderr (it disappears when done): points solved of all
+    (`labels`, one per point searched), the estimated time left, and the time limit's."""
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"),
                TimeRemainingColumn(), TextColumn("{task.fields[limit]}"))
@@ -181,16 +220,27 @@ def _with_progress(run, scenarios: list[Scenario], sizes: list[list[int]],
 
 def title(scenarios: list[Scenario]) -> str:
     sc = scenarios[0]
-    gpus = ", ".join(s.cluster.gpu.name for s in scenarios)
+    if sc.source_input is not None and sc.source_input.cluster.pools is not None:
+        gpus = " + ".join(f"{p.cluster.gpu.name} ({p.name})" for p in sc.pool_list)
+    else:
+        gpus = ", ".join(s.cluster.gpu.name for s in scenarios)
     return f"{sc.algorithm} {sc.actor.name} on {gpus}, {sc.sequences_per_step} sequences per step"
 
 
-def to_csv(rows: list[Row]) -> str:
+# a pool grid's columns: each pool's GPUs first; no scaling (its points are not one line)
+POOL_CSV_SKIP = ("scaling_efficiency", "marginal_scaling")
+
+
+def to_csv(result: Grid) -> str:
+    """The rows as CSV; a pool grid's start with one `<pool>_gpus` column per pool."""
+    pools = [p.name for p in result.pools] if result.pools is not None else []
+    columns = [c for c in CSV_COLUMNS if not pools or c not in POOL_CSV_SKIP]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for r in rows:
-        writer.writerow(["" if (v := getattr(r, c)) is None else v for c in CSV_COLUMNS])
+    writer.writerow([f"{name}_gpus" for name in pools] + columns)
+    for r in result.rows:
+        writer.writerow([(r.pools or {}).get(name, "") for name in pools]
+                        + ["" if (v := getattr(r, c)) is None else v for c in columns])
     return buf.getvalue()
 
 
@@ -237,19 +287,62 @@ def show(result: Grid, heading: str) -> None:
                       "the ideal throughput increase)" if s.knee is not None else
                       f"{head}knee: none in range (every step gains at least half of the ideal "
                       "increase)", markup=False)
+    _answers(result, notes, "pass --price", label if several else lambda r: gpu_count(r.gpus))
+
+
+def _answers(result: Grid, notes: list[str], price_fix: str, name) -> None:
+    """What a grid says below its table: the frontier, the unpriced points, the target and
+    the numbered notes."""
     if result.frontier:
         console.print("cost–time frontier (no other point is both cheaper and faster): "
-                      + "; ".join(f"{label(r) if several else gpu_count(r.gpus)} "
-                                  f"{usd(r.cost_per_step_usd)}/step {r.iteration_time_s:.2f} s"
-                                  for r in result.frontier), markup=False)
+                      + "; ".join(f"{name(r)} {usd(r.cost_per_step_usd)}/step "
+                                  f"{r.iteration_time_s:.2f} s" for r in result.frontier),
+                      markup=False)
     if result.unpriced:
         console.print(f"not on the frontier for want of a price: "
-                      f"{', '.join(label(r) for r in result.unpriced)} (pass --price)",
+                      f"{', '.join(label(r) for r in result.unpriced)} ({price_fix})",
                       markup=False)
     if result.target:
         console.print(f"target: {result.target.message}", markup=False)
     for k, note in enumerate(notes, 1):
         console.print(f"[{k}] {note}", markup=False)
+
+
+def show_pools(result: Grid, heading: str) -> None:
+    """A pool grid's table (each pool's GPUs per point), each pool's profile and price, then
+    the frontier, the target and the notes."""
+    pools = result.pools or []
+    table = Table(title=f"Sweep over pools — {heading}")
+    for col in (*(f"{p.name} GPUs" for p in pools), "total", "status", "iteration s",
+                "tokens/s", "$/step", "$/M tokens", "placement"):
+        table.add_column(escape(col), justify="left" if col in ("status", "placement")
+                         else "right")
+    notes: list[str] = []
+    for r in result.rows:
+        mark = ""
+        if r.reason:
+            notes.append(f"{label(r)}: {r.reason}")
+            mark = f" [{len(notes)}]"
+        table.add_row(*(str((r.pools or {})[p.name]) for p in pools), str(r.gpus),
+                      escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
+                      _num(r.tokens_per_s, ",.0f"), _num(r.cost_per_step_usd, ",.2f", "$"),
+                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      escape(r.placement or _short(r.reason)))
+    console.print(table)
+    console.print("cost counts every GPU of each pool at the point, idle ones included, at "
+                  "the pool's price", markup=False)
+    for k, p in enumerate(pools):
+        price = p.price["price_usd_per_gpu_hour"]
+        field = f"cluster.pools[{k}].price_usd_per_gpu_hour"
+        origin = ("from the scenario's " + field if p.price["price_source"] == "scenario" else
+                  price_origin(p.price["price_source"]).replace("--price", field))
+        console.print(f"{p.name}: {p.gpu}, nodes of {p.gpus_per_node}; "
+                      + ("sizes " + ", ".join(map(str, p.sizes)) if p.swept
+                         else f"{gpu_count(p.sizes[0])} at every point (not swept)")
+                      + "; price " + (f"${price:g} per GPU-hour ({origin})"
+                                      if price is not None else f"none (set {field})"),
+                      markup=False)
+    _answers(result, notes, "set each pool's price_usd_per_gpu_hour", label)
 
 
 def _short(reason: str | None, limit: int = 90) -> str:

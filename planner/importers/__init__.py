@@ -67,6 +67,11 @@ def import_config(text: str, sc: Scenario, fmt: str | None = None) -> Imported:
     readers = {"verl": verl.read, "openrlhf": openrlhf.read, "megatron": megatron.read}
     if fmt not in readers:
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
+    if sc.multi_pool:  # its groups would name no pool, and the plan would not evaluate
+        raise InputError(f"import: the scenario's field 'cluster.pools' lists "
+                         f"{len(sc.pools)} pools and a {fmt} config names no GPU type, so its "
+                         "groups have no pool; give a scenario with one GPU type (cluster.gpu, "
+                         "or one pool), or write the plan JSON with each group's 'pool'")
     return readers[fmt](text, sc)
 
 

@@ -4,7 +4,9 @@ Left, one profile: throughput (left axis) and the ideal linear scaling from the 
 feasible size, cost per million tokens (right axis, when the profile has a price), the smallest
 feasible size, the knee and the target's point marked and labelled, infeasible sizes crossed on
 the GPU axis, and the target throughput as a line when one is given. Several profiles: one
-throughput line each. GPUs on a log2 axis, ticked at the swept sizes.
+throughput line each. GPUs on a log2 axis, ticked at the swept sizes. A pool grid: throughput
+against the last swept pool's sizes (evenly spaced, since 0 is a size), one line per
+combination of the other swept pools' sizes.
 
 Right: every priced point's step time against its cost per step, the cost–time frontier joined
 (`planner.sweep_grid`), the target's point ringed and a target step time as a line.
@@ -17,8 +19,8 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from planner import pictures
 from planner.specs.hardware import gpu_count
-from planner.sweep import Sweep
-from planner.sweep_grid import Grid, usd
+from planner.sweep import Row, Sweep
+from planner.sweep_grid import Grid, pools_label, usd
 
 THROUGHPUT, COST, IDEAL, MARK, INFEASIBLE, TARGET = (
     "tab:blue", "tab:orange", "tab:gray", "black", "tab:red", "tab:green")
@@ -33,7 +35,9 @@ def draw(grid: Grid, title: str) -> Figure:
     fig = Figure(figsize=(15, 5.5), layout="constrained")
     fig.suptitle(title)
     left, right = fig.subfigures(1, 2, width_ratios=[1.15, 1])
-    if len(grid.sweeps) == 1:
+    if grid.pools is not None:
+        _pools(left.add_subplot(), grid)
+    elif len(grid.sweeps) == 1:
         _one_profile(left, grid.sweeps[0], grid)
     else:
         _profiles(left.add_subplot(), grid)
@@ -155,6 +159,57 @@ def _profiles(ax, grid: Grid) -> None:
     ax.legend(loc="upper left", fontsize=8)
 
 
+def _pools(ax, grid: Grid) -> None:
+    """A pool grid: throughput against the last swept pool's sizes, one line per combination
+    of the other swept pools' sizes; infeasible points crossed on the axis."""
+    axes = grid.pools or []
+    swept = [p for p in axes if p.swept] or axes[-1:]
+    along = swept[-1]
+    pos = {g: k for k, g in enumerate(along.sizes)}
+    others = [p.name for p in swept[:-1]]
+    lines: dict[tuple[int, ...], list[Row]] = {}
+    for r in grid.rows:
+        lines.setdefault(tuple((r.pools or {})[n] for n in others), []).append(r)
+    ax.set_xticks(range(len(along.sizes)), [str(g) for g in along.sizes])
+    ax.set_xlim(-0.5, len(along.sizes) - 0.5)
+    ax.set_xlabel(f"{along.name} GPUs ({along.gpu})")
+    ax.set_ylabel("throughput (tokens/s)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"throughput against {along.name} GPUs"
+                 + (f", per {' + '.join(others)} size" if others else ""))
+    top = _target_tokens(grid) or 0
+    for k, (key, rows) in enumerate(lines.items()):
+        name = " + ".join(f"{n} {g}" for n, g in zip(others, key, strict=True)) or along.name
+        ok = [r for r in rows if r.feasible]
+        if ok:
+            ax.plot([pos[r.pools[along.name]] for r in ok], [r.tokens_per_s for r in ok], "o-",
+                    color=f"C{k}", label=name)
+            top = max(top, *(r.tokens_per_s for r in ok))
+        bad = [pos[r.pools[along.name]] for r in rows if not r.feasible]
+        if bad:
+            ax.plot(bad, [0] * len(bad), "x", color=f"C{k}", markersize=10, markeredgewidth=2,
+                    clip_on=False, transform=ax.get_xaxis_transform(),
+                    label=f"{name}: infeasible (no plan)")
+    ax.set_ylim(0, (top or 1) * 1.3)
+    if (target := _target_tokens(grid)) is not None:
+        ax.axhline(target, linestyle=":", color=TARGET, label=f"target {target:,.0f} tokens/s")
+    ax.legend(loc="upper left", fontsize=8)
+
+
+def _series(grid: Grid) -> list[tuple[str, list[Row]]]:
+    """The frontier panel's point sets: one per profile, or a pool grid's rows as one."""
+    if grid.pools is not None:
+        return [("pool sizes", grid.rows)]
+    several = len(grid.sweeps) > 1
+    return [(s.gpu if several else "swept sizes", s.rows) for s in grid.sweeps]
+
+
+def _tag(r: Row) -> str:
+    """A point's short label on the frontier panel: '16', or a pool grid's '16+32'."""
+    return "+".join(map(str, r.pools.values())) if r.pools else str(r.gpus)
+
+
 def _frontier(ax, grid: Grid) -> None:
     """Step time against cost per step: every priced point, the frontier joined."""
     ax.set_title("step time against cost: the cost–time frontier")
@@ -164,18 +219,22 @@ def _frontier(ax, grid: Grid) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: usd(v)))
     several = len(grid.sweeps) > 1
     priced = False
-    for k, s in enumerate(grid.sweeps):
-        pts = [r for r in s.rows if r.feasible and r.cost_per_step_usd is not None]
+    if grid.pools is not None:
+        ax.text(0.01, 0.02, "points labelled " + "+".join(p.name for p in grid.pools)
+                + " GPUs", transform=ax.transAxes, fontsize=8)
+    for k, (name, rows) in enumerate(_series(grid)):
+        pts = [r for r in rows if r.feasible and r.cost_per_step_usd is not None]
         if not pts:
             continue
         priced = True
         ax.plot([r.cost_per_step_usd for r in pts], [r.iteration_time_s for r in pts], "o",
-                color=f"C{k}", alpha=0.8, label=s.gpu if several else "swept sizes")
+                color=f"C{k}", alpha=0.8, label=name)
         for r in pts:
-            ax.annotate(str(r.gpus), (r.cost_per_step_usd, r.iteration_time_s), fontsize=7,
+            ax.annotate(_tag(r), (r.cost_per_step_usd, r.iteration_time_s), fontsize=7,
                         xytext=(4, 3), textcoords="offset points", color=f"C{k}")
     if not priced:
-        ax.text(0.5, 0.5, "no point has a price: no frontier (pass --price)",
+        ax.text(0.5, 0.5, "no point has a price: no frontier ("
+                + ("set each pool's price" if grid.pools is not None else "pass --price") + ")",
                 transform=ax.transAxes, ha="center")
         return
     f = grid.frontier
@@ -185,7 +244,8 @@ def _frontier(ax, grid: Grid) -> None:
     if hit is not None and hit.cost_per_step_usd is not None:
         ax.plot([hit.cost_per_step_usd], [hit.iteration_time_s], "o", color=TARGET,
                 markersize=14, markerfacecolor="none", markeredgewidth=1.8,
-                label=f"target: {hit.gpus} GPUs" + (f" of {hit.gpu}" if several else ""))
+                label=f"target: {pools_label(hit.pools)}" if hit.pools else
+                f"target: {hit.gpus} GPUs" + (f" of {hit.gpu}" if several else ""))
     if grid.target and grid.target.step_s is not None:
         ax.axhline(grid.target.step_s, linestyle=":", color=TARGET,
                    label=f"target step {grid.target.step_s:g} s")
