@@ -144,6 +144,17 @@ def cluster_for(sc: Scenario, gpus: int) -> ClusterSpec:
     return sc.cluster.reshaped(*node_shape(sc.cluster, gpus))
 
 
+def sized(sc: Scenario, gpus: int) -> Scenario:
+    """The scenario on `gpus` GPUs; its `source_input` (the plan JSON's `scenario` key) says so
+    too, so a sweep row's plan evaluates on the cluster it was planned for."""
+    cluster = cluster_for(sc, gpus)
+    src = sc.source_input
+    if src is not None:
+        shape = {"nodes": cluster.nodes, "gpus_per_node": cluster.gpus_per_node}
+        src = src.model_copy(update={"cluster": src.cluster.model_copy(update=shape)})
+    return sc.model_copy(update={"cluster": cluster, "source_input": src})
+
+
 # --- the table --------------------------------------------------------------------------------
 
 

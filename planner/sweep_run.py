@@ -24,7 +24,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.search.deadline import Deadline
 from planner.search.solve import plan as search
 from planner.specs.scenario import Scenario
-from planner.sweep import NoPlan, Solved, cluster_for
+from planner.sweep import NoPlan, Solved, sized
 
 RAY_FLAG = "--ray"
 RAY_HINT = "pip install 'rlplan[ray]'"
@@ -50,7 +50,7 @@ def solve_point(sc: Scenario, gpus: int | None, budget_s: float) -> Solved:
     seconds of starting, or why there is none."""
     if gpus is not None:
         try:
-            sc = sc.model_copy(update={"cluster": cluster_for(sc, gpus)})
+            sc = sized(sc, gpus)
         except InputError as exc:  # a size this profile cannot form: a row saying why
             return NoPlan(str(exc), searched=False)
     try:

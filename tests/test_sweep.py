@@ -128,6 +128,20 @@ def test_rows_in_size_order_with_design_keys(run):
         assert r["placement"].startswith(r["plan"]["inter_model"]["placement"])
 
 
+def test_a_rows_plan_carries_its_own_cluster_and_evaluates_to_its_row(run):
+    """A row's plan JSON names the cluster it was planned on (its `scenario` key), so
+    `rlplan evaluate plan.json` alone prices it on that cluster, to the row's step time."""
+    from planner.cost.iteration import evaluate
+    from planner.plan import PlanInput
+    from planner.specs.scenario import scenario_from_plan
+
+    for r in feasible(run["json"]["rows"]):
+        sc = scenario_from_plan(r["plan"], "row")
+        assert sc.cluster.total_gpus == r["gpus"]
+        ev = evaluate(sc, PlanInput.model_validate(r["plan"]))
+        assert ev.iteration_time_s == pytest.approx(r["iteration_time_s"], rel=1e-9)
+
+
 def test_more_gpus_never_slower_unless_noted(run):
     fastest = None
     for r in feasible(run["json"]["rows"]):
