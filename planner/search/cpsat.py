@@ -8,6 +8,7 @@ and `choice.score`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -26,6 +27,8 @@ from planner.search.space import (
     Space,
 )
 
+BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
+SETTLED = ("OPTIMAL", "INFEASIBLE", BEATEN)  # what a complete search has proven
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
           cp_model.UNKNOWN: "UNKNOWN"}
@@ -33,7 +36,7 @@ STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
 
 @dataclass
 class Result:
-    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | BEATEN | UNKNOWN
     choice: Choice | None
     objective: int | None
     bound: int | None
@@ -299,11 +302,10 @@ class Model:
         self.add_objective()
         return self
 
-    def solve(self, deadline: Deadline, workers: int = 1, seed: int = 0) -> Result:
-        """Minimise until `deadline`; once the optimum is proven, pin the objective to it and
-        take one worker's first solution in what is left: the plan returned is then the same
-        whatever the worker count (with several workers, which of equal-cost plans is found
-        first depends on thread timing) — unless that second solve finds nothing in time."""
+    def solve(self, deadline: Deadline, workers: int = 1, seed: int = 0, pin: bool = True
+              ) -> Result:
+        """Minimise until `deadline`; once the optimum is proven, the canonical plan at it
+        (`canonical`, unless not `pin`): the same whatever the worker count."""
         started = time.monotonic()
         solver = _solver(deadline.left(), workers, seed)
         code = solver.Solve(self.m)
@@ -313,15 +315,24 @@ class Model:
             return Result(status, None, None, None, time.monotonic() - started, nvars,
                           self.space.kept)
         objective, bound = round(solver.ObjectiveValue()), round(solver.BestObjectiveBound())
-        if code == cp_model.OPTIMAL:
-            self.m.Add(self.objective <= objective)
-            self.m.ClearObjective()
-            canonical = _solver(deadline.left(), 1, seed)
-            if deadline.left() > 0 and canonical.Solve(self.m) in (cp_model.OPTIMAL,
-                                                                    cp_model.FEASIBLE):
-                solver = canonical
-        return Result(status, self._choice(solver), objective, bound,
-                      time.monotonic() - started, nvars, self.space.kept)
+        choice = self._choice(solver)
+        if code == cp_model.OPTIMAL and pin:
+            choice = self.canonical(objective, deadline, seed) or choice
+        return Result(status, choice, objective, bound, time.monotonic() - started, nvars,
+                      self.space.kept)
+
+    def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
+        """Pin the objective to a proven optimum and take one worker's first solution in what
+        is left of `deadline`: with several workers, which of equal-cost plans is found first
+        depends on thread timing; this one depends on the model alone (None: nothing found in
+        time). Consumes the model (its objective is cleared)."""
+        self.m.Add(self.objective <= objective)
+        self.m.ClearObjective()
+        solver = _solver(deadline.left(), 1, seed)
+        if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
+                                                            cp_model.FEASIBLE):
+            return self._choice(solver)
+        return None
 
     def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
@@ -394,26 +405,34 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     return solver
 
 
-def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0
-          ) -> Result:
+def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0,
+          cutoff: int | None = None) -> Result:
     """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
     no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
-    one."""
+    one.
+
+    `cutoff`: only a score ≤ `cutoff` matters to the caller. When the incumbent scores above
+    it, the optimum is first sought among the choices within it (`_within`: candidates pruned
+    by the cutoff, the objective bounded) — status BEATEN when there is none — and a proven
+    optimum's plan is then the canonical one of the model without the cutoff (`canonical`):
+    the same plan, objective and bound as with no cutoff, found sooner."""
     started = time.monotonic()
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
     start = incumbent(space)
+    full = space
     if start is not None:
         space = prune(space, score(space, start))
     result = None
     if not deadline.expired():
-        model = Model(space).build()
-        if start is not None:
-            model.hint(start)
-        result = model.solve(deadline, workers, seed)
-        if result.choice is not None or result.status == "INFEASIBLE" or start is None:
+        if cutoff is not None and (start is None or score(space, start) > cutoff):
+            result = _within(full, space, start, cutoff, deadline, workers, seed)
+        else:
+            model = _model(space, start)
+            result = model.solve(deadline, workers, seed)
+        if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or start is None:
             return result
     if start is None:  # no time to build the model, and no greedy plan: nothing known
         return Result("UNKNOWN", None, None, None, time.monotonic() - started, 0, space.kept)
@@ -421,3 +440,40 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     return Result("FEASIBLE", start, int(score(space, start)),
                   None if bound is None else int(bound), time.monotonic() - started,
                   result.variables if result else 0, space.kept, greedy=True)
+
+
+def _model(space: Space, start: Choice | None) -> Model:
+    model = Model(space).build()
+    if start is not None:
+        model.hint(start)
+    return model
+
+
+def _within(full: Space, space: Space, start: Choice | None, cutoff: int, deadline: Deadline,
+            workers: int, seed: int) -> Result:
+    """`solve` under a cutoff below the incumbent (`space`: pruned by it; `full`: unpruned).
+    The choices scoring ≤ `cutoff` are those of `full` pruned by the cutoff (`bounds.prune`):
+    none there (no candidate left to a task, the static bound above it, or CP-SAT proving it)
+    is BEATEN, bound `cutoff` + 1. A proven optimum is pinned in the model `solve` builds
+    without a cutoff for the canonical plan — the same model, so the same plan."""
+    started = time.monotonic()
+    within = prune(full, cutoff)
+    least = space_lower_bound(within)
+    beaten = Result(BEATEN, None, None, cutoff + 1, 0.0, 0, within.kept)
+    if space_lower_bound(full) is None:  # a task has no candidate at all: not a cutoff's doing
+        return _model(space, start).solve(deadline, workers, seed)
+    if least is None or least > cutoff:
+        return dataclasses.replace(beaten, wall_s=time.monotonic() - started)
+    model = Model(within).build()
+    model.m.Add(model.objective <= cutoff)
+    found = model.solve(deadline, workers, seed, pin=False)
+    nvars = len(model.m.Proto().variables)
+    if found.status == "INFEASIBLE":
+        return dataclasses.replace(beaten, wall_s=time.monotonic() - started, variables=nvars)
+    if found.status == "OPTIMAL":
+        pinned = _model(space, start)
+        choice = pinned.canonical(found.objective, deadline, seed)
+        return dataclasses.replace(found, choice=choice or found.choice,
+                                   variables=len(pinned.m.Proto().variables),
+                                   candidates=space.kept, wall_s=time.monotonic() - started)
+    return dataclasses.replace(found, wall_s=time.monotonic() - started)
