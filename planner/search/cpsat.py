@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from planner.errors import InputError
-from planner.search.bounds import incumbent, prune, space_lower_bound
+from planner.search.bounds import carry, incumbent, prune, space_lower_bound
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
 from planner.search.space import (
@@ -406,18 +407,20 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
 
 
 def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0,
-          cutoff: int | None = None) -> Result:
+          cutoff: int | None = None, seeds: Sequence[Choice] = ()) -> Result:
     """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
     no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
     one.
 
-    `cutoff`: only a score ≤ `cutoff` matters to the caller. When the incumbent scores above
-    it, the optimum is first sought among the choices within it (`_within`: candidates pruned
-    by the cutoff, the objective bounded) — status BEATEN when there is none — and a proven
-    optimum's plan is then the canonical one of the model without the cutoff (`canonical`):
-    the same plan, objective and bound as with no cutoff, found sooner."""
+    Two things can make the proof cheaper without changing the answer: `seeds`, other spaces'
+    plans, carried over when they are plans of this space too (`bounds.carry`), score lower
+    than the greedy incumbent; and `cutoff`: only a score ≤ `cutoff` matters to the caller.
+    Below the incumbent, either is a `limit` on the objective that prunes more candidates; the
+    optimum is proven under it (`_limited`; none under a cutoff: status BEATEN), and its plan
+    is then the canonical one of the model without the limit (`canonical`): the same plan,
+    objective and bound as with neither, found sooner."""
     started = time.monotonic()
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
@@ -425,19 +428,25 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     full = space
     if start is not None:
         space = prune(space, score(space, start))
+    carried = min((c for ch in seeds if (c := carry(full, ch)) is not None),
+                  key=lambda ch: score(full, ch), default=None)
+    limits = [score(full, ch) for ch in (start, carried) if ch is not None]
+    limit = min(limits + ([cutoff] if cutoff is not None else []), default=None)
+    known = min((ch for ch in (start, carried) if ch is not None),
+                key=lambda ch: score(full, ch), default=None)
     result = None
     if not deadline.expired():
-        if cutoff is not None and (start is None or score(space, start) > cutoff):
-            result = _within(full, space, start, cutoff, deadline, workers, seed)
+        if limit is not None and (start is None or limit < score(full, start)):
+            result = _limited(full, space, start, carried, limit, cutoff, deadline, workers,
+                              seed)
         else:
-            model = _model(space, start)
-            result = model.solve(deadline, workers, seed)
-        if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or start is None:
+            result = _model(space, start).solve(deadline, workers, seed)
+        if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or known is None:
             return result
-    if start is None:  # no time to build the model, and no greedy plan: nothing known
+    if known is None:  # no time to build the model, and no plan known: nothing known
         return Result("UNKNOWN", None, None, None, time.monotonic() - started, 0, space.kept)
     bound = space_lower_bound(space)
-    return Result("FEASIBLE", start, int(score(space, start)),
+    return Result("FEASIBLE", known, int(score(full, known)),
                   None if bound is None else int(bound), time.monotonic() - started,
                   result.variables if result else 0, space.kept, greedy=True)
 
@@ -449,27 +458,30 @@ def _model(space: Space, start: Choice | None) -> Model:
     return model
 
 
-def _within(full: Space, space: Space, start: Choice | None, cutoff: int, deadline: Deadline,
-            workers: int, seed: int) -> Result:
-    """`solve` under a cutoff below the incumbent (`space`: pruned by it; `full`: unpruned).
-    The choices scoring ≤ `cutoff` are those of `full` pruned by the cutoff (`bounds.prune`):
-    none there (no candidate left to a task, the static bound above it, or CP-SAT proving it)
-    is BEATEN, bound `cutoff` + 1. A proven optimum is pinned in the model `solve` builds
-    without a cutoff for the canonical plan — the same model, so the same plan."""
+def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | None,
+             limit: int, cutoff: int | None, deadline: Deadline, workers: int, seed: int
+             ) -> Result:
+    """`solve` with the objective limited to `limit`, below the greedy incumbent `start` (when
+    there is one; `space`: `full` pruned by it): the choices within it are those of `full`
+    pruned by the limit (`bounds.prune`), hinted with the `carried` plan when it is within.
+    None within — no candidate left to a task, the static bound above it, or CP-SAT proving
+    it — can only be under the `cutoff`: BEATEN, bound `limit` + 1. A proven optimum is pinned
+    in the model `solve` builds without a limit, for the canonical plan: the same model, so
+    the same plan."""
     started = time.monotonic()
-    within = prune(full, cutoff)
+    within = prune(full, limit)
     least = space_lower_bound(within)
-    beaten = Result(BEATEN, None, None, cutoff + 1, 0.0, 0, within.kept)
-    if space_lower_bound(full) is None:  # a task has no candidate at all: not a cutoff's doing
-        return _model(space, start).solve(deadline, workers, seed)
-    if least is None or least > cutoff:
+    beaten = Result(BEATEN, None, None, limit + 1, 0.0, 0, within.kept)
+    if least is None or least > limit:
         return dataclasses.replace(beaten, wall_s=time.monotonic() - started)
     model = Model(within).build()
-    model.m.Add(model.objective <= cutoff)
+    model.m.Add(model.objective <= limit)
+    if carried is not None and score(full, carried) <= limit:
+        model.hint(carried)
     found = model.solve(deadline, workers, seed, pin=False)
-    nvars = len(model.m.Proto().variables)
     if found.status == "INFEASIBLE":
-        return dataclasses.replace(beaten, wall_s=time.monotonic() - started, variables=nvars)
+        return dataclasses.replace(beaten, wall_s=time.monotonic() - started,
+                                   variables=found.variables)
     if found.status == "OPTIMAL":
         pinned = _model(space, start)
         choice = pinned.canonical(found.objective, deadline, seed)

@@ -92,8 +92,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     (`explain.alternatives`). The options are solved in order of their static lower bound
     (`bounds.space_lower_bound`, the likeliest best first) and each under the cutoff the
     optima found so far set (`cutoff`), above which it would be none of those: an option that
-    cannot get under it is settled as BEATEN without its own optimum. The answer is the same
-    as solving each to its optimum."""
+    cannot get under it is settled as BEATEN without its own optimum. The plans found so far
+    seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
+    too). The answer is the same as solving each to its optimum on its own."""
     cache = {} if cache is None else cache
     spaces = []
     for i, opt in enumerate(opts):
@@ -111,8 +112,10 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             progress(f"{what} {n + 1} of {len(opts)}: {opts[i].describe()}")
         share = deadline.sooner(deadline.share(len(opts) - n))
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
+        seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
         out[i] = Outcome(opts[i], cpsat.solve(spaces[i], share, workers,
-                                              cutoff=cutoff(found, worse)), spaces[i])
+                                              cutoff=cutoff(found, worse), seeds=seeds),
+                         spaces[i])
     return [out[i] for i in range(len(opts))]
 
 
