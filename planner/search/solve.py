@@ -7,7 +7,10 @@ host memory), shared actor–critic when allowed. Each is one CP-SAT solve over 
 placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbent's score
 (`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
 (the same functions the candidates were priced with, at full precision). A proven optimum
-gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`).
+gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`). The options
+are solved likeliest-best first, each under the cutoff the optima proven so far set and seeded
+with their plans (`_search`): the options the plan shows get their exact optima and plans,
+the others are settled sooner (BEATEN), and the answer is that of solving each on its own.
 
 One `Deadline` bounds it all (`deadline.py`): pricing stops at it, each option's solve gets an
 even share of what is left, the what-ifs and the fewest-GPUs diagnosis what remains after; an
