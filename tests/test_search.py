@@ -238,7 +238,7 @@ def test_a_part_of_a_node_gets_its_gpus_share_of_host_memory():
 
 
 def test_a_search_cut_short_without_a_plan_says_so(monkeypatch):
-    def timed_out(space, time_limit_s, workers=1, seed=0):
+    def timed_out(space, time_limit_s, workers=1, seed=0, **_):
         return cpsat.Result("UNKNOWN", None, None, None, time_limit_s, 0)
 
     monkeypatch.setattr(solve.cpsat, "solve", timed_out)

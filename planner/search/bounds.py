@@ -132,3 +132,26 @@ def incumbent(space: Space) -> Choice | None:
     found = [ch for sizes, on, slot in _placements(space)
              if (ch := _greedy(space, sizes, on, slot)) is not None and meets_target(space, ch)]
     return min(found, key=lambda ch: score(space, ch), default=None)
+
+
+def carry(space: Space, ch: Choice) -> Choice | None:
+    """`ch`, a plan of another space (another inter-model option of the same scenario), as a
+    plan of `space`: the same groups, placement and layouts, each task's candidate the one of
+    `space` with that layout (priced under this option) — None when a task or layout is not
+    in `space`, or the plan breaks its rules (`valid`, `fits`, the gpus objective's target)."""
+    picked = {}
+    for t in space.tasks:
+        if t.name not in ch.candidate:
+            return None
+        k = ch.slot[t.name]
+        layout = ch.candidate[t.name].layout
+        same = [c for c in space.candidates.get((t.name, ch.pool(k), ch.sizes[k]), [])
+                if c.layout == layout]
+        if not same:
+            return None
+        picked[t.name] = same[0]
+    if set(ch.slot) != set(picked):
+        return None
+    carried = Choice(ch.sizes, dict(ch.slot), picked, ch.pools)
+    ok = valid(space, carried) and fits(space, carried) and meets_target(space, carried)
+    return carried if ok else None

@@ -8,13 +8,15 @@ and `choice.score`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from planner.errors import InputError
-from planner.search.bounds import incumbent, prune, space_lower_bound
+from planner.search.bounds import carry, incumbent, prune, space_lower_bound
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
 from planner.search.space import (
@@ -26,6 +28,8 @@ from planner.search.space import (
     Space,
 )
 
+BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
+SETTLED = ("OPTIMAL", "INFEASIBLE", BEATEN)  # what a complete search has proven
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
           cp_model.UNKNOWN: "UNKNOWN"}
@@ -33,7 +37,7 @@ STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
 
 @dataclass
 class Result:
-    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | BEATEN | UNKNOWN
     choice: Choice | None
     objective: int | None
     bound: int | None
@@ -299,11 +303,10 @@ class Model:
         self.add_objective()
         return self
 
-    def solve(self, deadline: Deadline, workers: int = 1, seed: int = 0) -> Result:
-        """Minimise until `deadline`; once the optimum is proven, pin the objective to it and
-        take one worker's first solution in what is left: the plan returned is then the same
-        whatever the worker count (with several workers, which of equal-cost plans is found
-        first depends on thread timing) — unless that second solve finds nothing in time."""
+    def solve(self, deadline: Deadline, workers: int = 1, seed: int = 0, pin: bool = True
+              ) -> Result:
+        """Minimise until `deadline`; once the optimum is proven, the canonical plan at it
+        (`canonical`, unless not `pin`): the same whatever the worker count."""
         started = time.monotonic()
         solver = _solver(deadline.left(), workers, seed)
         code = solver.Solve(self.m)
@@ -313,15 +316,24 @@ class Model:
             return Result(status, None, None, None, time.monotonic() - started, nvars,
                           self.space.kept)
         objective, bound = round(solver.ObjectiveValue()), round(solver.BestObjectiveBound())
-        if code == cp_model.OPTIMAL:
-            self.m.Add(self.objective <= objective)
-            self.m.ClearObjective()
-            canonical = _solver(deadline.left(), 1, seed)
-            if deadline.left() > 0 and canonical.Solve(self.m) in (cp_model.OPTIMAL,
-                                                                    cp_model.FEASIBLE):
-                solver = canonical
-        return Result(status, self._choice(solver), objective, bound,
-                      time.monotonic() - started, nvars, self.space.kept)
+        choice = self._choice(solver)
+        if code == cp_model.OPTIMAL and pin:
+            choice = self.canonical(objective, deadline, seed) or choice
+        return Result(status, choice, objective, bound, time.monotonic() - started, nvars,
+                      self.space.kept)
+
+    def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
+        """Pin the objective to a proven optimum and take one worker's first solution in what
+        is left of `deadline`: with several workers, which of equal-cost plans is found first
+        depends on thread timing; this one depends on the model alone (None: nothing found in
+        time). Consumes the model (its objective is cleared)."""
+        self.m.Add(self.objective <= objective)
+        self.m.ClearObjective()
+        solver = _solver(deadline.left(), 1, seed)
+        if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
+                                                            cp_model.FEASIBLE):
+            return self._choice(solver)
+        return None
 
     def _choice(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
@@ -394,30 +406,86 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     return solver
 
 
-def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0
-          ) -> Result:
+def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0,
+          cutoff: int | None = None, seeds: Sequence[Choice] = ()) -> Result:
     """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
     no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
-    one."""
+    one.
+
+    Two things can make the proof cheaper without changing the answer: `seeds`, other spaces'
+    plans, carried over when they are plans of this space too (`bounds.carry`), score lower
+    than the greedy incumbent; and `cutoff`: only a score ≤ `cutoff` matters to the caller.
+    Below the incumbent, either is a `limit` on the objective that prunes more candidates; the
+    optimum is proven under it (`_limited`; none under a cutoff: status BEATEN), and its plan
+    is then the canonical one of the model without the limit (`canonical`): the same plan,
+    objective and bound as with neither, found sooner."""
     started = time.monotonic()
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
     start = incumbent(space)
+    full = space
     if start is not None:
         space = prune(space, score(space, start))
+    carried = min((c for ch in seeds if (c := carry(full, ch)) is not None),
+                  key=lambda ch: score(full, ch), default=None)
+    limits = [score(full, ch) for ch in (start, carried) if ch is not None]
+    limit = min(limits + ([cutoff] if cutoff is not None else []), default=None)
+    known = min((ch for ch in (start, carried) if ch is not None),
+                key=lambda ch: score(full, ch), default=None)
     result = None
     if not deadline.expired():
-        model = Model(space).build()
-        if start is not None:
-            model.hint(start)
-        result = model.solve(deadline, workers, seed)
-        if result.choice is not None or result.status == "INFEASIBLE" or start is None:
+        if limit is not None and (start is None or limit < score(full, start)):
+            result = _limited(full, space, start, carried, limit, cutoff, deadline, workers,
+                              seed)
+        else:
+            result = _model(space, start).solve(deadline, workers, seed)
+        if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or known is None:
             return result
-    if start is None:  # no time to build the model, and no greedy plan: nothing known
+    if known is None:  # no time to build the model, and no plan known: nothing known
         return Result("UNKNOWN", None, None, None, time.monotonic() - started, 0, space.kept)
     bound = space_lower_bound(space)
-    return Result("FEASIBLE", start, int(score(space, start)),
+    return Result("FEASIBLE", known, int(score(full, known)),
                   None if bound is None else int(bound), time.monotonic() - started,
                   result.variables if result else 0, space.kept, greedy=True)
+
+
+def _model(space: Space, start: Choice | None) -> Model:
+    model = Model(space).build()
+    if start is not None:
+        model.hint(start)
+    return model
+
+
+def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | None,
+             limit: int, cutoff: int | None, deadline: Deadline, workers: int, seed: int
+             ) -> Result:
+    """`solve` with the objective limited to `limit`, below the greedy incumbent `start` (when
+    there is one; `space`: `full` pruned by it): the choices within it are those of `full`
+    pruned by the limit (`bounds.prune`), hinted with the `carried` plan when it is within.
+    None within — no candidate left to a task, the static bound above it, or CP-SAT proving
+    it — can only be under the `cutoff`: BEATEN, bound `limit` + 1. A proven optimum is pinned
+    in the model `solve` builds without a limit, for the canonical plan: the same model, so
+    the same plan."""
+    started = time.monotonic()
+    within = prune(full, limit)
+    least = space_lower_bound(within)
+    beaten = Result(BEATEN, None, None, limit + 1, 0.0, 0, within.kept)
+    if least is None or least > limit:
+        return dataclasses.replace(beaten, wall_s=time.monotonic() - started)
+    model = Model(within).build()
+    model.m.Add(model.objective <= limit)
+    if carried is not None and score(full, carried) <= limit:
+        model.hint(carried)
+    found = model.solve(deadline, workers, seed, pin=False)
+    if found.status == "INFEASIBLE":
+        return dataclasses.replace(beaten, wall_s=time.monotonic() - started,
+                                   variables=found.variables)
+    if found.status == "OPTIMAL":
+        pinned = _model(space, start)
+        choice = pinned.canonical(found.objective, deadline, seed)
+        return dataclasses.replace(found, choice=choice or found.choice,
+                                   variables=len(pinned.m.Proto().variables),
+                                   candidates=space.kept, wall_s=time.monotonic() - started)
+    return dataclasses.replace(found, wall_s=time.monotonic() - started)

@@ -7,7 +7,10 @@ host memory), shared actor–critic when allowed. Each is one CP-SAT solve over 
 placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbent's score
 (`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
 (the same functions the candidates were priced with, at full precision). A proven optimum
-gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`).
+gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`). The options
+are solved likeliest-best first, each under the cutoff the optima proven so far set and seeded
+with their plans (`_search`): the options the plan shows get their exact optima and plans,
+the others are settled sooner (BEATEN), and the answer is that of solving each on its own.
 
 One `Deadline` bounds it all (`deadline.py`): pricing stops at it, each option's solve gets an
 even share of what is left, the what-ifs and the fewest-GPUs diagnosis what remains after; an
@@ -28,9 +31,10 @@ from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
+from planner.search.bounds import space_lower_bound
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
-from planner.search.explain import alternatives, idle_gpus, memory_binds
+from planner.search.explain import MAX_ALTERNATIVES, alternatives, idle_gpus, memory_binds
 from planner.search.option import Option, options
 from planner.search.space import (
     GPU_WEIGHT,
@@ -81,22 +85,54 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
 
 def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             cache: PriceCache | None = None, progress: Progress | None = None,
-            what: str = "inter-model option", caps: Capabilities | None = None
-            ) -> list[Outcome]:
-    """One CP-SAT solve per option, each with an even share of what is left of `deadline`
-    (an option past it gets its greedy plan only); candidates priced once per scenario
-    (`cache`), pricing itself stopping at the deadline."""
+            what: str = "inter-model option", caps: Capabilities | None = None,
+            worse: int = MAX_ALTERNATIVES) -> list[Outcome]:
+    """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
+    of what is left of `deadline` (an option past it gets its greedy plan only); candidates
+    priced once per scenario (`cache`), pricing itself stopping at the deadline.
+
+    Only the best options' optima are needed: the best, those tying it, and the `worse` next
+    (`explain.alternatives`). The options are solved in order of their static lower bound
+    (`bounds.space_lower_bound`, the likeliest best first) and each under the cutoff the
+    optima found so far set (`cutoff`), above which it would be none of those: an option that
+    cannot get under it is settled as BEATEN without its own optimum. The plans found so far
+    seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
+    too). The answer is the same as solving each to its optimum on its own."""
     cache = {} if cache is None else cache
-    out = []
+    spaces = []
     for i, opt in enumerate(opts):
         if progress:
-            progress(f"{what} {i + 1} of {len(opts)}: {opt.describe()}")
-        space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, shared=opt.shared,
-                            swap=opt.swap, overlap_sync=opt.overlap_sync, partial=opt.partial,
-                            cache=cache, deadline=deadline, caps=caps)
-        share = deadline.sooner(deadline.share(len(opts) - i))
-        out.append(Outcome(opt, cpsat.solve(space, share, workers), space))
-    return out
+            progress(f"pricing {what} {i + 1} of {len(opts)}: {opt.describe()}")
+        spaces.append(build_space(sc, staleness=opt.staleness, fusion=opt.fusion,
+                                  shared=opt.shared, swap=opt.swap,
+                                  overlap_sync=opt.overlap_sync, partial=opt.partial,
+                                  cache=cache, deadline=deadline, caps=caps))
+    least = [space_lower_bound(space) for space in spaces]
+    order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
+    out: dict[int, Outcome] = {}
+    for n, i in enumerate(order):
+        if progress:
+            progress(f"{what} {n + 1} of {len(opts)}: {opts[i].describe()}")
+        share = deadline.sooner(deadline.share(len(opts) - n))
+        found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
+        seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
+        out[i] = Outcome(opts[i], cpsat.solve(spaces[i], share, workers,
+                                              cutoff=cutoff(found, worse), seeds=seeds),
+                         spaces[i])
+    return [out[i] for i in range(len(opts))]
+
+
+def cutoff(optima: list[int], worse: int) -> int | None:
+    """The score above which an option is none of the best, its ties and the `worse` next in
+    the ranking, given other options' proven `optima` (None: no such score yet). With the
+    `worse`-th optimum above the least as the cutoff, an option scoring more ranks after the
+    least (or a later, better option) and those `worse`, whatever the options still to come;
+    one scoring exactly the cutoff may still rank before an equal one (`_feasible`)."""
+    least = min(optima, default=None)
+    above = sorted(o for o in optima if o > least) if least is not None else []
+    if least is None or len(above) < worse:
+        return None
+    return above[worse - 1] if worse else least
 
 
 def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
@@ -152,7 +188,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
     ev = evaluate(sc, plan_in)
-    proven = all(o.result.status in ("OPTIMAL", "INFEASIBLE") and o.space.complete
+    proven = all(o.result.status in cpsat.SETTLED and o.space.complete
                  for o in outcomes)
     objective = best.result.objective
     gap = 0.0 if proven else _gap(objective, outcomes)
@@ -160,7 +196,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
               "status": "OPTIMAL" if proven else "FEASIBLE",
               "gap": gap, "objective_ms": objective, "options_searched": len(outcomes),
               "greedy": best.result.greedy,
-              "options_cut_short": sum(o.result.status not in ("OPTIMAL", "INFEASIBLE")
+              "options_cut_short": sum(o.result.status not in cpsat.SETTLED
                                        or not o.space.complete for o in outcomes),
               "time_limit_s": deadline.budget_s,
               "candidates": best.space.priced, "candidates_after_pruning": best.space.kept,
@@ -246,9 +282,9 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
         if not opts:
             continue
         outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
-                           caps=caps)
+                           caps=caps, worse=0)  # only the best is compared
         found = _feasible(outcomes)
-        settled = all(o.result.status in ("OPTIMAL", "INFEASIBLE") and o.space.complete
+        settled = all(o.result.status in cpsat.SETTLED and o.space.complete
                       for o in outcomes)
         if not found:
             notes.append(f"{what} would find no plan that fits" if settled else
@@ -279,7 +315,7 @@ def _target_unreachable(sc: Scenario, allowed: list[Option], deadline: Deadline,
         return head
     fastest_sc = sc.model_copy(update={"search": sc.search.model_copy(
         update={"objective": "time"})})
-    outcomes = _search(fastest_sc, allowed, deadline, workers, cache, caps=caps)
+    outcomes = _search(fastest_sc, allowed, deadline, workers, cache, caps=caps, worse=0)
     ranked = _feasible(outcomes)
     if not ranked:
         return infeasible_reason(fastest_sc, outcomes, deadline=deadline)
