@@ -37,7 +37,7 @@ from planner.cost.software import runtime_software
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model
-from planner.specs.scenario import RuntimeInput
+from planner.specs.runtime import RuntimeInput
 from planner.theory.shape import Head
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "calibration"

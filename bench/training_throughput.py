@@ -55,7 +55,7 @@ from planner.cost import time as time_model
 from planner.cost.software import runtime_software
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import load_model
-from planner.specs.scenario import RuntimeInput
+from planner.specs.runtime import RuntimeInput
 from planner.theory.shape import Head
 
 TARGET_MEDIAN = 0.15  # issue 16: median APE on the H100-class rows

@@ -40,7 +40,8 @@ from planner.cost.constants import (
 )
 from planner.cost.states import FP32_GRAD_ACCUMULATION, MIXED_PRECISION_ADAM, Precision
 from planner.cost.time import Runtime
-from planner.specs.scenario import RuntimeInput, Scenario
+from planner.specs.runtime import RuntimeInput
+from planner.specs.scenario import Scenario
 
 TRAINING_LOSSES: dict[str, float] = {
     "fp32_logits": LOGITS_BYTES,

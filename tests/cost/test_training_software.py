@@ -16,7 +16,8 @@ from planner.cost.constants import COMPILED_CROSS_ENTROPY_BYTES_PER_LOGIT
 from planner.cost.iteration import evaluate, task_memory, task_time
 from planner.cost.memory import ROLE_HEADS
 from planner.plan import Layout, PlanInput
-from planner.specs.scenario import RuntimeInput, load_scenario
+from planner.specs.runtime import RuntimeInput
+from planner.specs.scenario import load_scenario
 from tests.cost.test_memory_split import TINY
 from tests.test_cli import assert_bad_input
 
