@@ -65,7 +65,7 @@ def test_an_expired_deadline_prices_nothing_and_says_so():
                    deadline=Deadline.after(0))
 
 
-def _unknown(self, deadline, workers=1, seed=0):
+def _unknown(self, deadline, workers=1, seed=0, pin=True):
     return cpsat.Result("UNKNOWN", None, None, None, 0.0, 0)
 
 

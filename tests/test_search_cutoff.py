@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.search import brute, cpsat
+from planner.search import brute, cpsat, explain
 from planner.search import solve as search
 from planner.search.bounds import carry
 from planner.search.choice import fits, meets_target, score, valid
@@ -97,8 +97,8 @@ def test_cutoffs_and_seeds_keep_the_optimum_and_the_plan(flags, first, second, o
 
 def test_plan_is_the_same_with_and_without_the_shortcuts(monkeypatch):
     """A two-pool scenario with sixteen inter-model options: some are settled by a cutoff
-    (BEATEN), and the plan — alternatives included — is the one solving every option to its
-    optimum on its own gives."""
+    (BEATEN), only the shown options' optima are pinned, and the plan — alternatives
+    included — is the one solving every option to its optimum on its own gives."""
     sc = two_pools(("a", "h100-sxm", 2, 3.99), ("b", "h20", 2, 1.5), algorithm="grpo",
                    **{"workload.samples_per_prompt": 4, "search.max_staleness": 1})
     allowed = options(sc, 1, False)
@@ -106,7 +106,8 @@ def test_plan_is_the_same_with_and_without_the_shortcuts(monkeypatch):
     assert any(o.result.status == cpsat.BEATEN for o in outcomes)
     fast = search.plan(sc, workers=1)
     plain_solve = cpsat.solve
-    monkeypatch.setattr(cpsat, "solve", lambda space, limit, workers, cutoff=None, seeds=():
+    monkeypatch.setattr(cpsat, "solve",  # every option solved alone, every optimum pinned
+                        lambda space, limit, workers, cutoff=None, seeds=(), pin=False:
                         plain_solve(space, limit, workers))
     slow = search.plan(sc, workers=1)
 
@@ -118,3 +119,23 @@ def test_plan_is_the_same_with_and_without_the_shortcuts(monkeypatch):
 
     assert comparable(fast) == comparable(slow)
     assert fast.explanation["alternatives"]
+
+
+def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
+    """`plan` pins (re-solves for the canonical plan) only the options it shows: each shown
+    one gets the plain solve's plan; the other proven optima keep the plan CP-SAT found."""
+    sc = two_pools(("a", "h100-sxm", 2, 3.99), ("b", "h20", 2, 1.5), algorithm="grpo",
+                   **{"workload.samples_per_prompt": 4, "search.max_staleness": 1})
+    outcomes = search._search(sc, options(sc, 1, False), search.Deadline.after(120), 1)
+    ranked = search._feasible(outcomes)
+    assert all(not o.result.pinned for o in ranked if o.result.status == "OPTIMAL")
+    search.pin_shown(ranked, search.Deadline.after(120))
+    shown = [id(o) for o in explain.shown(ranked)]
+    assert len(shown) > 1
+    for o in ranked:
+        if id(o) in shown:
+            assert o.result.pinned
+            assert _same_plan(o.result.choice, cpsat.solve(o.space, 30).choice)
+        else:
+            assert not o.result.pinned
+    assert len(shown) < len(ranked)  # some proven optimum's re-solve was skipped

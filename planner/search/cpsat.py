@@ -45,6 +45,7 @@ class Result:
     variables: int
     candidates: int = 0  # in the model, after the bounds pruned the space's
     greedy: bool = False  # the choice is the greedy incumbent: CP-SAT found none in its time
+    pinned: bool = True  # False: an optimum whose choice is any optimal one (`solve`, `pin`)
 
 
 class Model:
@@ -309,6 +310,10 @@ class Model:
         (`canonical`, unless not `pin`): the same whatever the worker count."""
         started = time.monotonic()
         solver = _solver(deadline.left(), workers, seed)
+        # Probing costs more than it prunes when proving these optima (measured on
+        # bench/pools.py's PPO 4×70B two-pool options: 1.3–2.2× faster without). Only here: the
+        # canonical solve keeps its parameters, its first solution (the plan) depends on them.
+        solver.parameters.cp_model_probing_level = 0
         code = solver.Solve(self.m)
         status = STATUS.get(code, "UNKNOWN")
         nvars = len(self.m.Proto().variables)
@@ -320,7 +325,7 @@ class Model:
         if code == cp_model.OPTIMAL and pin:
             choice = self.canonical(objective, deadline, seed) or choice
         return Result(status, choice, objective, bound, time.monotonic() - started, nvars,
-                      self.space.kept)
+                      self.space.kept, pinned=pin or code != cp_model.OPTIMAL)
 
     def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
         """Pin the objective to a proven optimum and take one worker's first solution in what
@@ -407,7 +412,8 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
 
 
 def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0,
-          cutoff: int | None = None, seeds: Sequence[Choice] = ()) -> Result:
+          cutoff: int | None = None, seeds: Sequence[Choice] = (), pin: bool = True
+          ) -> Result:
     """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
@@ -438,9 +444,9 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     if not deadline.expired():
         if limit is not None and (start is None or limit < score(full, start)):
             result = _limited(full, space, start, carried, limit, cutoff, deadline, workers,
-                              seed)
+                              seed, pin)
         else:
-            result = _model(space, start).solve(deadline, workers, seed)
+            result = _model(space, start).solve(deadline, workers, seed, pin=pin)
         if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or known is None:
             return result
     if known is None:  # no time to build the model, and no plan known: nothing known
@@ -459,8 +465,8 @@ def _model(space: Space, start: Choice | None) -> Model:
 
 
 def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | None,
-             limit: int, cutoff: int | None, deadline: Deadline, workers: int, seed: int
-             ) -> Result:
+             limit: int, cutoff: int | None, deadline: Deadline, workers: int, seed: int,
+             pin: bool = True) -> Result:
     """`solve` with the objective limited to `limit`, below the greedy incumbent `start` (when
     there is one; `space`: `full` pruned by it): the choices within it are those of `full`
     pruned by the limit (`bounds.prune`), hinted with the `carried` plan when it is within.
@@ -482,10 +488,31 @@ def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | 
     if found.status == "INFEASIBLE":
         return dataclasses.replace(beaten, wall_s=time.monotonic() - started,
                                    variables=found.variables)
+    found = dataclasses.replace(found, wall_s=time.monotonic() - started)
     if found.status == "OPTIMAL":
-        pinned = _model(space, start)
-        choice = pinned.canonical(found.objective, deadline, seed)
-        return dataclasses.replace(found, choice=choice or found.choice,
-                                   variables=len(pinned.m.Proto().variables),
-                                   candidates=space.kept, wall_s=time.monotonic() - started)
-    return dataclasses.replace(found, wall_s=time.monotonic() - started)
+        found = dataclasses.replace(found, pinned=False)
+        return _pin(space, start, found, deadline, seed) if pin else found
+    return found
+
+
+def pin(space: Space, result: Result, deadline: Deadline, seed: int = 0) -> Result:
+    """`result` of `solve(space, ..., pin=False)` with its canonical plan (`Model.canonical`,
+    in the model `solve` builds without a limit): the plan `solve` would have returned, in
+    what is left of `deadline` (else the plan it has)."""
+    if result.pinned:
+        return result
+    start = incumbent(space)
+    pruned = space if start is None else prune(space, score(space, start))
+    return _pin(pruned, start, result, deadline, seed)
+
+
+def _pin(space: Space, start: Choice | None, found: Result, deadline: Deadline, seed: int
+         ) -> Result:
+    """Pin `found`'s optimum in the model of `space` (pruned by the incumbent `start`)."""
+    started = time.monotonic()
+    pinned = _model(space, start)
+    choice = pinned.canonical(found.objective, deadline, seed)
+    return dataclasses.replace(found, choice=choice or found.choice, pinned=True,
+                               variables=len(pinned.m.Proto().variables),
+                               candidates=space.kept,
+                               wall_s=found.wall_s + time.monotonic() - started)

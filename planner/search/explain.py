@@ -31,9 +31,7 @@ def alternatives(best: Outcome, ranked: list[Outcome],
     """The next-best options' plans, each named by what it changes from the chosen one, with
     its delta against it; options that tie the chosen plan's objective (a flag that changes
     nothing) merged into one entry marked `ties`."""
-    rest = ranked[1:]
-    ties = [o for o in rest if o.result.objective == best.result.objective]
-    worse = [o for o in rest if o.result.objective != best.result.objective][:MAX_ALTERNATIVES]
+    ties, worse = _ties_and_worse(best, ranked)
     out = []
     if ties:
         named = [o.option.versus(best.option) for o in ties[:MAX_TIES_NAMED]]
@@ -50,6 +48,23 @@ def alternatives(best: Outcome, ranked: list[Outcome],
                     "ties": False, "groups": [s for s in o.result.choice.sizes if s],
                     "summary": f"{what}: {d:+.1%}"})
     return out
+
+
+def _ties_and_worse(best: Outcome, ranked: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    """The options tying `best` and the `MAX_ALTERNATIVES` next, in rank order."""
+    rest = ranked[1:]
+    ties = [o for o in rest if o.result.objective == best.result.objective]
+    worse = [o for o in rest if o.result.objective != best.result.objective][:MAX_ALTERNATIVES]
+    return ties, worse
+
+
+def shown(ranked: list[Outcome]) -> list[Outcome]:
+    """The options whose plans the plan shows: the best, the first tie (its groups) and the
+    alternatives (`alternatives`); the other options' plans are never read."""
+    if not ranked:
+        return []
+    ties, worse = _ties_and_worse(ranked[0], ranked)
+    return [ranked[0], *ties[:1], *worse]
 
 
 def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:

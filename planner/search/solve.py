@@ -34,7 +34,13 @@ from planner.search import cpsat
 from planner.search.bounds import space_lower_bound
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
-from planner.search.explain import MAX_ALTERNATIVES, alternatives, idle_gpus, memory_binds
+from planner.search.explain import (
+    MAX_ALTERNATIVES,
+    alternatives,
+    idle_gpus,
+    memory_binds,
+    shown,
+)
 from planner.search.option import Option, options
 from planner.search.space import (
     GPU_WEIGHT,
@@ -97,7 +103,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     optima found so far set (`cutoff`), above which it would be none of those: an option that
     cannot get under it is settled as BEATEN without its own optimum. The plans found so far
     seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
-    too). The answer is the same as solving each to its optimum on its own."""
+    too). The answer is the same as solving each to its optimum on its own, but for the
+    plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one."""
     cache = {} if cache is None else cache
     spaces = []
     for i, opt in enumerate(opts):
@@ -117,9 +124,17 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
         out[i] = Outcome(opts[i], cpsat.solve(spaces[i], share, workers,
-                                              cutoff=cutoff(found, worse), seeds=seeds),
+                                              cutoff=cutoff(found, worse), seeds=seeds,
+                                              pin=False),
                          spaces[i])
     return [out[i] for i in range(len(opts))]
+
+
+def pin_shown(ranked: list[Outcome], deadline: Deadline) -> None:
+    """Give the options whose plans are shown (`explain.shown`) their canonical plans
+    (`cpsat.pin`), in place: only those are needed, and each costs a second solve."""
+    for o in shown(ranked):
+        o.result = cpsat.pin(o.space, o.result, deadline)
 
 
 def cutoff(optima: list[int], worse: int) -> int | None:
@@ -183,6 +198,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                                                       explain, caps))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
+    pin_shown(ranked, deadline)
     best = ranked[0]
     if progress:
         progress("pricing the chosen plan")
