@@ -52,6 +52,17 @@ def test_every_solve_ends_by_the_command_deadline(monkeypatch):
     assert len(result.explanation["what_if"]) == 2
 
 
+def test_too_little_time_left_builds_no_model_and_answers_the_best_known_plan(monkeypatch):
+    """With less than `MIN_MODEL_S` left, building a model (unchecked) and solving it could
+    only overrun the deadline: the solve answers the greedy plan without building one."""
+    built = []
+    monkeypatch.setattr(cpsat.Model, "build", lambda self: built.append(self) or self)
+    space = build_space(small(**PPO))
+    result = cpsat.solve(space, Deadline.after(cpsat.MIN_MODEL_S / 2))
+    assert not built and result.greedy and result.status == "FEASIBLE"
+    assert result.choice is not None and result.variables == 0
+
+
 def test_no_time_left_skips_the_what_ifs_and_says_so(monkeypatch):
     sc = small(**PPO)
     outcome = SimpleNamespace(option=Option(0, False, False))

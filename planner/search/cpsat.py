@@ -30,6 +30,10 @@ from planner.search.space import (
 
 BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
 SETTLED = ("OPTIMAL", "INFEASIBLE", BEATEN)  # what a complete search has proven
+MIN_MODEL_S = 0.2
+"""Less time left than this and no model is built: building one (a large space's takes a
+tenth of a second or more, unchecked) and solving it would only overrun the deadline; the
+answer is the best plan known (greedy or carried over)."""
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
           cp_model.INFEASIBLE: "INFEASIBLE", cp_model.MODEL_INVALID: "MODEL_INVALID",
           cp_model.UNKNOWN: "UNKNOWN"}
@@ -441,7 +445,7 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     known = min((ch for ch in (start, carried) if ch is not None),
                 key=lambda ch: score(full, ch), default=None)
     result = None
-    if not deadline.expired():
+    if deadline.left() >= MIN_MODEL_S:
         if limit is not None and (start is None or limit < score(full, start)):
             result = _limited(full, space, start, carried, limit, cutoff, deadline, workers,
                               seed, pin)

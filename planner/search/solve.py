@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]  # told what the search is doing, for a status line
 TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
+PRICING_SHARE = 0.9
+"""Pricing the options may take this share of the time left: every option's solve, even a
+greedy one once the deadline has passed, and the report need the rest."""
 
 
 @dataclass
@@ -106,6 +109,7 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     too). The answer is the same as solving each to its optimum on its own, but for the
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one."""
     cache = {} if cache is None else cache
+    pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
     for i, opt in enumerate(opts):
         if progress:
@@ -113,8 +117,11 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         spaces.append(build_space(sc, staleness=opt.staleness, fusion=opt.fusion,
                                   shared=opt.shared, swap=opt.swap,
                                   overlap_sync=opt.overlap_sync, partial=opt.partial,
-                                  cache=cache, deadline=deadline, caps=caps))
-    least = [space_lower_bound(space) for space in spaces]
+                                  cache=cache, deadline=pricing, caps=caps))
+    # Likeliest best first; once past the deadline every option gets its greedy plan only, and
+    # the order is not worth its bounds' time.
+    least = ([None] * len(spaces) if deadline.expired()
+             else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
