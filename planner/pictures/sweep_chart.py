@@ -14,6 +14,8 @@ Right: every priced point's step time against its cost per step, the cost–time
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
@@ -136,27 +138,8 @@ def _axis_gpus(ax, sizes: list[int]) -> None:
 def _profiles(ax, grid: Grid) -> None:
     """One throughput line per profile; infeasible points crossed on the GPU axis."""
     _axis_gpus(ax, sorted({r.gpus for r in grid.rows}))
-    ax.set_ylabel("throughput (tokens/s)")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.grid(True, alpha=0.3)
-    ax.set_title("throughput against GPUs, per GPU type")
-    top = _target_tokens(grid) or 0
-    for k, s in enumerate(grid.sweeps):
-        ok = [r for r in s.rows if r.feasible]
-        color = f"C{k}"
-        if ok:
-            ax.plot([r.gpus for r in ok], [r.tokens_per_s for r in ok], "o-", color=color,
-                    label=s.gpu)
-            top = max(top, *(r.tokens_per_s for r in ok))
-        bad = [r.gpus for r in s.rows if not r.feasible]
-        if bad:
-            ax.plot(bad, [0] * len(bad), "x", color=color, markersize=10, markeredgewidth=2,
-                    clip_on=False, transform=ax.get_xaxis_transform(),
-                    label=f"{s.gpu}: infeasible (no plan)")
-    ax.set_ylim(0, (top or 1) * 1.3)
-    if (target := _target_tokens(grid)) is not None:
-        ax.axhline(target, linestyle=":", color=TARGET, label=f"target {target:,.0f} tokens/s")
-    ax.legend(loc="upper left", fontsize=8)
+    _throughput_lines(ax, grid, "throughput against GPUs, per GPU type",
+                      [(s.gpu, s.rows) for s in grid.sweeps], lambda r: r.gpus)
 
 
 def _pools(ax, grid: Grid) -> None:
@@ -173,20 +156,29 @@ def _pools(ax, grid: Grid) -> None:
     ax.set_xticks(range(len(along.sizes)), [str(g) for g in along.sizes])
     ax.set_xlim(-0.5, len(along.sizes) - 0.5)
     ax.set_xlabel(f"{along.name} GPUs ({along.gpu})")
+    title = (f"throughput against {along.name} GPUs"
+             + (f", per {' + '.join(others)} size" if others else ""))
+    named = [(" + ".join(f"{n} {g}" for n, g in zip(others, key, strict=True)) or along.name,
+              rows) for key, rows in lines.items()]
+    _throughput_lines(ax, grid, title, named, lambda r: pos[r.pools[along.name]])
+
+
+def _throughput_lines(ax, grid: Grid, title: str, lines: list[tuple[str, list[Row]]],
+                      x: Callable[[Row], float]) -> None:
+    """One throughput line per (name, rows), each row at `x(row)`; infeasible points crossed
+    on the x axis; the target as a dotted line."""
     ax.set_ylabel("throughput (tokens/s)")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.grid(True, alpha=0.3)
-    ax.set_title(f"throughput against {along.name} GPUs"
-                 + (f", per {' + '.join(others)} size" if others else ""))
+    ax.set_title(title)
     top = _target_tokens(grid) or 0
-    for k, (key, rows) in enumerate(lines.items()):
-        name = " + ".join(f"{n} {g}" for n, g in zip(others, key, strict=True)) or along.name
+    for k, (name, rows) in enumerate(lines):
         ok = [r for r in rows if r.feasible]
         if ok:
-            ax.plot([pos[r.pools[along.name]] for r in ok], [r.tokens_per_s for r in ok], "o-",
-                    color=f"C{k}", label=name)
+            ax.plot([x(r) for r in ok], [r.tokens_per_s for r in ok], "o-", color=f"C{k}",
+                    label=name)
             top = max(top, *(r.tokens_per_s for r in ok))
-        bad = [pos[r.pools[along.name]] for r in rows if not r.feasible]
+        bad = [x(r) for r in rows if not r.feasible]
         if bad:
             ax.plot(bad, [0] * len(bad), "x", color=f"C{k}", markersize=10, markeredgewidth=2,
                     clip_on=False, transform=ax.get_xaxis_transform(),
