@@ -54,13 +54,18 @@ def test_every_solve_ends_by_the_command_deadline(monkeypatch):
 
 def test_too_little_time_left_builds_no_model_and_answers_the_best_known_plan(monkeypatch):
     """With less than `MIN_MODEL_S` left, building a model (unchecked) and solving it could
-    only overrun the deadline: the solve answers the greedy plan without building one."""
+    only overrun the deadline: the solve answers the greedy plan without building one, and the
+    canonical re-solve of an optimum keeps the optimal plan it has."""
+    space = build_space(small(**PPO))
+    found = cpsat.solve(space, 30, pin=False)
+    assert found.status == "OPTIMAL" and not found.pinned
     built = []
     monkeypatch.setattr(cpsat.Model, "build", lambda self: built.append(self) or self)
-    space = build_space(small(**PPO))
     result = cpsat.solve(space, Deadline.after(cpsat.MIN_MODEL_S / 2))
-    assert not built and result.greedy and result.status == "FEASIBLE"
+    assert result.greedy and result.status == "FEASIBLE"
     assert result.choice is not None and result.variables == 0
+    assert cpsat.pin(space, found, Deadline.after(cpsat.MIN_MODEL_S / 2)) is found
+    assert not built
 
 
 def test_no_time_left_skips_the_what_ifs_and_says_so(monkeypatch):

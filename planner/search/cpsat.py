@@ -502,8 +502,9 @@ def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | 
 def pin(space: Space, result: Result, deadline: Deadline, seed: int = 0) -> Result:
     """`result` of `solve(space, ..., pin=False)` with its canonical plan (`Model.canonical`,
     in the model `solve` builds without a limit): the plan `solve` would have returned, in
-    what is left of `deadline` (else the plan it has)."""
-    if result.pinned:
+    what is left of `deadline` (else the plan it has: with under `MIN_MODEL_S` left no model is
+    built)."""
+    if result.pinned or deadline.left() < MIN_MODEL_S:
         return result
     start = incumbent(space)
     pruned = space if start is None else prune(space, score(space, start))
