@@ -127,7 +127,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     for n, i in enumerate(order):
         if progress:
             progress(f"{what} {n + 1} of {len(opts)}: {opts[i].describe()}")
-        share = deadline.sooner(deadline.share(len(opts) - n))
+        # an even share, but at least what a model needs to be built (`cpsat.MIN_MODEL_S`):
+        # near the deadline the likeliest-best options get the time rather than none
+        share = deadline.sooner(max(deadline.share(len(opts) - n), cpsat.MIN_MODEL_S))
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
         out[i] = Outcome(opts[i], cpsat.solve(spaces[i], share, workers,
