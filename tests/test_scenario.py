@@ -118,10 +118,11 @@ def test_cluster_profile_by_path(write):
     assert s.cluster.gpu.name == "mi300x" and s.cluster.total_gpus == 16
 
 
-TRAINING_DEFAULTS = {"selective_recompute": "core_attn", "training_loss": "fp32_logits",
-                     "fp8_training": "none", "training_states": "bf16_grads",
-                     "attention_kernel": "fa3", "ep_dispatch": "alltoall",
-                     "ep_comm_overlap": False}
+# the runtime fields besides the rollout engine's four
+OTHER_RUNTIME_DEFAULTS = {"selective_recompute": "core_attn", "training_loss": "fp32_logits",
+                          "fp8_training": "none", "training_states": "bf16_grads",
+                          "attention_kernel": "fa3", "ep_dispatch": "alltoall",
+                          "ep_comm_overlap": False, "controller_us_per_token": 0.0}
 
 
 def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):
@@ -130,7 +131,7 @@ def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):
     s = load_scenario(path, overrides({"engine": "sglang", "nodes": None}))
     assert s.runtime.engine == "sglang" and s.summary()["runtime"] == {
         "engine": "sglang", "rollout_weights": "auto", "kv_cache_dtype": "bf16",
-        "old_log_probs": "recompute", **TRAINING_DEFAULTS}
+        "old_log_probs": "recompute", **OTHER_RUNTIME_DEFAULTS}
     s = load(write, runtime={"engine": "eager"})
     assert s.runtime.engine == "eager" and s.source_input.runtime.engine == "eager"
 
@@ -175,7 +176,7 @@ def test_engine_flag_on_the_cli(cli):
               "--kv-cache-dtype", "fp8")
     assert json.loads(fp8.stdout)["resolved"]["runtime"] == {
         "engine": "vllm-v1", "rollout_weights": "fp8", "kv_cache_dtype": "fp8",
-        "old_log_probs": "recompute", **TRAINING_DEFAULTS}
+        "old_log_probs": "recompute", **OTHER_RUNTIME_DEFAULTS}
     assert "engine sglang" in cli("validate", str(path), "--engine", "sglang").stdout
     assert_bad_input(cli("validate", str(path), "--engine", "tensorrt"),
                      "field 'runtime.engine'", "'sglang'")

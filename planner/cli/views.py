@@ -154,6 +154,11 @@ def show_plan(plan: Plan, title: str) -> None:
     rate_text = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # never a bare "0 tokens/s"
     console.print(f"throughput {rate_text} tokens/s; cost per step {cost}; "
                   f"bottleneck stage: {plan.explanation['bottleneck']}")
+    if controller := plan.stages.get("controller"):
+        console.print(f"controller: {controller.time_s:.2f} s of host work per step "
+                      "(runtime.controller_us_per_token), "
+                      + ("in series: every group waits for it" if plan.inter_model.staleness == 0
+                         else "beside the groups' work (staleness ≥ 1)"))
     decode = (f"; decode chain at full HBM bandwidth {b['decode_s']:.2f} s "
               f"({it / b['decode_s']:.1f}×)" if b["decode_s"] else "")
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "

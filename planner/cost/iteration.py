@@ -3,14 +3,15 @@ composed as Table IX composes the stages — sums where work shares devices, max
 runs on disjoint groups, overlap under stage fusion and bounded asynchrony.
 
 Composition (staleness 0): generation → assessment → training → resharding/weight sync, each
-stage lasting the longest of its groups (tasks on one group run one after another). With
+stage lasting the longest of its groups (tasks on one group run one after another), and the
+controller's host time (`controller_seconds`) in series once generation ends. With
 inter-stage fusion and assessment on other groups than generation, assessment streams in as
 rollouts finish, in completion order: the fraction r of responses still running at time c
 cannot be assessed before c + r·A (`fused_generation_assessment`, at the completion times the
 rollout simulation gives). With staleness s ≥ 1 the groups pipeline across iterations: the
-period is the busiest group's work per iteration, but no shorter than the dependency cycle
-G → A → T → sync spread over s + 1 iterations. Each group's breakdown (generation,
-assessment, training, sync, idle) sums to the iteration time.
+period is the busiest group's work per iteration (or the controller's), but no shorter than
+the dependency cycle G → controller → A → T → sync spread over s + 1 iterations. Each group's
+breakdown (generation, assessment, training, sync, idle) sums to the iteration time.
 
 Memory per GPU of a group in a stage: the runtime reserve, the persistent state of every model
 resident on the group (a trainable model's weights, gradients and optimizer state on its
@@ -101,6 +102,7 @@ class Evaluation:
     swap_s: float = 0.0  # of sync_s: state offloaded during generation, out and back
     swap_bytes: float = 0.0  # the bytes per GPU it moves each way
     gpus_by_pool: dict[str, int] = field(default_factory=dict)  # pool → GPUs the plan uses
+    controller_s: float = 0.0  # host time per step off the GPUs (`controller_seconds`)
 
     @property
     def tokens_per_s(self) -> float:
@@ -112,6 +114,16 @@ def sequences(sc: Scenario) -> int:
     rejected response of every pair), B for SFT."""
     w = sc.workload
     return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
+
+
+def controller_seconds(sc: Scenario) -> float:
+    """Host seconds a step spends off the GPUs on the responses it generates: the single
+    controller's processing and the rule-based reward, `runtime.controller_us_per_token` per
+    generated token (a step that generates nothing: 0). A synchronous step waits for it; with
+    staleness ≥ 1 it runs beside the groups' work (`evaluate`)."""
+    if sc.family.offline:
+        return 0.0
+    return sc.runtime.controller_us_per_token * 1e-6 * sequences(sc) * sc.workload.response_len
 
 
 def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
@@ -363,20 +375,22 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         if gen_task.layout.group not in assess_groups:
             gen_and_assess = fused_generation_assessment(gen_s, assess_s, rollout.completions)
             fused = True
-    sequential = gen_and_assess + sync_s + train_s
-    if staleness >= 1:
+    controller_s = controller_seconds(sc)
+    sequential = gen_and_assess + controller_s + sync_s + train_s
+    if staleness >= 1:  # the controller is busy on the host, beside the groups
         busiest = max(sum(b.values()) for b in busy.values())
-        iteration = max(busiest, sequential / (staleness + 1))
+        iteration = max(busiest, controller_s, sequential / (staleness + 1))
     else:
         iteration = sequential
     for g in sizes:
         busy[g]["idle"] = max(0.0, iteration - sum(busy[g].values()))
     if staleness >= 1:  # steady state: each group runs its share of every stage in turn
         phase_starts = None
-    else:
-        assess_start = gen_and_assess - assess_s if fused else gen_s
+    else:  # the controller handles the responses once generated: every group waits
+        assess_start = gen_and_assess - assess_s if fused else gen_s + controller_s
+        train_start = gen_and_assess + controller_s
         phase_starts = {"generation": 0.0, "assessment": assess_start,
-                        "training": gen_and_assess, "sync": gen_and_assess + train_s}
+                        "training": train_start, "sync": train_start + train_s}
     drawn = timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
 
     swapped = {homes['actor']} if swap_out else set()
@@ -398,6 +412,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         bounds=plan_bounds(sc, tasks, heads, n, [(k, gpu) for k, gpu in per_pool.values()],
                            rollout_precision_of(sc), software(sc).runtime.fp8_matmuls),
         rollout=rollout, timeline=drawn, swap_s=swap_s, swap_bytes=swap_bytes,
+        controller_s=controller_s,
         gpus_by_pool={p: k for p, (k, _) in per_pool.items()})
 
 

@@ -19,7 +19,9 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
             search: dict | None = None) -> Plan:
     """The priced plan as DESIGN.md's plan JSON (a `Plan`)."""
     peak_group = max(ev.memory, key=lambda g: float(ev.memory[g]["peak_bytes"]))
-    bottleneck = max(ev.stage_times, key=ev.stage_times.__getitem__)
+    # the controller's host time (runtime.controller_us_per_token) is a stage of its own
+    stage_times = {**ev.stage_times, **({"controller": ev.controller_s} if ev.controller_s else {})}
+    bottleneck = max(stage_times, key=stage_times.__getitem__)
     binding = ev.memory[peak_group]
     capacity = float(binding["capacity_bytes"])
     cost_usd, cost = plan_cost(sc, ev)
@@ -32,7 +34,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         inter_model=plan.inter_model, iteration_time_s=ev.iteration_time_s,
         tokens_per_s=ev.tokens_per_s,
         cost_per_step_usd=cost_usd, cost=cost,
-        stages={**{s: StageTime(time_s=t) for s, t in ev.stage_times.items()},
+        stages={**{s: StageTime(time_s=t) for s, t in stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={**memory_figures(binding), "capacity_gib": capacity / GIB,
                 "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"],

@@ -147,7 +147,8 @@ def meets_target(space: Space, ch: Choice) -> bool:
 
 
 def iteration_ms(space: Space, ch: Choice) -> int:
-    """The iteration time in ms: stage maxima over groups, sync, fusion overlap, asynchrony."""
+    """The iteration time in ms: stage maxima over groups, the controller's host time, sync,
+    fusion overlap, asynchrony (`iteration.evaluate`)."""
     loads = stage_loads(space, ch)
     S = {s: max(load[s] for load in loads.values()) for s in STAGES}
     gen = space.generation
@@ -168,12 +169,12 @@ def iteration_ms(space: Space, ch: Choice) -> int:
                                       // FUSION_SCALE)
                                     for done, rest in zip(c.done_ms, FUSION_REST,
                                                           strict=True)))
-    sequential = ga + sync + S["training"]
+    sequential = ga + space.controller_ms + sync + S["training"]
     if space.staleness >= 1:
         busy = [sum(load.values())
                 + (sync if k == 0 or (k == gen_slot and not space.overlap_sync) else 0)
                 for k, load in loads.items()]
-        time_ms = max(max(busy), -(-sequential // (space.staleness + 1)))
+        time_ms = max(*busy, space.controller_ms, -(-sequential // (space.staleness + 1)))
     else:
         time_ms = sequential
     return time_ms

@@ -221,7 +221,8 @@ class Model:
                         m.Add(held + own + need <= pool.budget_mib)
 
     def add_objective(self) -> None:
-        """Iteration time: stage maxima over groups, sync, fusion overlap, asynchrony."""
+        """Iteration time: stage maxima over groups, the controller's host time, sync, fusion
+        overlap, asynchrony."""
         sp, m, gen = self.space, self.m, self.space.generation
         horizon = _horizon(sp)
         load = {(k, st): sum(c.time_ms.get(st, 0) * v for t in sp.tasks
@@ -250,8 +251,8 @@ class Model:
                     for done, rest in zip(c.done_ms, FUSION_REST, strict=True):
                         m.Add(FUSION_SCALE * ga >= FUSION_SCALE * done
                               + rest * S["assessment"]).OnlyEnforceIf(v)
-        sequential = ga + sync + S["training"]
-        T = m.NewIntVar(0, horizon, "T")
+        sequential = ga + sp.controller_ms + sync + S["training"]
+        T = m.NewIntVar(sp.controller_ms, horizon, "T")  # T ≥ the controller's host time
         if sp.staleness >= 1:
             for k in range(sp.slots):
                 busy = sum(load[k, st] for st in STAGES)
@@ -362,7 +363,8 @@ def _horizon(sp: Space) -> int:
     """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
     # python ints throughout: a numpy int64 here would wrap silently instead of growing
     horizon = sum(max((int(sum(c.time_ms.values())) + int(c.reshard_ms) for c in cs), default=0)
-                  for cs in sp.candidates.values()) + max(sp.sync_ms.values()) + 1
+                  for cs in sp.candidates.values()) + max(sp.sync_ms.values()) \
+        + sp.controller_ms + 1
     if sp.swap:  # the swap of everything on slot 0, rounded up
         horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
             * max(pool.swap_q for pool in sp.pools) // SWAP_SCALE + 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from planner.cost.iteration import controller_seconds
 from planner.plan import InterModel
 from planner.search.space import STAGES, host_budget_mib
 from planner.specs.scenario import Scenario
@@ -29,7 +30,15 @@ Hence Q ≤ (|STAGES| + 1)·B, and for s + 1 ≥ |STAGES| + 1 the second term is
 staleness from |STAGES| on prices every choice the same, T = B. Pricing does not depend on the
 staleness otherwise (candidates are cached across options), and equal objectives rank the
 lower staleness first, so capping the enumeration at |STAGES| changes no answer — and keeps the
-work the same for `--max-staleness 3` and `--max-staleness 10**9`."""
+work the same for `--max-staleness 3` and `--max-staleness 10**9`. With the controller's host
+time C (`runtime.controller_us_per_token`), T = max(B, C, ⌈Q / (s + 1)⌉) and Q ≤
+(|STAGES| + 1)·B + C ≤ (|STAGES| + 2)·max(B, C): one staleness more matters
+(`staleness_that_matters`)."""
+
+
+def staleness_that_matters(sc: Scenario) -> int:
+    """`STALENESS_THAT_MATTERS`, one more when the controller has host time to overlap."""
+    return STALENESS_THAT_MATTERS + (controller_seconds(sc) > 0)
 
 
 @dataclass(frozen=True)
@@ -76,10 +85,10 @@ def options(sc: Scenario, max_staleness: int, allow_shared: bool,
     needs generation apart from assessment, the other co-located; so do swapping and an
     overlapped weight sync, which needs a separate rollout group and staleness ≥ 1). Partial
     rollouts carry off-policy tokens: offered when `max_staleness` ≥ 1. Staleness stops at
-    `STALENESS_THAT_MATTERS`."""
+    `staleness_that_matters`."""
     online = not sc.family.offline
     swaps = online and any(host_budget_mib(sc.on_pool(p.name)) > 0 for p in sc.pool_list)
-    top = min(max_staleness, STALENESS_THAT_MATTERS) if online else 0
+    top = min(max_staleness, staleness_that_matters(sc)) if online else 0
     out = [Option(s, f, sh, sw, ov, pa)
             for s in range(top + 1)
             for f in ((False, True) if online else (False,))

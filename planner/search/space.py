@@ -51,6 +51,7 @@ import numpy as np
 from planner.cost.flops import Num
 from planner.cost.generation import FUSION_POINTS, bytes_resharding_buffer, kv_tokens_that_fit
 from planner.cost.iteration import (
+    controller_seconds,
     generation_memory,
     generation_rollout,
     max_seqs,
@@ -155,6 +156,7 @@ class Space:
     # weight sync to a separate rollout group, by (slot 0's pool, the rollout group's pool)
     sync_ms: dict[tuple[int, int], int]
     target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
+    controller_ms: int = 0  # the controller's host time per step (`controller_seconds`)
     candidates: dict[tuple[str, int, int], list[Candidate]] = field(default_factory=dict)
     priced: int = 0  # candidates priced before pruning
     complete: bool = True  # False: the deadline passed before every (task, size) was priced
@@ -557,7 +559,8 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         overlap_sync=overlap_sync, partial=partial, objective=sc.search.objective, tasks=tasks,
         pools=pools, slots=min(slots, len(tasks)), total_gpus=sc.total_gpus, sync_ms=sync,
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
-                   if sc.search.objective == "gpus" else None), caps=caps)
+                   if sc.search.objective == "gpus" else None), caps=caps,
+        controller_ms=int(_ms(controller_seconds(sc))))
     # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
     for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0])):
         for task in tasks:

@@ -48,6 +48,11 @@ MAX_LATENCY_US = 1e6  # one second per collective step
 MAX_PRICE_USD_PER_GPU_HOUR = 1e4
 MAX_CPU_CORES = 100_000  # per node: today's two-socket hosts have ≤ 512 cores
 
+# --- runtime -------------------------------------------------------------------------------
+# Host time per generated token: a rule-based verifier takes microseconds, a code sandbox
+# ~1 ms per token (seconds per response); 0.1 s per token is no run anyone would plan.
+MAX_CONTROLLER_US_PER_TOKEN = 1e5
+
 # --- search --------------------------------------------------------------------------------
 MIN_TARGET_TOKENS_PER_S = 1e-3
 MAX_TARGET_TOKENS_PER_S = 1e12  # 10^6× the fastest published RL runs

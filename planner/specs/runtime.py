@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from planner.specs import bounds as lim
+
 TRAINING_PRECISIONS = {
     "bf16_grads": "bf16 weights and gradients, fp32 master weights and Adam state",
     "fp32_grads": "bf16 weights, fp32 gradients, fp32 master weights and Adam state",
@@ -40,6 +42,12 @@ class RuntimeInput(BaseModel):
         "forward pass of the actor after generation, the frameworks' default) or rollout (the "
         "engine's own, as verl's bypass mode and its fully-async recipe take them: no actor "
         "assessment pass)")
+    controller_us_per_token: float = Field(
+        0.0, ge=0, le=lim.MAX_CONTROLLER_US_PER_TOKEN, description="host time a step spends "
+        "per generated token off the GPUs — the single controller's processing of the "
+        "responses, the rule-based reward — in series with a synchronous step, overlapped by "
+        "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's co-located "
+        "rows imply 9.75 µs (NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted in bench/calibration.py)")
     # The training software (planner/cost/software.py prices these names; bench/training.py
     # checks them against training_h100.md): memory and time of the assessment and training.
     selective_recompute: Literal["core_attn", "every_other_mm"] = Field(
