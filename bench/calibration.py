@@ -53,6 +53,7 @@ from planner.cost.constants import (  # noqa: E402
     DP_COMM_OVERLAP,
     ENGINES,
     HOST_SECONDS_PER_LAYER_PASS,
+    NEMO_RL_CONTROLLER_US_PER_TOKEN,
 )
 from planner.cost.flops import Head  # noqa: E402
 from planner.plan import Layout  # noqa: E402
@@ -92,7 +93,8 @@ MIN_GAIN = {"vtrain": 0.005, "rl": 0.01}
 
 VTRAIN_VOCAB = 51200
 A100 = "a100-sxm-80gb"
-TARGETS = {"vtrain multi": 0.15, "vtrain single": 0.10, "rl median": 0.15}
+TARGETS = {"vtrain multi": 0.15, "vtrain single": 0.10, "rl median": 0.15,
+           "verl row": 0.35}
 
 
 # --- small helpers ---------------------------------------------------------------------------
@@ -513,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{verdict}; rows: {rows}")
     print("profiles without calibration rows keep the schema defaults "
           f"(compute {Efficiency().compute}, hbm {Efficiency().hbm}).")
+    controller = NEMO_RL_CONTROLLER_US_PER_TOKEN
+    print("NeMo-RL controller rate -> planner/cost/constants.py NEMO_RL_CONTROLLER_US_PER_TOKEN "
+          f"(the median of its co-located rows, section 2b): fitted {rl_err['controller']:.2f} "
+          f"us, shipped {controller:g} us"
+          + ("" if math.isclose(rl_err["controller"], controller, abs_tol=0.005)
+             else "   <- differs: update it"))
     print("decode constants -> planner/cost/constants.py ENGINES and "
           "planner/specs/hardware.py DEFAULT_DECODE_HBM_EFFICIENCY (fitted on rollout.md §2):")
     print(f"  fitted:  {decode.describe(dfit)}")
@@ -525,6 +533,9 @@ def main(argv: list[str] | None = None) -> int:
         ("vTrain single-node MAPE", verrors["single"][2], TARGETS["vtrain single"]),
         ("RL median APE (all priced rows)", rl_err["after"].get("all", (math.inf,))[0],
          TARGETS["rl median"]),
+        ("  leave-one-out (controller rate)", rl_err["errors"].get("all", (math.inf,))[0],
+         TARGETS["rl median"]),
+        ("verl rows worst APE", rl_err["verl_worst"], TARGETS["verl row"]),
         ("decode rows median APE", dstats["median"], decode.TARGET_MEDIAN),
         ("decode rows worst APE", dstats["max"], decode.TARGET_MAX),
     ]
@@ -532,9 +543,11 @@ def main(argv: list[str] | None = None) -> int:
         ok = value <= target
         print(f"  {name:34s} {pct(value)} (target <= {pct(target).strip()}): "
               f"{'met' if ok else 'NOT MET'}")
-    n_ok = sum(1 for v in ordered.values() if v)
-    print(f"  {'pairs ordered as measured':34s} {n_ok} of {len(ordered)}: "
-          f"{'met' if n_ok == len(ordered) else 'NOT MET'}")
+    for name, pairs in (("pairs ordered as measured", ordered),
+                        ("  leave-one-out (controller rate)", rl_err["ordered"])):
+        n_ok = sum(1 for v in pairs.values() if v)
+        print(f"  {name:34s} {n_ok} of {len(pairs)}: "
+              f"{'met' if n_ok == len(pairs) else 'NOT MET'}")
     print(f"  {'measured memory points within 15%':34s} not measurable: {mem_complete} of "
           f"{mem_points} points have the facts needed to price them (section 3)")
     print("  vTrain before fitting: multi MAPE "

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.generation import kv_tokens_that_fit
 from planner.cost.iteration import evaluate, max_seqs
 from planner.errors import InfeasibleError
@@ -189,7 +190,12 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
         "workload.samples_per_prompt": NEMO_SAMPLES, "workload.prompt_len": prompt,
         "workload.response_len": round(gen_len), "workload.max_response_len": t_max - prompt,
         "workload.mini_batches": g_gbs // t_gbs, "cluster.gpu": case.profile,
-        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node}
+        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node,
+        "runtime.controller_us_per_token": NEMO_RL_CONTROLLER_US_PER_TOKEN}
+    case.assumptions.append(
+        f"controller host time {NEMO_RL_CONTROLLER_US_PER_TOKEN:g} us per generated token "
+        "(NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted on the co-located rows below; "
+        "leave-one-out errors printed)")
     train_deg = _degrees(r["train_parallel"])
     gen_deg = _degrees(r["gen_parallel"]) or {"tp": 1, "pp": 1}
     placement = r["placement"]

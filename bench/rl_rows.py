@@ -39,6 +39,7 @@ from rl_mapping import (
     vllm_kv_tokens,
 )
 
+from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.flops import params_with_head
 from planner.cost.iteration import Evaluation, evaluate
 from planner.errors import InfeasibleError, InputError
@@ -71,6 +72,43 @@ def price(case: RLCase, gpu: HardwareProfile | None = None) -> RLResult:
     except (InfeasibleError, InputError) as exc:
         return RLResult(case, error=f"{type(exc).__name__}: {exc}")
     return RLResult(case, predicted=ev.iteration_time_s, ev=ev)
+
+
+def with_controller(case: RLCase, us_per_token: float) -> RLCase:
+    """The case with `runtime.controller_us_per_token` set to `us_per_token`."""
+    sc = case.scenario
+    assert sc is not None
+    runtime = sc.runtime.model_copy(update={"controller_us_per_token": us_per_token})
+    return replace(case, scenario=sc.model_copy(update={"runtime": runtime}))
+
+
+def _generated_tokens(case: RLCase) -> float:
+    sc = case.scenario
+    assert sc is not None
+    return sc.sequences_per_step * sc.workload.response_len
+
+
+@dataclass
+class ControllerFit:
+    """NeMo-RL's controller rate (µs per generated token) from its co-located rows: each
+    row's gap (measured − predicted, priced without one) per generated token; the fit is their
+    median; each NeMo-RL row's leave-one-out rate is the median of the other co-located rows'."""
+
+    gaps: dict[str, float]
+    fitted: float
+    loo: dict[str, float]
+
+
+def controller_fit(cases: list[RLCase]) -> ControllerFit:
+    gaps = {}
+    nemo = [c for c in cases if c.source == "NeMo-RL" and c.plan is not None and c.measured_s]
+    for c in nemo:
+        if not c.plan.inter_model.staleness:  # type: ignore[union-attr]
+            r = price(with_controller(c, 0.0))
+            if r.predicted is not None:
+                gaps[c.id] = (c.measured_s - r.predicted) / _generated_tokens(c) * 1e6
+    loo = {c.id: float(np.median([g for i, g in gaps.items() if i != c.id])) for c in nemo}
+    return ControllerFit(gaps, float(np.median(list(gaps.values()))), loo)
 
 
 PAIRS = (("6", "7"), ("19", "20"), ("21", "22"), ("23", "24"), ("25", "26"), ("32", "33"),
@@ -258,6 +296,10 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         overlapped = {c.id: price(_with_overlapped_sync(c), with_efficiency(
             _profile_of(c), *fitted[_profile_of(c).name]))
             for c in cases if c.plan is not None and c.plan.inter_model.staleness}
+        control = controller_fit(cases)
+        results_loo = {**results_after, **{
+            cid: price(with_controller(next(c for c in cases if c.id == cid), rate))
+            for cid, rate in control.loo.items()}}
         engine_sens = {c.id: {what: price(alt, with_efficiency(
             _profile_of(c), *fitted[_profile_of(c).name])) for what, alt in _rollout_variants(c)}
             for c in cases if c.source == "NeMo-RL" and not c.skip and c.plan is not None}
@@ -332,23 +374,10 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                else f"failed: {res.error}")
         print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
 
+    _controller_report(cases, control, results_after, results_loo)
     print("\nPair orderings (co-located vs asynchronous), 'after':")
-    ordered = {}
-    for a_id, b_id in PAIRS:
-        ra, rb = results_after.get(a_id), results_after.get(b_id)
-        ca = next(c for c in cases if c.id == a_id)
-        cb = next(c for c in cases if c.id == b_id)
-        meas_order = ca.measured_s > cb.measured_s  # type: ignore[operator]
-        if ra is None or rb is None or ra.predicted is None or rb.predicted is None:
-            ordered[(a_id, b_id)] = None
-            print(f"  {a_id} vs {b_id}: cannot order (a row failed)")
-            continue
-        pred_order = ra.predicted > rb.predicted
-        ordered[(a_id, b_id)] = pred_order == meas_order
-        verdict = "ordered as measured" if ordered[(a_id, b_id)] else "WRONG ORDER"
-        print(f"  {a_id} vs {b_id} ({ca.label} vs {cb.label.split()[-1]}): measured "
-              f"{ca.measured_s:.1f} vs {cb.measured_s:.1f}, predicted {ra.predicted:.1f} vs "
-              f"{rb.predicted:.1f} -> {verdict}")
+    ordered = pair_orders(cases, results_after, show=True)
+    ordered_loo = pair_orders(cases, results_loo, show=False)
 
     _diagnostics(cases, results_after)
     before_e, after_e = rl_errors(results_before), rl_errors(results_after)
@@ -359,8 +388,64 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         bs = f"{pct(b[0])} / {pct(b[1])} / {b[2]}" if b else "-"
         as_ = f"{pct(a[0])} / {pct(a[1])} / {a[2]}" if a else "-"
         print(f"  {s:10s} before {bs:26s} after {as_}")
-    return {"before": before_e, "after": after_e}, ordered, {
+    loo = {"errors": rl_errors(results_loo), "ordered": ordered_loo,
+           "verl_worst": max((abs(r.predicted - r.case.measured_s) / r.case.measured_s
+                              for r in results_after.values() if r.case.source == "verl"
+                              and r.predicted is not None and r.case.measured_s),
+                             default=math.inf),
+           "controller": control.fitted}
+    return {"before": before_e, "after": after_e, **loo}, ordered, {
         k: (*v, verdicts.get(k, "--no-fit: shipped values")) for k, v in fitted.items()}
+
+
+def pair_orders(cases: list[RLCase], results: dict[str, RLResult], show: bool
+                ) -> dict[tuple[str, str], bool | None]:
+    """Whether each co-located vs asynchronous pair is priced in the measured order."""
+    ordered: dict[tuple[str, str], bool | None] = {}
+    for a_id, b_id in PAIRS:
+        ra, rb = results.get(a_id), results.get(b_id)
+        ca = next(c for c in cases if c.id == a_id)
+        cb = next(c for c in cases if c.id == b_id)
+        meas_order = ca.measured_s > cb.measured_s  # type: ignore[operator]
+        if ra is None or rb is None or ra.predicted is None or rb.predicted is None:
+            ordered[(a_id, b_id)] = None
+            if show:
+                print(f"  {a_id} vs {b_id}: cannot order (a row failed)")
+            continue
+        ordered[(a_id, b_id)] = (ra.predicted > rb.predicted) == meas_order
+        if show:
+            verdict = "ordered as measured" if ordered[(a_id, b_id)] else "WRONG ORDER"
+            print(f"  {a_id} vs {b_id} ({ca.label} vs {cb.label.split()[-1]}): measured "
+                  f"{ca.measured_s:.1f} vs {cb.measured_s:.1f}, predicted {ra.predicted:.1f} "
+                  f"vs {rb.predicted:.1f} -> {verdict}")
+    return ordered
+
+
+def _controller_report(cases: list[RLCase], control: ControllerFit,
+                       after: dict[str, RLResult], loo: dict[str, RLResult]) -> None:
+    """NeMo-RL's controller rate: the co-located rows' gaps, the fit, and every NeMo-RL row
+    priced with the rate fitted without it (leave-one-out)."""
+    print("\nNeMo-RL controller host time (runtime.controller_us_per_token), fitted on the "
+          "co-located rows: (measured - predicted without it) per generated token")
+    print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
+          + f"  -> median {control.fitted:.2f} us (shipped "
+          f"NEMO_RL_CONTROLLER_US_PER_TOKEN {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
+    print("  leave-one-out: each row priced with the median of the other co-located rows")
+    for cid, rate in control.loo.items():
+        c = next(c for c in cases if c.id == cid)
+        a, r = after[cid], loo[cid]
+        if r.predicted is None or a.predicted is None:
+            continue
+        loo_e, shipped_e = (pct(abs(x.predicted - c.measured_s) / c.measured_s).strip()
+                            for x in (r, a))
+        print(f"    row {cid:>2} {c.label[:42]:42s} rate {rate:5.2f} us: {r.predicted:6.1f} s "
+              f"vs measured {c.measured_s:6.1f} ({loo_e}; shipped rate {shipped_e})")
+    verl = {c.id: c for c in cases if c.source == "verl" and c.measured_s}
+    if {"32", "34"} <= set(verl):  # step = W / GPUs + H over the two co-located scales
+        t32, t34 = verl["32"].measured_s, verl["34"].measured_s
+        print(f"  verl, rows 32/34 (32 and 64 GPUs, the same batch): step = W/GPUs + H gives "
+              f"H = {2 * t34 - t32:+.1f} s: no room for a GPU-independent host cost there, "
+              "so the rate is NeMo-RL's, not a planner default")
 
 
 def _measured_parts(row: dict[str, str]) -> dict[str, float]:
@@ -369,10 +454,45 @@ def _measured_parts(row: dict[str, str]) -> dict[str, float]:
                                                row["notes"].split(";")[0])}
 
 
+def _trainer_busy_s(case: RLCase) -> float:
+    """The most the row's trainer can have worked per step, by its own timers: the update,
+    and for an asynchronous row no more than the step less the wait for samples."""
+    parts = _measured_parts(case.row)
+    if case.plan.inter_model.staleness:  # type: ignore[union-attr]
+        return min(parts["update"], case.measured_s - parts["gen"])  # type: ignore[operator]
+    return parts["update"]
+
+
+def implied_length(case: RLCase) -> tuple[int, RLResult] | None:
+    """verl: the mean response length at which the planner's trainer does what the row's own
+    update timer measured (bisection over whole tokens), and the row priced at it — a
+    diagnostic of what the data's lengths would have to be, never a counted figure."""
+    def priced(length: int) -> RLResult:
+        alt = RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
+                     profile=case.profile)
+        _map_verl(alt, MODELS["qwen2.5-math-7b"], int(case.row["n_gpus"]), 8, length)
+        return price(alt)
+
+    def trainer_s(res: RLResult) -> float:
+        return next(t.seconds for t in res.ev.tasks if t.stage == "training")  # type: ignore
+
+    target, lo, hi = _trainer_busy_s(case), 16, 8192
+    if priced(lo).ev is None or trainer_s(priced(lo)) > target:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        res = priced(mid)
+        if res.ev is not None and trainer_s(res) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo, priced(lo)
+
+
 def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
     """What the off rows lack, in the rows' own units (derived from the measurements, nothing
     fitted): per generated token for NeMo-RL, the trainer's measured bound for verl."""
-    print("\nWhat the model lacks, per row (diagnostic: measured - predicted, nothing fitted):")
+    print("\nWhat the model lacks, per row (diagnostic: measured - predicted, shipped constants):")
     print("  NeMo-RL, per generated token of the step (B·K x mean response length):")
     for c in cases:
         r = results.get(c.id)
@@ -407,3 +527,16 @@ def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
         print(line + f"\n      -> at 100% of peak, 6 FLOPs per parameter per token: <= "
               f"{per_seq:,.0f} tokens per sequence (the bench assumes "
               f"{sc.workload.seq_len:,.0f})")  # type: ignore[union-attr]
+    print("  verl at the mean response length each row's own update timer implies (the "
+          "planner's trainer doing the measured work; a diagnostic, not counted):")
+    for c in cases:
+        if c.source != "verl" or c.skip or not c.measured_s:
+            continue
+        found = implied_length(c)
+        if found is None or found[1].predicted is None:
+            print(f"    row {c.id:>2}: no length fits the timer")
+            continue
+        length, res = found
+        print(f"    row {c.id:>2} {c.label[:40]:40s} mean response {length:5,} tokens: step "
+              f"{res.predicted:6.1f} s vs measured {c.measured_s:6.1f} "
+              f"({pct(abs(res.predicted - c.measured_s) / c.measured_s).strip()})")
