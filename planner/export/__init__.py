@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.errors import InputError
 from planner.export import deepspeed, megatron, openrlhf, verl
-from planner.export.base import Export, ExportError
+from planner.export.base import Export, ExportError, training_software_notes
 from planner.export.capabilities import Capabilities
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
@@ -56,7 +56,7 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
     try:
         sc, pool_notes = pools_for_export(plan, sc, fmt)
         done = EXPORTERS[fmt](plan, sc, version)
-        return replace(done, notes=(*done.notes, *pool_notes))
+        return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
     except ExportError as err:
         others = accepting(plan, sc, exclude=fmt)
         where = (f"--format {' or '.join(others)} accepts this plan" if others else

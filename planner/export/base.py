@@ -186,6 +186,25 @@ def generation_notes(v: PlanView, gen: Layout, engine_gpus: int, framework: str)
     return notes
 
 
+TRAINING_SOFTWARE = ("selective_recompute", "training_loss", "fp8_training", "training_states",
+                     "attention_kernel", "ep_dispatch", "ep_comm_overlap")
+"""The `runtime:` fields naming the training software (README "Training software")."""
+
+
+def training_software_notes(sc: Scenario) -> list[str]:
+    """The training software the plan was priced with, where it is not the default: no
+    exporter writes those switches (their keys are not in docs/exports.md), so the user
+    sets them, or the run's memory and time differ from the plan's."""
+    runtime, default = sc.runtime, type(sc.runtime)()
+    changed = [f"{name} {getattr(runtime, name)}" for name in TRAINING_SOFTWARE
+               if getattr(runtime, name) != getattr(default, name)]
+    if not changed:
+        return []
+    return [f"runtime: the plan was priced with {', '.join(changed)}; this export does not set "
+            "them — configure the same training software in the framework, or its memory and "
+            "step time will differ from the plan's"]
+
+
 def generation_pp_refusal(key: str, pp: int, why: str, sc: Scenario) -> ExportError:
     """The framework cannot pipeline generation: say which plans do and what to do instead."""
     gpu = sc.cluster.gpu

@@ -61,3 +61,17 @@ def test_global_batch_must_tile():
     plan = priced(sc, colocated(train={"dp": 8, "zero": 1, "micro_batch": 3}))
     with pytest.raises(ExportError, match="--global-batch-size 128"):
         export(plan, sc, "megatron")
+
+
+@pytest.mark.parametrize("fmt", ["megatron", "verl", "deepspeed", "openrlhf"])
+def test_training_software_the_export_does_not_set_is_a_note(fmt):
+    """A plan priced with non-default training software says so on export: no exporter writes
+    those switches, so the user must."""
+    plain = scenario()
+    fp8 = scenario(**{"runtime.fp8_training": "transformer_engine",
+                      "runtime.attention_kernel": "fa2"})
+    plan = priced(fp8, colocated())
+    note = [n for n in export(plan, fp8, fmt).notes if n.startswith("runtime:")]
+    assert len(note) == 1
+    assert "fp8_training transformer_engine" in note[0] and "attention_kernel fa2" in note[0]
+    assert not any(n.startswith("runtime:") for n in export(plan, plain, fmt).notes)
