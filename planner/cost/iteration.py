@@ -392,6 +392,10 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         phase_starts = {"generation": 0.0, "assessment": assess_start,
                         "training": train_start, "sync": train_start + train_s}
     drawn = timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
+    if controller_s:  # on the host, no group's: after generation, or beside the groups' work
+        start = (gen_and_assess if fused else gen_s) if phase_starts else 0.0
+        drawn.append({"group": None, "kind": "controller", "role": None, "start_s": start,
+                      "end_s": start + controller_s})
 
     swapped = {homes['actor']} if swap_out else set()
     memory = group_memory(tasks, resident, capacity, swapped)

@@ -1,5 +1,6 @@
 """The timeline of one steady-state iteration: a lane per device group, a bar per task,
-resharding/sync and idle gaps, drawn to scale from the plan's `breakdown.timeline`.
+resharding/sync and idle gaps, drawn to scale from the plan's `breakdown.timeline` (and a lane
+for the controller's host time when the plan has one).
 
 Under asynchrony every group's work starts at 0 and the lanes overlap in time (the groups
 pipeline across iterations); under stage fusion assessment overlaps the generation tail.
@@ -18,9 +19,9 @@ from planner import pictures
 from planner.plan import Plan
 
 COLOURS = {"generation": "#4c78a8", "assessment": "#f58518", "training": "#54a24b",
-           "sync": "#b279a2", "idle": "#e5e5e5"}
+           "sync": "#b279a2", "idle": "#e5e5e5", "controller": "#9d755d"}
 KIND_LABELS = {"generation": "generation", "assessment": "assessment", "training": "training",
-               "sync": "resharding / sync", "idle": "idle"}
+               "sync": "resharding / sync", "idle": "idle", "controller": "controller (host)"}
 RUNNING_LABEL = "running sequences"
 """The y label of the rollout axes (tests look for it in the SVG)."""
 
@@ -32,7 +33,9 @@ def render(plan: Plan, fmt: str) -> bytes:
 
 def draw(plan: Plan) -> Figure:
     segments = plan.breakdown.get("timeline") or []
-    groups = [g.name for g in plan.groups]
+    # the controller's host time (group None) gets a lane of its own, below the groups'
+    host = any(s["group"] is None for s in segments)
+    groups = [g.name for g in plan.groups] + ([None] if host else [])
     sizes = {g.name: f"{g.gpus} GPUs" + (f", pool {g.pool}" if g.pool else "")
              for g in plan.groups}
     period = plan.iteration_time_s
@@ -54,8 +57,8 @@ def draw(plan: Plan) -> Figure:
             ax.text(seg["start_s"] + width / 2, lane, seg["role"], ha="center", va="center",
                     fontsize=8, color="white")
     ax.axvline(period, color="black", linestyle="--", linewidth=0.8)
-    ax.set_yticks(range(len(groups)),
-                  [f"{g} ({sizes[g]})" for g in reversed(groups)])
+    ax.set_yticks(range(len(groups)), [f"{g} ({sizes[g]})" if g is not None
+                                       else KIND_LABELS["controller"] for g in reversed(groups)])
     ax.set_xlim(0, period * 1.02)
     ax.set_ylim(-0.6, len(groups) - 0.4)
     ax.set_xlabel("seconds into the iteration")

@@ -56,6 +56,9 @@ def test_a_synchronous_step_waits_for_it_and_every_group_idles():
     train = next(s for s in slow.timeline if s["kind"] == "training")
     gen = next(s for s in slow.timeline if s["kind"] == "generation")
     assert train["start_s"] >= gen["end_s"] + host - 1e-9  # the training waits for it
+    (lane,) = [s for s in slow.timeline if s["kind"] == "controller"]  # on no group's lane
+    assert lane["group"] is None and lane["start_s"] == gen["end_s"]
+    assert lane["end_s"] == pytest.approx(gen["end_s"] + host)
     doc = to_plan(load(100.0), COLOCATED, slow)
     assert doc.stages["controller"].time_s == pytest.approx(host)
     assert "controller" not in to_plan(load(0.0), COLOCATED, base).stages
@@ -68,7 +71,9 @@ def test_an_asynchronous_step_overlaps_it_until_it_is_the_longest_work():
     hidden = evaluate(load(small_rate), APART)
     assert hidden.iteration_time_s == pytest.approx(base.iteration_time_s)
     large = load(4 * small_rate)  # twice the busiest group's work: the period is the host's
-    assert evaluate(large, APART).iteration_time_s == pytest.approx(controller_seconds(large))
+    ev = evaluate(large, APART)
+    assert ev.iteration_time_s == pytest.approx(controller_seconds(large))
+    assert [s["start_s"] for s in ev.timeline if s["kind"] == "controller"] == [0.0]
 
 
 @pytest.mark.parametrize("staleness", [0, 1])
@@ -109,7 +114,7 @@ def test_one_more_staleness_matters_with_host_time():
     assert checked > 10
 
 
-def test_through_the_cli(cli, write):
+def test_through_the_cli(cli, write, tmp_path):
     scenario = {"algorithm": "grpo", "models": {"actor": "qwen2.5-0.5b", "reference": "none"},
                 "workload": {"prompts_per_step": 16, "samples_per_prompt": 4,
                              "prompt_len": 256, "response_len": 512, "max_response_len": 1024},
@@ -120,8 +125,10 @@ def test_through_the_cli(cli, write):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["stages"]["controller"]["time_s"] == pytest.approx(
         64 * 512 * 100e-6)
-    shown = cli("evaluate", str(path), plan_path)
+    svg = tmp_path / "it.svg"
+    shown = cli("evaluate", str(path), plan_path, "--timeline", str(svg))
     assert "controller: 3.28 s of host work per step" in shown.stdout
+    assert "controller (host)" in svg.read_text()
     for value in (-1, "fast", 1e9):
         bad = write("bad.yaml", {**scenario, "runtime": {"controller_us_per_token": value}})
         assert_bad_input(cli("evaluate", str(bad), plan_path), "runtime.controller_us_per_token")
