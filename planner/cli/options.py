@@ -42,6 +42,9 @@ RolloutWeights = Annotated[str | None, _opt("Rollout weight precision: auto (def
 KvCacheDtype = Annotated[str | None, _opt("Rollout KV-cache precision: bf16 (default) or fp8.")]
 OldLogProbs = Annotated[str | None, _opt("Old-policy log-probs: recompute (default, an actor "
                                          "forward pass) or rollout (the engine's own).")]
+ControllerUsPerToken = Annotated[float | None, _opt(
+    "Host time per generated token off the GPUs, µs (controller, rule-based reward): in series "
+    "with a synchronous step, overlapped with staleness ≥ 1 (NeMo-RL: 9.75).")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
@@ -64,7 +67,8 @@ OPTIONS: dict[str, Any] = {
     "prompts": Prompts, "samples": Samples, "prompt_len": PromptLen,
     "response_len": ResponseLen, "max_response_len": MaxResponseLen, "ppo_epochs": PpoEpochs,
     "mini_batches": MiniBatches, "engine": Engine, "rollout_weights": RolloutWeights,
-    "kv_cache_dtype": KvCacheDtype, "old_log_probs": OldLogProbs, "gpu": Gpu, "nodes": Nodes,
+    "kv_cache_dtype": KvCacheDtype, "old_log_probs": OldLogProbs,
+    "controller_us_per_token": ControllerUsPerToken, "gpu": Gpu, "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
     "time_limit": TimeLimit,

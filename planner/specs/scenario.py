@@ -57,6 +57,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "rollout_weights": "runtime.rollout_weights",
     "kv_cache_dtype": "runtime.kv_cache_dtype",
     "old_log_probs": "runtime.old_log_probs",
+    "controller_us_per_token": "runtime.controller_us_per_token",
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",

@@ -129,6 +129,12 @@ def test_through_the_cli(cli, write, tmp_path):
     shown = cli("evaluate", str(path), plan_path, "--timeline", str(svg))
     assert "controller: 3.28 s of host work per step" in shown.stdout
     assert "controller (host)" in svg.read_text()
+    flagged = cli("evaluate", str(write("plain.yaml", scenario)), plan_path, "--json",
+                  "--controller-us-per-token", "100")
+    assert json.loads(flagged.stdout)["stages"]["controller"]["time_s"] == pytest.approx(
+        64 * 512 * 100e-6)
+    assert_bad_input(cli("evaluate", str(path), plan_path, "--controller-us-per-token", "-1"),
+                     "--controller-us-per-token")
     for value in (-1, "fast", 1e9):
         bad = write("bad.yaml", {**scenario, "runtime": {"controller_us_per_token": value}})
         assert_bad_input(cli("evaluate", str(bad), plan_path), "runtime.controller_us_per_token")
