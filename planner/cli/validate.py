@@ -105,7 +105,9 @@ def validate(
         console.print(f"  B={w['prompts_per_step']} K={w['samples_per_prompt']} "
                       f"S={w['prompt_len']} T={w['response_len']} (max "
                       f"{w['max_response_len']}); {shape} = {c['total_gpus']} GPUs; "
-                      f"engine {summary['runtime']['engine']}")
+                      f"engine {summary['runtime']['engine']}"
+                      + (f"; controller {us:g} µs per generated token"
+                         if (us := summary["runtime"]["controller_us_per_token"]) else ""))
         if w["response_lengths"]:
             console.print(f"  response lengths: {lengths_line(w['response_lengths'])}")
         for note in summary["notes"]:

@@ -129,6 +129,7 @@ def test_through_the_cli(cli, write, tmp_path):
     shown = cli("evaluate", str(path), plan_path, "--timeline", str(svg))
     assert "controller: 3.28 s of host work per step" in shown.stdout
     assert "controller (host)" in svg.read_text()
+    assert "controller 100 µs per generated token" in cli("validate", str(path)).stdout
     flagged = cli("evaluate", str(write("plain.yaml", scenario)), plan_path, "--json",
                   "--controller-us-per-token", "100")
     assert json.loads(flagged.stdout)["stages"]["controller"]["time_s"] == pytest.approx(
