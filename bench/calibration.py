@@ -533,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         ("vTrain single-node MAPE", verrors["single"][2], TARGETS["vtrain single"]),
         ("RL median APE (all priced rows)", rl_err["after"].get("all", (math.inf,))[0],
          TARGETS["rl median"]),
-        ("  leave-one-out (controller rate)", rl_err["errors"].get("all", (math.inf,))[0],
+        ("  leave-one-out (controller rate)", rl_err["loo_errors"].get("all", (math.inf,))[0],
          TARGETS["rl median"]),
         ("verl rows worst APE", rl_err["verl_worst"], TARGETS["verl row"]),
         ("decode rows median APE", dstats["median"], decode.TARGET_MEDIAN),
@@ -544,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:34s} {pct(value)} (target <= {pct(target).strip()}): "
               f"{'met' if ok else 'NOT MET'}")
     for name, pairs in (("pairs ordered as measured", ordered),
-                        ("  leave-one-out (controller rate)", rl_err["ordered"])):
+                        ("  leave-one-out (controller rate)", rl_err["loo_ordered"])):
         n_ok = sum(1 for v in pairs.values() if v)
         print(f"  {name:34s} {n_ok} of {len(pairs)}: "
               f"{'met' if n_ok == len(pairs) else 'NOT MET'}")

@@ -388,7 +388,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         bs = f"{pct(b[0])} / {pct(b[1])} / {b[2]}" if b else "-"
         as_ = f"{pct(a[0])} / {pct(a[1])} / {a[2]}" if a else "-"
         print(f"  {s:10s} before {bs:26s} after {as_}")
-    loo = {"errors": rl_errors(results_loo), "ordered": ordered_loo,
+    loo = {"loo_errors": rl_errors(results_loo), "loo_ordered": ordered_loo,
            "verl_worst": max((abs(r.predicted - r.case.measured_s) / r.case.measured_s
                               for r in results_after.values() if r.case.source == "verl"
                               and r.predicted is not None and r.case.measured_s),
@@ -477,7 +477,7 @@ def implied_length(case: RLCase) -> tuple[int, RLResult] | None:
         return next(t.seconds for t in res.ev.tasks if t.stage == "training")  # type: ignore
 
     target, lo, hi = _trainer_busy_s(case), 16, 8192
-    if priced(lo).ev is None or trainer_s(priced(lo)) > target:
+    if (first := priced(lo)).ev is None or trainer_s(first) > target:
         return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -490,8 +490,8 @@ def implied_length(case: RLCase) -> tuple[int, RLResult] | None:
 
 
 def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
-    """What the off rows lack, in the rows' own units (derived from the measurements, nothing
-    fitted): per generated token for NeMo-RL, the trainer's measured bound for verl."""
+    """What the off rows lack, in the rows' own units (measured − predicted with the shipped
+    constants): per generated token for NeMo-RL, the trainer's measured bound for verl."""
     print("\nWhat the model lacks, per row (diagnostic: measured - predicted, shipped constants):")
     print("  NeMo-RL, per generated token of the step (B·K x mean response length):")
     for c in cases:
@@ -514,9 +514,8 @@ def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
         gpus = train.layout.dp * train.layout.tp * train.layout.pp * train.layout.cp
         line = (f"    row {c.id:>2} {c.label[:40]:40s} measured {parts['update'] * gpus:7.0f}, "
                 f"predicted {train.seconds * gpus:7.0f} on {gpus} GPUs")
-        busy = parts["update"]
+        busy = _trainer_busy_s(c)
         if c.plan.inter_model.staleness:  # type: ignore[union-attr]
-            busy = min(busy, c.measured_s - parts["gen"])  # type: ignore[operator]
             line += (f"; the trainer waited {parts['gen']:.1f} s for samples, so it was busy "
                      f"<= {busy:.1f} s of the step (predicted {train.seconds:.1f} s)")
         # the least work a token can cost: 6 FLOPs per parameter (no recompute, no attention)
