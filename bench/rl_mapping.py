@@ -24,6 +24,10 @@ NEMO_PROMPTS, NEMO_SAMPLES = 64, 32
 NEMO_GPU_MEMORY_UTILIZATION = 0.6
 """NeMo-RL's `policy.generation.vllm_cfg.gpu_memory_utilization` default
 (examples/configs/grpo_math_1B.yaml; ../shared/data/exports.md §5)."""
+VERL_ROLLOUT_TP, VERL_GPU_MEMORY_UTILIZATION, VERL_MAX_NUM_SEQS = 2, 0.5, 256
+"""verl's `actor_rollout_ref.rollout.{tensor_model_parallel_size, gpu_memory_utilization,
+max_num_seqs}` defaults (../shared/data/exports.md §1, the rollout table): the fully-async
+document's runs do not give theirs."""
 VERL_PROMPT_LEN = 128
 VERL_RESPONSE_LEN = 1500
 VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
@@ -287,7 +291,9 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         "training: FSDP2 = ZeRO-3 over the group, gradient checkpointing (full), "
         "micro_batch = 2 sequences (verl packs micro-batches by tokens; 2 maximum-length "
         "sequences is the token budget the memory model can express)",
-        "rollout: vLLM TP 1 (not given; a 7B model fits one 96 GB H20)",
+        f"rollout: vLLM as verl configures it by default (the runs do not give theirs; "
+        f"exports.md §1): TP {VERL_ROLLOUT_TP}, gpu_memory_utilization "
+        f"{VERL_GPU_MEMORY_UTILIZATION:g}, max_num_seqs {VERL_MAX_NUM_SEQS}",
     ]
     case.overrides = {
         "algorithm": "dapo", "models.actor": model, "models.reference": "none",
@@ -311,7 +317,11 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
             "async_training.use_rollout_log_probs defaults to True, exports.md §1.10), so the "
             "trainer group runs no old-log-prob pass")
         case.overrides["runtime.old_log_probs"] = "rollout"
-    gen = _layout(gen_group, groups[gen_group])
+    gen = _layout(gen_group, groups[gen_group], tp=VERL_ROLLOUT_TP,
+                  max_num_seqs=VERL_MAX_NUM_SEQS)
+    case.gpu_memory_utilization = VERL_GPU_MEMORY_UTILIZATION
+    gen = gen.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(
+        load_scenario(None, case.overrides), gen, VERL_GPU_MEMORY_UTILIZATION)})
     train = _layout(train_group, groups[train_group], zero=3, checkpointing="full",
                     micro_batch=2)
     case.plan = _plan(groups, gen, train, None, staleness, _can_swap(case, staleness),
