@@ -430,6 +430,17 @@ def _controller_report(cases: list[RLCase], control: ControllerFit,
     print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
           + f"  -> median {control.fitted:.2f} us (shipped "
           f"NEMO_RL_CONTROLLER_US_PER_TOKEN {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
+    spread = {}  # the gaps in other units: the unit with the least spread is the mechanism's
+    for unit, per in (("per generated token", _generated_tokens),
+                      ("per response", lambda c: c.scenario.sequences_per_step),
+                      ("per step", lambda c: 1.0),
+                      ("per generated token per GPU", lambda c: _generated_tokens(c)
+                       / c.scenario.total_gpus)):
+        gaps = np.array([g * _generated_tokens(c) / per(c) for cid, g in control.gaps.items()
+                         for c in cases if c.id == cid])
+        spread[unit] = float(np.std(gaps) / np.mean(gaps))
+    print("  spread of the gaps (std / mean) by unit: " + ", ".join(
+        f"{unit} {v:.2f}" for unit, v in spread.items()))
     print("  leave-one-out: each row priced with the median of the other co-located rows")
     for cid, rate in control.loo.items():
         c = next(c for c in cases if c.id == cid)
