@@ -268,7 +268,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         for group in profiles.values():
             gpu = with_efficiency(_profile_of(group[0]), *before_eff)
             for c in group:
-                results_before[c.id] = price(c, gpu)
+                results_before[c.id] = price(with_controller(c, 0.0), gpu)  # unfitted
     with _framework(vfit.host, vfit.overlap, engines):
         for name, group in profiles.items():
             base = _profile_of(group[0])
