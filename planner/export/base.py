@@ -22,6 +22,7 @@ from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as
 from planner.specs.hardware import GIB, ClusterSpec
 from planner.specs.model import ModelSpec
+from planner.specs.runtime import TRAINING_SOFTWARE
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -184,11 +185,6 @@ def generation_notes(v: PlanView, gen: Layout, engine_gpus: int, framework: str)
                      f"overhead ({overhead:g} ms of host time per decode step); current vLLM "
                      "releases run the V1 engine, so generation should be quicker than priced")
     return notes
-
-
-TRAINING_SOFTWARE = ("selective_recompute", "training_loss", "fp8_training", "training_states",
-                     "attention_kernel", "ep_dispatch", "ep_comm_overlap")
-"""The `runtime:` fields naming the training software (README "Training software")."""
 
 
 def training_software_notes(sc: Scenario) -> list[str]:

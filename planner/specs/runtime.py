@@ -18,6 +18,10 @@ TRAINING_PRECISIONS = {
 }
 """What the plan says training computes in, by runtime.training_states."""
 
+TRAINING_SOFTWARE = ("selective_recompute", "training_loss", "fp8_training", "training_states",
+                     "attention_kernel", "ep_dispatch", "ep_comm_overlap")
+"""The `RuntimeInput` fields naming the training software (README "Training software")."""
+
 
 class RuntimeInput(BaseModel):
     """The software the run uses, where it changes the timings."""
