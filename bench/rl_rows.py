@@ -41,7 +41,7 @@ from rl_mapping import (
 
 from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.flops import params_with_head
-from planner.cost.iteration import Evaluation, evaluate
+from planner.cost.iteration import Evaluation, evaluate, generated_tokens_per_step
 from planner.errors import InfeasibleError, InputError
 from planner.specs.hardware import (
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -83,9 +83,8 @@ def with_controller(case: RLCase, us_per_token: float) -> RLCase:
 
 
 def _generated_tokens(case: RLCase) -> float:
-    sc = case.scenario
-    assert sc is not None
-    return sc.sequences_per_step * sc.workload.response_len
+    assert case.scenario is not None
+    return generated_tokens_per_step(case.scenario)
 
 
 @dataclass
@@ -430,20 +429,21 @@ def _controller_report(cases: list[RLCase], control: ControllerFit,
     print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
           + f"  -> median {control.fitted:.2f} us (shipped "
           f"NEMO_RL_CONTROLLER_US_PER_TOKEN {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
+    by_id = {c.id: c for c in cases}
     spread = {}  # the gaps in other units: the unit with the least spread is the mechanism's
     for unit, per in (("per generated token", _generated_tokens),
                       ("per response", lambda c: c.scenario.sequences_per_step),
                       ("per step", lambda c: 1.0),
                       ("per generated token per GPU", lambda c: _generated_tokens(c)
                        / c.scenario.total_gpus)):
-        gaps = np.array([g * _generated_tokens(c) / per(c) for cid, g in control.gaps.items()
-                         for c in cases if c.id == cid])
+        gaps = np.array([g * _generated_tokens(by_id[cid]) / per(by_id[cid])
+                         for cid, g in control.gaps.items()])
         spread[unit] = float(np.std(gaps) / np.mean(gaps))
     print("  spread of the gaps (std / mean) by unit: " + ", ".join(
         f"{unit} {v:.2f}" for unit, v in spread.items()))
     print("  leave-one-out: each row priced with the median of the other co-located rows")
     for cid, rate in control.loo.items():
-        c = next(c for c in cases if c.id == cid)
+        c = by_id[cid]
         a, r = after[cid], loo[cid]
         if r.predicted is None or a.predicted is None:
             continue
@@ -509,8 +509,7 @@ def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
         r = results.get(c.id)
         if c.source != "NeMo-RL" or r is None or r.predicted is None or not c.measured_s:
             continue
-        sc = c.scenario
-        tokens = sc.sequences_per_step * sc.workload.response_len  # type: ignore[union-attr]
+        tokens = _generated_tokens(c)
         mode = "co-located" if not c.plan.inter_model.staleness else "1-off"  # type: ignore
         print(f"    row {c.id:>2} {mode:10s} {c.label[:40]:40s} "
               f"{(c.measured_s - r.predicted) / tokens * 1e6:+6.1f} us/token "

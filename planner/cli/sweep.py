@@ -259,11 +259,7 @@ def show(result: Grid, heading: str) -> None:
                          else "right")
     notes: list[str] = []
     for r in result.rows:
-        mark = ""
-        for text in (r.reason, r.note):
-            if text:
-                notes.append(f"{label(r) if several else gpu_count(r.gpus)}: {text}")
-                mark += f" [{len(notes)}]"
+        mark = _footnotes(notes, label(r) if several else gpu_count(r.gpus), r.reason, r.note)
         table.add_row(*([escape(r.gpu or "")] if several else []),
                       str(r.gpus), escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
                       _num(r.tokens_per_s, ",.0f"), _num(r.tokens_per_s_per_gpu, ",.0f"),
@@ -319,10 +315,7 @@ def show_pools(result: Grid, heading: str) -> None:
                          else "right")
     notes: list[str] = []
     for r in result.rows:
-        mark = ""
-        if r.reason:
-            notes.append(f"{label(r)}: {r.reason}")
-            mark = f" [{len(notes)}]"
+        mark = _footnotes(notes, label(r), r.reason)
         table.add_row(*(str((r.pools or {})[p.name]) for p in pools), str(r.gpus),
                       escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
                       _num(r.tokens_per_s, ",.0f"), _num(r.cost_per_step_usd, ",.2f", "$"),
@@ -343,6 +336,16 @@ def show_pools(result: Grid, heading: str) -> None:
                                       if price is not None else f"none (set {field})"),
                       markup=False)
     _answers(result, notes, "set each pool's price_usd_per_gpu_hour", label)
+
+
+def _footnotes(notes: list[str], who: str, *texts: str | None) -> str:
+    """Append each given text to `notes` as '<who>: text'; the table's marks for them."""
+    mark = ""
+    for text in texts:
+        if text:
+            notes.append(f"{who}: {text}")
+            mark += f" [{len(notes)}]"
+    return mark
 
 
 def _short(reason: str | None, limit: int = 90) -> str:

@@ -116,14 +116,17 @@ def sequences(sc: Scenario) -> int:
     return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
 
 
+def generated_tokens_per_step(sc: Scenario) -> float:
+    """Tokens a step generates: every rollout's mean response (0 for DPO and SFT)."""
+    return 0.0 if sc.family.offline else sequences(sc) * sc.workload.response_len
+
+
 def controller_seconds(sc: Scenario) -> float:
     """Host seconds a step spends off the GPUs on the responses it generates: the single
     controller's processing and the rule-based reward, `runtime.controller_us_per_token` per
-    generated token (a step that generates nothing: 0). A synchronous step waits for it; with
-    staleness ≥ 1 it runs beside the groups' work (`evaluate`)."""
-    if sc.family.offline:
-        return 0.0
-    return sc.runtime.controller_us_per_token * 1e-6 * sequences(sc) * sc.workload.response_len
+    generated token. A synchronous step waits for it; with staleness ≥ 1 it runs beside the
+    groups' work (`evaluate`)."""
+    return sc.runtime.controller_us_per_token * 1e-6 * generated_tokens_per_step(sc)
 
 
 def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
@@ -384,18 +387,19 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         iteration = sequential
     for g in sizes:
         busy[g]["idle"] = max(0.0, iteration - sum(busy[g].values()))
+    controller_start = 0.0  # asynchronous: beside the groups' work
     if staleness >= 1:  # steady state: each group runs its share of every stage in turn
         phase_starts = None
-    else:  # the controller handles the responses once generated: every group waits
+    else:  # the controller takes the responses once generated; every group waits for it
+        controller_start = gen_and_assess if fused else gen_s
         assess_start = gen_and_assess - assess_s if fused else gen_s + controller_s
         train_start = gen_and_assess + controller_s
         phase_starts = {"generation": 0.0, "assessment": assess_start,
                         "training": train_start, "sync": train_start + train_s}
     drawn = timeline(tasks, list(sizes), sync_s, sync_groups, phase_starts, iteration)
-    if controller_s:  # on the host, no group's: after generation, or beside the groups' work
-        start = (gen_and_assess if fused else gen_s) if phase_starts else 0.0
-        drawn.append({"group": None, "kind": "controller", "role": None, "start_s": start,
-                      "end_s": start + controller_s})
+    if controller_s:  # on the host, on no group's lane
+        drawn.append({"group": None, "kind": "controller", "role": None,
+                      "start_s": controller_start, "end_s": controller_start + controller_s})
 
     swapped = {homes['actor']} if swap_out else set()
     memory = group_memory(tasks, resident, capacity, swapped)

@@ -38,7 +38,7 @@ time C (`runtime.controller_us_per_token`), T = max(B, C, ⌈Q / (s + 1)⌉) and
 
 def staleness_that_matters(sc: Scenario) -> int:
     """`STALENESS_THAT_MATTERS`, one more when the controller has host time to overlap."""
-    return STALENESS_THAT_MATTERS + (controller_seconds(sc) > 0)
+    return STALENESS_THAT_MATTERS + (1 if controller_seconds(sc) > 0 else 0)
 
 
 @dataclass(frozen=True)
