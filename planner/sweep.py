@@ -38,7 +38,7 @@ from itertools import pairwise
 from planner.cost.iteration import cost_per_step
 from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION, Plan
-from planner.search.space import slot_sizes
+from planner.search.layouts import slot_sizes
 from planner.specs import bounds as lim
 from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario

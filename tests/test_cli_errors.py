@@ -236,14 +236,14 @@ def test_huge_numbers_in_files(cli, write):
 
 
 def test_ms_conversion_refuses_beyond_int64_without_warning():
-    from planner.search.space import MAX_UNITS, _ms
+    from planner.search.candidate import MAX_UNITS, to_ms
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numpy cast warning would fail here
-        assert _ms(np.array([1.0, 0.0101])).tolist() == [1000, 11]
+        assert to_ms(np.array([1.0, 0.0101])).tolist() == [1000, 11]
         for seconds in (np.array([1.0, np.inf]), np.array([np.nan]), (MAX_UNITS + 2) * 1e-3):
             with pytest.raises(InputError, match="too large to plan"):
-                _ms(seconds)
+                to_ms(seconds)
 
 
 def test_solver_range_guard(write):

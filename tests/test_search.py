@@ -14,8 +14,9 @@ from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError
 from planner.search import brute, cpsat, solve
 from planner.search.choice import fits, score, valid
+from planner.search.layouts import slot_sizes
 from planner.search.solve import plan, to_plan_input
-from planner.search.space import build_space, slot_sizes
+from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 from tests.test_cli import assert_bad_input
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner.cost import comm
+from planner.cost.fit import Load, Overflow, whole_mib
 from planner.cost.flops import (
     Head,
     bytes_weights_read_fwd,
@@ -71,6 +72,48 @@ def group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]]
         out[g] = best
     return out
 
+
+
+def task_loads(tasks: list[Task], homes: dict[str, str], generation: Load | None
+               ) -> dict[str, list[Load]]:
+    """Each group's tasks as `fit.overflow` counts them, in whole MiB — as the search's
+    candidates count them: one load per model on its home group (its persistent state, its
+    stages' needs, its offload), a forward run away from home as a copy of its own, and the
+    generation (`iteration.generation_load`)."""
+    out: dict[str, list[Load]] = {}
+    for role, home in homes.items():
+        mine = [t for t in tasks if t.role == role and t.stage != "generation"]
+        at_home = [t for t in mine if t.layout.group == home]
+        held = next((t for t in at_home if t.stage == "training"), at_home[0]).memory
+        assert held is not None
+        out.setdefault(home, []).append(Load(
+            role, whole_mib(float(held.persistent)),
+            {t.stage: whole_mib(float(t.memory.transient)) for t in at_home if t.memory},
+            host=whole_mib(float(held.host_offload))))
+        for t in (t for t in mine if t.layout.group != home and t.memory):
+            out.setdefault(t.layout.group, []).append(Load(
+                f"{role} forward copy", whole_mib(float(t.memory.persistent)),
+                {t.stage: whole_mib(float(t.memory.transient))}))
+    gen = next((t for t in tasks if t.stage == "generation"), None)
+    if gen is not None and generation is not None:
+        out.setdefault(gen.layout.group, []).append(generation)
+    return out
+
+
+def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
+              report: dict[str, float | str]) -> str:
+    """The message for a group that breaks the memory rule (`fit.overflow`); `report`: its
+    peak as `group_memory` reports it."""
+    gib = over.over_mib / 1024
+    if over.host:
+        return (f"group {group}: offloaded state is {gib:.1f} GiB per GPU over each GPU's share "
+                f"of a node's {gpu.host_memory_gib or 0:.0f} GiB of host memory; offload less, "
+                "shard more, or turn off offload_during_generation")
+    stage = over.stage or str(report["stage"])
+    what = str(report["what"]) if stage == report["stage"] else over.where
+    return (f"group {group}, stage {stage}: {gpu.memory_gib + gib:.1f} GiB per GPU ({what}) is "
+            f"{gib:.1f} GiB over the {gpu.memory_gib:.0f} GiB of a {gpu.name}; shard more (ZeRO, "
+            "TP, PP), checkpoint activations, offload, or use smaller micro-batches")
 
 
 def timeline(tasks: list[Task], groups: list[str], sync_s: float, sync_groups: set[str],

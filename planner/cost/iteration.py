@@ -30,12 +30,22 @@ with. `report.to_plan` writes an `Evaluation` as the plan JSON.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.cost import comm
 from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_LINK_SHARE
+from planner.cost.fit import (
+    Load,
+    budget_of,
+    host_budget_of,
+    kv_room_mib,
+    kv_tokens_within,
+    overflow,
+    whole_mib,
+)
 from planner.cost.flops import (
     Head,
     Num,
@@ -43,12 +53,19 @@ from planner.cost.flops import (
 )
 from planner.cost.generation import (
     Rollout,
-    kv_tokens_that_fit,
+    bytes_resharding_buffer,
     memory_generation_per_gpu,
     rollout_precision,
     time_generation,
 )
-from planner.cost.groups import group_memory, inter_pool_link, plan_bounds, timeline
+from planner.cost.groups import (
+    fit_error,
+    group_memory,
+    inter_pool_link,
+    plan_bounds,
+    task_loads,
+    timeline,
+)
 from planner.cost.memory import (
     ROLE_HEADS,
     MemoryBreakdown,
@@ -282,20 +299,11 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     # Persistent state of each model: on its home group (training group, else where its
     # forward runs), plus forward copies elsewhere and a separate rollout group's weights.
     resident: dict[str, list[tuple[str, float]]] = {g: [] for g in sizes}
-    host = dict.fromkeys(sizes, 0.0)  # offloaded bytes per GPU, in CPU memory
     for role, home in homes.items():
         t = next((x for x in tasks if x.role == role and x.stage == "training"), None) or next(
             x for x in tasks if x.role == role and x.stage == "assessment")
         mem = task_memory(view[home], role, t.stage, t.layout, heads[role])
         resident[home].append((role, float(mem.persistent)))
-        host[home] += float(mem.host_offload)
-    for g, used_host in host.items():
-        gpu = view[g].cluster.gpu
-        if (share := gpu.host_bytes_per_gpu) is not None and used_host > share:
-            raise InfeasibleError(
-                f"group {g}: offloaded state needs {used_host / GIB:.1f} GiB of host memory "
-                f"per GPU, {(used_host - share) / GIB:.1f} GiB over each GPU's share of a "
-                f"node's {gpu.host_memory_gib:.0f} GiB; offload less or shard more")
     for t in tasks:
         if t.stage == "assessment" and t.layout.group != homes[t.role]:
             mem = task_memory(view[t.layout.group], t.role, t.stage, t.layout, heads[t.role])
@@ -316,10 +324,12 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         raise InputError("inter_model.partial_rollout: responses continuing across steps are "
                          "off-policy; allow it with search.max_staleness ≥ 1 (--max-staleness "
                          "1) or set it to false")
+    gen_load = None
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
         on, gpu = view[t.layout.group], view[t.layout.group].cluster.gpu
         others = sum(b for _, b in resident[t.layout.group])
+        held = [Load(r, whole_mib(b)) for r, b in resident[t.layout.group]]
         if swap_out:
             if not hybrid:
                 raise InputError("inter_model.offload_during_generation: the actor generates "
@@ -328,16 +338,12 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             if gpu.host_link_gbps is None or gpu.host_memory_gib is None:
                 raise InputError("inter_model.offload_during_generation needs the profile's "
                                  "host_link_gbps and host_memory_gib; set them or turn it off")
-            share = gpu.host_bytes_per_gpu
-            if others + host[t.layout.group] > share:
-                raise InfeasibleError(
-                    f"group {t.layout.group}, stage generation: offloading "
-                    f"{others / GIB:.1f} GiB per GPU exceeds each GPU's share of host memory "
-                    f"({share / GIB:.0f} GiB); turn off offload_during_generation")
             swap_s = swap_time(others, gpu, on.cluster.gpus_per_node)
             swap_bytes = others
-            others = 0.0
-        t.layout = kv_cache_layout(on, t.layout, shadow, hybrid, capacity[t.layout.group] - others)
+        gen_load = generation_load(on, t.layout, shadow, hybrid)
+        t.layout = kv_cache_layout(on, t.layout, shadow, kv_room_mib(
+            held, gen_load, budget_of(gpu), swap_out))
+        gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
             resident[t.layout.group].append(("actor rollout copy", float(t.memory.persistent)))
@@ -403,13 +409,10 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
 
     swapped = {homes['actor']} if swap_out else set()
     memory = group_memory(tasks, resident, capacity, swapped)
-    for g, mem in memory.items():
-        if mem["peak_bytes"] > capacity[g]:
-            raise InfeasibleError(
-                f"group {g}, stage {mem['stage']}: {mem['peak_bytes'] / GIB:.1f} GiB per GPU "
-                f"({mem['what']}) is {(mem['peak_bytes'] - capacity[g]) / GIB:.1f} GiB over the "
-                f"{capacity[g] / GIB:.0f} GiB of a {view[g].cluster.gpu.name}; shard more (ZeRO, "
-                "TP, PP), checkpoint activations, offload, or use smaller micro-batches")
+    for g, loads in task_loads(tasks, homes, gen_load).items():
+        gpu = view[g].cluster.gpu
+        if (over := overflow(loads, budget_of(gpu), host_budget_of(gpu), g in swapped)):
+            raise InfeasibleError(fit_error(g, over, gpu, memory[g]))
     per_pool: dict[str, list] = {}  # pool → [GPUs the plan uses there, its profile]
     for g, size in sizes.items():
         c = view[g].cluster
@@ -490,29 +493,46 @@ def rollout_precision_of(sc: Scenario) -> Precision:
     return rollout_precision(sc.rollout_weights, sc.runtime.kv_cache_dtype)
 
 
-def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool,
-                    budget: float) -> Layout:
+def kv_need_mib(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool
+                ) -> Callable[[int], int]:
+    """KV tokens per replica → the generation's transient need in whole MiB per GPU, its KV
+    cache with it (`fit.Load.stages`; the re-laying buffer apart)."""
+    return lambda kv: whole_mib(float(generation_memory(sc, layout, shadow, resharding=False,
+                                                        kv_tokens=kv).transient))
+
+
+def generation_load(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool) -> Load:
+    """The generation's memory as `fit.overflow` counts it (its KV cache the layout's, or
+    one longest sequence when not set yet: only the weights and buffer are read then)."""
+    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
+    kv = layout.kv_cache_tokens or longest
+    mem = generation_memory(sc, layout, shadow, resharding=False, kv_tokens=kv)
+    buffer = bytes_resharding_buffer(sc.actor, layout, rollout_precision_of(sc).weight_bytes)
+    return Load("actor generation", whole_mib(float(mem.persistent)),
+                {"generation": whole_mib(float(mem.transient))}, generation=True,
+                apart=not hybrid, reshard=whole_mib(float(buffer)) if hybrid else 0)
+
+
+def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -> Layout:
     """The generation layout with its KV cache in tokens: the plan's `kv_cache_tokens`, else
-    what `budget` bytes per GPU leave free (up to `useful_kv_tokens`). Raises InfeasibleError
-    when it does not fit, or cannot hold one sequence of the longest length."""
+    the largest whose need is within `room_mib` (`fit.kv_tokens_within`, up to
+    `useful_kv_tokens`). Raises InfeasibleError when it does not fit, or cannot hold one
+    sequence of the longest length."""
     gpu, w = sc.cluster.gpu, sc.workload
-    room = kv_tokens_that_fit(sc.actor, layout, budget, max_seqs(sc, layout),
-                              shadow_weights=shadow, resharding=hybrid,
-                              reserve_bytes=gpu.runtime_reserve_gib * GIB,
-                              precision=rollout_precision_of(sc))
     longest = w.prompt_len + int(sc.response_lengths.max())
-    kv = layout.kv_cache_tokens or min(room, useful_kv_tokens(sc, layout))
-    where = f"group {layout.group}, stage generation"
-    if kv < longest or kv > room:
-        need = float(generation_memory(sc, layout, shadow, hybrid, max(kv, longest)).total)
-        over = (need - budget) / GIB
-        what = (f"a KV cache of {kv:,} tokens per replica" if kv >= longest else
-                f"even one sequence of {longest:,} tokens")
+    need = kv_need_mib(sc, layout, shadow)
+    kv = layout.kv_cache_tokens or kv_tokens_within(need, room_mib, longest,
+                                                    useful_kv_tokens(sc, layout))
+    if kv is None or kv < longest or need(kv) > room_mib:
+        what = (f"a KV cache of {kv:,} tokens per replica" if kv is not None and kv >= longest
+                else f"even one sequence of {longest:,} tokens")
+        wanted = need(max(kv or 0, longest))
         raise InfeasibleError(
-            f"{where}: the actor's rollouts need {need / GIB:.1f} GiB per GPU for {what}, "
-            f"{over:.1f} GiB over what the group leaves free of the {gpu.memory_gib:.0f} GiB "
-            f"of a {gpu.name}; use more tensor parallelism, offload, a larger group"
-            + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
+            f"group {layout.group}, stage generation: the actor's rollouts need "
+            f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
+            f"{(wanted - room_mib) / 1024:.1f} GiB over what the group leaves free of the "
+            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}; use more tensor parallelism, offload, a "
+            "larger group" + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
     return layout.model_copy(update={"kv_cache_tokens": kv})
 
 

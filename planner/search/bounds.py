@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from planner.plan import STAGES
+from planner.search.candidate import Candidate
 from planner.search.choice import Choice, fits, meets_target, objective_value, score, valid
-from planner.search.space import STAGES, Candidate, Space
+from planner.search.space import Space
 
 
 def stage_floors(space: Space) -> dict[str, int]:
@@ -112,7 +114,8 @@ def _greedy(space: Space, sizes: tuple[int, ...], on: tuple[int, ...],
             slot: dict[str, int]) -> Choice | None:
     """Each task starts at its smallest-state candidate; then, one task at a time (slowest
     first), the fastest candidate that still fits. None when even the smallest do not fit."""
-    pools = {t.name: space.candidates.get((t.name, on[slot[t.name]], sizes[slot[t.name]]), [])
+    pools = {t.name: [c for c in space.candidates.get((t.name, on[slot[t.name]],
+                                                       sizes[slot[t.name]]), []) if not c.bound]
              for t in space.tasks}
     if not all(pools.values()) or not valid(space, Choice(sizes, slot, {}, on)):
         return None
@@ -148,7 +151,7 @@ def carry(space: Space, ch: Choice) -> Choice | None:
         k = ch.slot[t.name]
         layout = ch.candidate[t.name].layout
         same = [c for c in space.candidates.get((t.name, ch.pool(k), ch.sizes[k]), [])
-                if c.layout == layout]
+                if c.layout == layout and not c.bound]
         if not same:
             return None
         picked[t.name] = same[0]

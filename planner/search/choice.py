@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.cost.fit import Load, kv_room_mib, overflow
+from planner.plan import STAGES
+from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE, Candidate
 from planner.search.pools import pool_gpus_ok, slots_ordered
-from planner.search.space import (
-    FUSION_REST,
-    FUSION_SCALE,
-    GPU_WEIGHT,
-    STAGES,
-    SWAP_SCALE,
-    Candidate,
-    Space,
-)
+from planner.search.space import GPU_WEIGHT, Space
 
 
 @dataclass(frozen=True)
@@ -79,35 +74,38 @@ def allowed_groups(space: Space) -> list[frozenset[str]]:
     return [g for g in every if space.caps.group_ok(g, tasks, space.staleness)]
 
 
-def fits(space: Space, ch: Choice) -> bool:
-    """Memory on every slot in every stage: resident state + what the stage needs. Resident:
-    every non-generation task's persistent state, and a rollout group's weights (generation off
-    slot 0); the generation stage needs the actor's inference weights either way. Offloaded
-    state (and, when swapping, slot 0's resident state) fits the GPU's share of host memory."""
+def loads(space: Space, ch: Choice, k: int) -> list[Load]:
+    """The memory of the tasks on slot k, as `fit.overflow` reads it: a generation on slot 0
+    (the training group) re-laid in through its buffer, elsewhere a rollout group's weights."""
     gen = space.generation
-    for k, size in enumerate(ch.sizes):
-        if not size:
+    out = []
+    for t in space.tasks:
+        if ch.slot[t.name] != k:
             continue
-        on_k = [t for t in space.tasks if ch.slot[t.name] == k]
-        pool = space.pools[ch.pool(k)]
-        resident = sum(ch.candidate[t.name].persistent_mib for t in on_k if t is not gen)
-        rollout = (ch.candidate[gen.name].persistent_mib
-                   if gen is not None and gen in on_k and k != 0 else 0)
-        if resident + rollout > pool.budget_mib:
-            return False
-        host = sum(ch.candidate[t.name].host_mib for t in on_k)
-        swapped = space.swap and k == 0
-        if host + (resident if swapped else 0) > pool.host_budget_mib:
-            return False
-        for t in on_k:
-            c = ch.candidate[t.name]
-            for need in c.transient_mib.values():
-                need += c.reshard_mib if (t is gen and k == 0) else 0  # re-laid in place
-                own = c.persistent_mib if t is gen else rollout
-                held = 0 if (swapped and t is gen) else resident
-                if held + own + need > pool.budget_mib:
-                    return False
-    return True
+        c, is_gen = ch.candidate[t.name], t is gen
+        out.append(Load(t.name, c.persistent_mib, c.transient_mib, c.host_mib,
+                        generation=is_gen, apart=is_gen and k != 0,
+                        reshard=c.reshard_mib if is_gen and k == 0 else 0))
+    return out
+
+
+def fits(space: Space, ch: Choice) -> bool:
+    """Memory on every slot in every stage (`fit.overflow`, the rule `evaluate` applies):
+    resident state + what the stage needs; offloaded state (and, when swapping, slot 0's
+    resident state) within the GPU's share of host memory. A bound generation candidate
+    (`kv.kv_bounds`) also needs the priced size above its gap not to fit where it sits."""
+    if not all(overflow(loads(space, ch, k), space.pools[ch.pool(k)].budget_mib,
+                        space.pools[ch.pool(k)].host_budget_mib, space.swap and k == 0) is None
+               for k, size in enumerate(ch.sizes) if size):
+        return False
+    gen = space.generation
+    if gen is None or not (c := ch.candidate[gen.name]).bound:
+        return True
+    k = ch.slot[gen.name]
+    here = loads(space, ch, k)
+    room = kv_room_mib(here, next(x for x in here if x.generation),
+                       space.pools[ch.pool(k)].budget_mib, space.swap and k == 0)
+    return room < c.upper_mib
 
 
 def stage_loads(space: Space, ch: Choice) -> dict[int, dict[str, int]]:

@@ -16,17 +16,13 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.errors import InputError
+from planner.plan import STAGES
+from planner.search import refine
 from planner.search.bounds import carry, incumbent, prune, space_lower_bound
+from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
-from planner.search.space import (
-    FUSION_REST,
-    FUSION_SCALE,
-    GPU_WEIGHT,
-    STAGES,
-    SWAP_SCALE,
-    Space,
-)
+from planner.search.space import GPU_WEIGHT, Space
 
 BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
 SETTLED = ("OPTIMAL", "INFEASIBLE", BEATEN)  # what a complete search has proven
@@ -219,6 +215,12 @@ class Model:
                                else rollout)
                         held = 0 if (swapped and t is gen) else resident
                         m.Add(held + own + need <= pool.budget_mib)
+                        if t is gen:  # a bound: the size above its gap does not fit here
+                            for v, c in own_terms:
+                                if c.bound:
+                                    m.Add(held + c.persistent_mib + c.upper_mib
+                                          + (c.reshard_mib if k == 0 else 0)
+                                          >= pool.budget_mib + 1).OnlyEnforceIf(v)
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, the controller's host time, sync, fusion
@@ -417,10 +419,40 @@ def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     return solver
 
 
+MAX_KV_ROUNDS = 64
+"""Solves `solve` may refine KV sizes in (`refine.py`); past them its plan is the last
+optimum's with the KV cache that fits where it sits, status FEASIBLE (in practice a handful
+do)."""
+
+
 def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: int = 0,
           cutoff: int | None = None, seeds: Sequence[Choice] = (), pin: bool = True
           ) -> Result:
-    """Build and solve the model for `space` within `time_limit_s` (seconds, or a deadline), its
+    """The optimum of `space` over every KV cache size, by `time_limit_s` (seconds, or a
+    deadline): `_solve_priced` over its priced and bound candidates; while that optimum uses a
+    bound candidate, a KV size inside its gap is priced (`refine.refine`) and the space solved
+    again — `space` keeps what was priced. An optimum without bound candidates is one over
+    every KV size (`kv.py`); one cut short by the deadline or `MAX_KV_ROUNDS` answers its plan
+    with the KV cache that fits where it sits (`refine.realize`), FEASIBLE, the bound kept.
+    `pin`: the canonical plan of a proven optimum (`pin`)."""
+    deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
+                else Deadline.after(time_limit_s))
+    for rounds in range(MAX_KV_ROUNDS + 1):
+        result = _solve_priced(space, deadline, workers, seed, cutoff, seeds)
+        if result.choice is None or not refine.uses_bound(space, result.choice):
+            break
+        if rounds == MAX_KV_ROUNDS or deadline.left() < MIN_MODEL_S or not refine.refine(
+                space, result.choice):
+            plan = refine.realize(space, result.choice)
+            result = dataclasses.replace(result, status="FEASIBLE", choice=plan,
+                                         objective=int(score(space, plan)))
+            break
+    return _canonical(space, result, deadline, seed) if pin else result
+
+
+def _solve_priced(space: Space, deadline: Deadline, workers: int, seed: int,
+                  cutoff: int | None, seeds: Sequence[Choice]) -> Result:
+    """Build and solve the model for `space` by `deadline` (KV gaps as they are), its
     candidates first pruned by a greedy incumbent's score (`bounds`: the optimum is unchanged),
     the incumbent given as a hint — and the answer when CP-SAT finds none in time (or there is
     no time left to build the model): status FEASIBLE, `greedy`, its bound `bounds`' static
@@ -430,12 +462,9 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     plans, carried over when they are plans of this space too (`bounds.carry`), score lower
     than the greedy incumbent; and `cutoff`: only a score ≤ `cutoff` matters to the caller.
     Below the incumbent, either is a `limit` on the objective that prunes more candidates; the
-    optimum is proven under it (`_limited`; none under a cutoff: status BEATEN), and its plan
-    is then the canonical one of the model without the limit (`canonical`): the same plan,
-    objective and bound as with neither, found sooner."""
+    optimum is proven under it (`_limited`; none under a cutoff: status BEATEN): the same
+    objective and bound as with neither, found sooner. The plan is any optimal one."""
     started = time.monotonic()
-    deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
-                else Deadline.after(time_limit_s))
     start = incumbent(space)
     full = space
     if start is not None:
@@ -449,10 +478,9 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     result = None
     if deadline.left() >= MIN_MODEL_S:
         if limit is not None and (start is None or limit < score(full, start)):
-            result = _limited(full, space, start, carried, limit, cutoff, deadline, workers,
-                              seed, pin)
+            result = _limited(full, carried, limit, cutoff, deadline, workers, seed)
         else:
-            result = _model(space, start).solve(deadline, workers, seed, pin=pin)
+            result = _model(space, start).solve(deadline, workers, seed, pin=False)
         if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or known is None:
             return result
     if known is None:  # no time to build the model, and no plan known: nothing known
@@ -470,16 +498,14 @@ def _model(space: Space, start: Choice | None) -> Model:
     return model
 
 
-def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | None,
-             limit: int, cutoff: int | None, deadline: Deadline, workers: int, seed: int,
-             pin: bool = True) -> Result:
-    """`solve` with the objective limited to `limit`, below the greedy incumbent `start` (when
-    there is one; `space`: `full` pruned by it): the choices within it are those of `full`
-    pruned by the limit (`bounds.prune`), hinted with the `carried` plan when it is within.
+def _limited(full: Space, carried: Choice | None, limit: int, cutoff: int | None,
+             deadline: Deadline, workers: int, seed: int) -> Result:
+    """`solve` with the objective limited to `limit`, below the greedy incumbent's score (when
+    there is one): the choices within it are those of `full` pruned by the limit
+    (`bounds.prune`), hinted with the `carried` plan when it is within.
     None within — no candidate left to a task, the static bound above it, or CP-SAT proving
-    it — can only be under the `cutoff`: BEATEN, bound `limit` + 1. A proven optimum is pinned
-    in the model `solve` builds without a limit, for the canonical plan: the same model, so
-    the same plan."""
+    it — can only be under the `cutoff`: BEATEN, bound `limit` + 1. A proven optimum is
+    unpinned: its canonical plan is that of the model without a limit (`pin`)."""
     started = time.monotonic()
     within = prune(full, limit)
     least = space_lower_bound(within)
@@ -495,10 +521,7 @@ def _limited(full: Space, space: Space, start: Choice | None, carried: Choice | 
         return dataclasses.replace(beaten, wall_s=time.monotonic() - started,
                                    variables=found.variables)
     found = dataclasses.replace(found, wall_s=time.monotonic() - started)
-    if found.status == "OPTIMAL":
-        found = dataclasses.replace(found, pinned=False)
-        return _pin(space, start, found, deadline, seed) if pin else found
-    return found
+    return dataclasses.replace(found, pinned=False) if found.status == "OPTIMAL" else found
 
 
 def pin(space: Space, result: Result, deadline: Deadline, seed: int = 0) -> Result:
@@ -506,8 +529,13 @@ def pin(space: Space, result: Result, deadline: Deadline, seed: int = 0) -> Resu
     in the model `solve` builds without a limit): the plan `solve` would have returned, in
     what is left of `deadline` (else the plan it has: with under `MIN_MODEL_S` left no model is
     built)."""
+    return _canonical(space, result, deadline, seed)
+
+
+def _canonical(space: Space, result: Result, deadline: Deadline, seed: int) -> Result:
     if result.pinned or deadline.left() < MIN_MODEL_S:
         return result
+    space = refine.priced_only(space)  # the optimum is a plan: only plans are canonical
     start = incumbent(space)
     pruned = space if start is None else prune(space, score(space, start))
     return _pin(pruned, start, result, deadline, seed)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from planner.cost.iteration import controller_seconds
-from planner.plan import InterModel
-from planner.search.space import STAGES, host_budget_mib
+from planner.plan import STAGES, InterModel
+from planner.search.space import host_budget_mib
 from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:

@@ -32,6 +32,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.bounds import space_lower_bound
+from planner.search.candidate import MIB, MS
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
 from planner.search.explain import (
@@ -42,14 +43,7 @@ from planner.search.explain import (
     shown,
 )
 from planner.search.option import Option, options
-from planner.search.space import (
-    GPU_WEIGHT,
-    MIB,
-    MS,
-    PriceCache,
-    Space,
-    build_space,
-)
+from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 
@@ -108,7 +102,7 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
     too). The answer is the same as solving each to its optimum on its own, but for the
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one."""
-    cache = {} if cache is None else cache
+    cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
     for i, opt in enumerate(opts):
@@ -192,7 +186,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                                   else sc.search.time_limit_s)
     workers = workers or default_workers()
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
-    cache: PriceCache = {}
+    cache = PriceCache()
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps)
     ranked = _feasible(outcomes)
     if not ranked:

@@ -15,7 +15,8 @@ from planner.cost.generation import decode_step, memory_generation_per_gpu
 from planner.cost.memory import memory_training_per_gpu
 from planner.plan import Layout, PlanInput, expert_tp
 from planner.search import brute, cpsat
-from planner.search.space import SHAPES, build_space
+from planner.search.layouts import SHAPES
+from planner.search.space import build_space
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model
 from planner.specs.params import count_params

@@ -14,7 +14,8 @@ from planner.cost.iteration import evaluate
 from planner.cost.memory import memory_training_per_gpu
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
-from planner.search.space import MIB, Task, _price, build_space, heads_for
+from planner.search.candidate import MIB, Task
+from planner.search.space import _price, build_space, heads_for
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model
 from planner.specs.scenario import load_scenario

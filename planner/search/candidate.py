@@ -1,0 +1,153 @@
+"""A priced candidate of the search: one layout of one task on a group of a given size, in
+the solvers' integer units (milliseconds, MiB), and the dominance pruning over candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+
+from planner.cost.flops import Num
+from planner.cost.generation import FUSION_POINTS
+from planner.errors import InputError
+from planner.plan import STAGES, Layout
+from planner.search.pools import PoolSpace
+
+MS = 1e-3  # seconds per time unit of the solver
+
+
+MIB = 2**20  # bytes per memory unit of the solver
+
+
+FUSION_SCALE = 1000  # fixed-point scale of the fraction still to assess (FUSION_POINTS)
+
+
+FUSION_REST = tuple(round(FUSION_SCALE * (1 - q)) for q in FUSION_POINTS)
+
+
+SWAP_SCALE = 1000  # fixed-point scale of the swap time per MiB
+
+
+MAX_UNITS = 2**53  # largest ms or MiB count of one candidate: exact in float64, far from int64
+
+
+@dataclass(frozen=True)
+class Task:
+    """One model's work on one group. `stages` are the stages it loads (training tasks carry
+    their model's assessment forward)."""
+
+    role: str
+    kind: str  # generation | training | forward
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}.{self.kind}"
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return {"generation": ("generation",), "training": ("assessment", "training"),
+                "forward": ("assessment",)}[self.kind]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One priced layout of a task on a group of a given size. (`_price` also returns one for
+    layout variants, the numbers then arrays over the variants.)"""
+
+    layout: Layout
+    time_ms: dict[str, int]  # load per stage on its group
+    persistent_mib: int  # kept between stages (model states; a rollout group's weights)
+    transient_mib: dict[str, int]  # needed during a stage only
+    host_mib: int = 0  # CPU memory per GPU holding offloaded state
+    reshard_ms: int = 0  # generation on the training group: re-laying the weights
+    reshard_mib: int = 0  # generation on the training group: the re-laying buffer (transient)
+    done_ms: tuple[int, ...] = ()  # generation: when each of FUSION_POINTS' fractions is done
+    # generation: no rollout at a smaller KV size, down to the next priced one, is faster than
+    # this (ms: its time less its recomputation, `kv.kv_bounds`)
+    floor_ms: Num = 0
+    # generation: not a layout but a lower bound for every KV size strictly between two priced
+    # ones (`kv_bounds`); never a plan: the search prices a size inside it when it is chosen
+    bound: bool = False
+    upper_mib: int = 0  # a bound: the transient need of the next priced size, which must not fit
+
+    def key(self) -> tuple:
+        """Numbers a better candidate is no worse in (lower is better)."""
+        done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
+        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms, self.reshard_mib,
+                *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
+                *(self.transient_mib.get(s, 0) for s in STAGES))
+
+
+def to_ms(seconds: Num) -> Num:
+    """Whole milliseconds, rounded up (element-wise on arrays)."""
+    return _whole(np.divide(seconds, MS), "milliseconds of one task")
+
+
+def to_mib(nbytes: Num) -> Num:
+    """Whole MiB, rounded up (element-wise on arrays)."""
+    return _whole(np.divide(nbytes, MIB), "MiB of one task")
+
+
+def _whole(units: Num, what: str) -> Num:
+    """`units` rounded up to int64, refused (InputError) beyond MAX_UNITS: the input bounds
+    (planner/specs/bounds.py) keep every shipped case far below, but their extremes combined
+    could leave int64 (and float64's exact integers), which numpy would cast silently."""
+    up = np.ceil(units)
+    if not np.all(up <= MAX_UNITS):  # also catches inf and NaN
+        worst = float(np.nanmax(up)) if np.any(~np.isnan(up)) else float("nan")
+        raise InputError(f"the workload is too large to plan: {worst:.3g} {what}, above the "
+                         f"limit of {MAX_UNITS:.3g}; use fewer prompts, shorter sequences or "
+                         "fewer ppo_epochs, or check the hardware profile's rates")
+    return up.astype(np.int64)
+
+
+def candidate_at(priced: Candidate, i: int, layout: Layout) -> Candidate:
+    """Candidate `i` of a priced batch (numbers or arrays), in Python ints."""
+    def num(x: Num) -> int:
+        return int(x[i] if np.ndim(x) else x)
+
+    done = np.asarray(priced.done_ms)
+    return Candidate(layout=layout, time_ms={s: num(v) for s, v in priced.time_ms.items()},
+                     persistent_mib=num(priced.persistent_mib),
+                     transient_mib={s: num(v) for s, v in priced.transient_mib.items()},
+                     host_mib=num(priced.host_mib), reshard_ms=num(priced.reshard_ms),
+                     reshard_mib=num(priced.reshard_mib),
+                     done_ms=tuple(int(x) for x in (done[i] if done.ndim == 2 else done)),
+                     floor_ms=num(priced.floor_ms))
+
+
+def fits_alone(ps: PoolSpace, persistent_mib: Num, transient_mib: dict[str, Num],
+               host_mib: Num = 0) -> bool | np.ndarray:
+    """Whether a candidate fits a GPU of pool `ps` with nothing else resident (and its offload
+    the host); element-wise on arrays of candidates."""
+    peak = reduce(np.maximum, transient_mib.values(), 0)  # max(…, default=0): bytes ≥ 0
+    return (persistent_mib + peak <= ps.budget_mib) & (host_mib <= ps.host_budget_mib)
+
+
+def pareto(ps: PoolSpace, cands: list[Candidate]) -> list[Candidate]:
+    """Drop candidates that cannot fit alone, and those another candidate beats or ties in every
+    number (ties keep the first); the result is sorted by total stage time."""
+    fits = [c for c in cands
+            if fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib)]
+    if not fits:
+        return []
+    return by_time([fits[i] for i in front_of(np.array([c.key() for c in fits], dtype=np.int64))])
+
+
+def front_of(keys: np.ndarray) -> list[int]:
+    """The rows of `keys` (one candidate's `Candidate.key` each) that no other row beats or ties
+    in every number; of equal rows the first."""
+    order = np.lexsort(keys.T[::-1])  # lexicographic, stable: a dominating key sorts first
+    kept: list[int] = []
+    front = np.empty_like(keys)  # the kept keys, in the order kept
+    for i in order:
+        if not (front[:len(kept)] <= keys[i]).all(axis=1).any():
+            front[len(kept)] = keys[i]
+            kept.append(i)
+    return kept
+
+
+def by_time(cands: list[Candidate]) -> list[Candidate]:
+    return sorted(cands, key=lambda c: (sum(c.time_ms.values()), c.key()))

@@ -1,0 +1,118 @@
+"""The KV cache sizes the search prices for a generation layout, and the bound candidates
+that stand for the sizes between them.
+
+A generation shape's KV cache (tokens per replica) is priced on a ladder — one longest
+sequence, doubling, up to the largest that fits the GPU alone — and at the sizes the search
+later finds it needs (`planner.search.refine`). Every size between two priced ones is stood
+for by a *bound* candidate: the memory of the gap's smallest size and a time no rollout in
+the gap can beat (`kv_bounds`). The optimum over priced and bound candidates is therefore a
+lower bound over every KV size; when it uses a bound candidate the search prices the size
+that fits where that generation sits and solves again, until the optimum is a priced plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.cost.fit import kv_tokens_within
+from planner.cost.flops import Num
+from planner.cost.generation import FUSION_POINTS
+from planner.cost.iteration import generation_memory, kv_need_mib, useful_kv_tokens
+from planner.cost.variants import LayoutVariants
+from planner.plan import Layout
+from planner.search.candidate import Candidate, Task, fits_alone, to_mib
+from planner.search.pools import PoolSpace
+
+if TYPE_CHECKING:
+    from planner.search.space import Space
+
+
+KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence
+
+
+PARTIAL_KV_LEVELS = 2  # KV sizes offered under partial rollouts: the largest two
+
+
+def kv_levels(space: Space, ps: PoolSpace, shape: LayoutVariants) -> list[int]:
+    """KV cache sizes (tokens per replica) to price for a generation shape: one sequence of the
+    longest length, doubling, up to the largest that fits a GPU with nothing else on it or
+    that the replica can use (`useful_kv_tokens`), that top included — under partial rollouts
+    the `PARTIAL_KV_LEVELS` largest — and the sizes `refine_kv` added. Empty when not even one
+    sequence fits. The sizes between are stood for by bound candidates (`kv_bounds`).
+    (Each size is a simulation; the ladder is shared by the shapes with the same replica
+    count.)"""
+    sc = ps.scenario
+    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
+    own = int(to_mib(generation_memory(sc, shape, space.overlap_sync, resharding=False,
+                                     kv_tokens=longest).persistent))
+    top = kv_tokens_within(kv_need_mib(sc, shape, space.overlap_sync), ps.budget_mib - own,
+                           longest, useful_kv_tokens(sc, shape))
+    if top is None:
+        return []
+    levels = [longest << k for k in range(0, top.bit_length(), KV_LEVEL_SHIFT)
+              if longest << k < top] + [top]
+    # partial rollouts keep the engine full: offer the largest sizes only (their simulation,
+    # several steps of a stream, costs several times one rollout's)
+    if space.partial:
+        levels = levels[-PARTIAL_KV_LEVELS:]
+    added = space.cache.kv_added.get(kv_key(space, ps, shape), ())
+    return sorted(set(levels) | {kv for kv in added if longest <= kv <= top})
+
+
+def kv_key(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> tuple:
+    """What the KV sizes of a generation shape are priced under (`PriceCache.kv_added`)."""
+    return (ps.name, space.overlap_sync, space.partial, shape.dp, shape.tp, shape.pp,
+            shape.ep, shape.etp)
+
+
+def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVariants],
+              priced: list[tuple[Num, Num, Num, Num]], kept: list[Candidate]
+              ) -> list[Candidate]:
+    """Generation: a bound candidate for each gap between a shape's priced KV sizes a < b (and
+    below the smallest, from one longest sequence): it stands for the layout with the largest
+    KV cache that fits where it sits when that lies in the gap — so only where b does not fit
+    (`Candidate.upper_mib`: the need at b; `choice.fits`, `cpsat.add_memory`) — with the memory
+    of the gap's smallest size and a time no size in the gap beats: more KV is never slower
+    but for the recomputation its preemptions cause (`tests/cost/test_generation.py`), so a
+    rollout in the gap takes at least b's time less b's recomputation (`floor_ms`). (Under
+    inter-stage fusion the generation has its group to itself and the largest size fits: no
+    bound is ever allowed, and none needs the fused completions, `done_ms`, bounded.)
+    `priced`: each shape's floors and transient MiB per priced size, resharding ms and MiB.
+    Kept where they fit alone and no kept candidate is as good in every number."""
+    if task.kind != "generation":
+        return []
+    sc = ps.scenario
+    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
+    spec = sc.roles[task.role]
+    front = np.array([c.key() for c in kept], dtype=np.int64)
+    out = []
+    for shape, (floor, need, reshard_ms, reshard_mib) in zip(shapes, priced, strict=True):
+        levels = [int(kv) for kv in shape.kv_cache_tokens]
+        floor, need = (np.broadcast_to(x, len(levels)) for x in (floor, need))
+        # (the gap's smallest size, the index of the priced size b that ends it)
+        gaps = ([(longest, 0)] if levels[0] > longest else []) + [
+            (a + 1, i + 1) for i, (a, b) in enumerate(itertools.pairwise(levels)) if b - a > 1]
+        if not gaps:
+            continue
+        lows = dataclasses.replace(shape, kv_cache_tokens=np.array([low for low, _ in gaps]))
+        mem = generation_memory(sc, lows, space.overlap_sync, resharding=False)
+        persistent, transient = (np.broadcast_to(to_mib(x), len(gaps))
+                                 for x in (mem.persistent, mem.transient))
+        allowed = np.broadcast_to(True if space.caps is None
+                                  else space.caps.mask(task.kind, lows, spec), len(gaps))
+        for i, (lay, (_, b)) in enumerate(zip(lows, gaps, strict=True)):
+            c = Candidate(layout=lay, time_ms={"generation": int(floor[b])},
+                          persistent_mib=int(persistent[i]),
+                          transient_mib={"generation": int(transient[i])},
+                          reshard_ms=int(reshard_ms), reshard_mib=int(reshard_mib),
+                          done_ms=(0,) * len(FUSION_POINTS), bound=True,
+                          upper_mib=int(need[b]))
+            dominated = bool(kept) and (front <= np.array(c.key())).all(axis=1).any()
+            if allowed[i] and fits_alone(ps, c.persistent_mib, c.transient_mib) \
+                    and not dominated:
+                out.append(c)
+    return out

@@ -1,0 +1,195 @@
+"""The legal layouts the search prices, one parallel shape (the degrees) at a time.
+
+Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp·tp):
+- tp a power of two dividing g, within one scale-up domain, dividing the attention heads and
+  compatible with the KV heads (one divides the other); sequence parallelism on whenever tp > 1
+  (it only saves memory in the model);
+- pp dividing the layers (Megatron's even split), at most `MAX_PP`; in training, vp interleaved
+  chunks per rank (1, or 2 … `MAX_VP` with pp > 1, pp·vp dividing the layers and at least pp
+  micro-batches per step);
+- cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
+- ep dividing the experts and dp·cp·tp (MoE only);
+- micro-batches dividing each rank's share of a mini-batch;
+- ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism, as Megatron), 0 or 3 for
+  a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
+  state, or of optimizer state and parameters, when the profile gives a host link and host
+  memory (offloaded bytes per GPU within its share of the node's host memory).
+Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
+scale-up domains and pipeline stages — and KV cache sizes (`planner.search.kv`) as
+`kv_cache_tokens`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import product
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.cost.iteration import sequences
+from planner.cost.variants import LayoutVariants
+from planner.search.kv import kv_levels
+from planner.search.pools import PoolSpace
+from planner.specs.model import ModelSpec
+
+if TYPE_CHECKING:
+    from planner.search.space import Space
+
+
+MAX_PP = 16
+
+
+MAX_VP = 4  # interleaved chunks per rank: the bubble's gain (1 − 1/vp) flattens past 4
+
+
+MIN_CP_CHUNK = 4096
+
+
+MICRO_BATCHES = (1, 2, 4, 8)
+
+
+CHECKPOINTING = ("none", "selective", "full")
+
+
+def slot_sizes(total: int, per_node: int) -> list[int]:
+    """Group sizes: powers of two inside a node, node multiples that are powers of two, and
+    their complements to the whole cluster (so two groups can use every GPU)."""
+    sizes = {1 << k for k in range(per_node.bit_length()) if 1 << k <= min(per_node, total)}
+    nodes = total // per_node
+    whole = {per_node * (1 << k) for k in range(nodes.bit_length()) if (1 << k) <= nodes}
+    sizes |= whole | {total - s for s in whole if total - s > 0} | {total}
+    return sorted(s for s in sizes if 0 < s <= total)
+
+
+def _pow2_divisors(n: int, cap: int) -> list[int]:
+    return [1 << k for k in range(n.bit_length()) if n % (1 << k) == 0 and (1 << k) <= cap]
+
+
+def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
+    heads, kv = spec.num_attention_heads, spec.num_key_value_heads
+    return [tp for tp in _pow2_divisors(g, scale_up)
+            if heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)]
+
+
+def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
+    if not spec.moe:
+        return [1]
+    return [ep for ep in _pow2_divisors(ranks, ranks) if spec.moe.num_experts % ep == 0]
+
+
+def _expert_layouts(spec: ModelSpec, ranks: int, tp: int) -> list[tuple[int, int | None]]:
+    """(ep, etp) a training or forward shape may use on `ranks` = dp·cp·tp ranks: both ways of
+    sharding experts — whole experts over EP (etp 1), and split over the TP ranks as
+    Megatron-Core's default (etp = tp) — with ep·etp dividing the ranks. Dense: (1, None)."""
+    if not spec.moe:
+        return [(1, None)]
+    return [(ep, etp) for ep in _ep_options(spec, ranks) for etp in sorted({1, tp})
+            if ranks % (ep * etp) == 0]
+
+
+def _generation_experts(spec: ModelSpec, dp: int, tp: int) -> list[tuple[int, int | None]]:
+    """(ep, etp) of a generation shape, as vLLM runs MoE models: experts split over the TP
+    ranks (ep 1, etp = tp), or expert parallelism over all dp·tp GPUs with whole experts."""
+    if not spec.moe:
+        return [(1, None)]
+    out = [(1, tp)]
+    if dp * tp > 1 and spec.moe.num_experts % (dp * tp) == 0:
+        out.append((dp * tp, 1))
+    return out
+
+
+def _product(**options: list) -> dict[str, np.ndarray]:
+    """Every combination of the options, one array per option, in `itertools.product` order."""
+    rows = list(product(*options.values()))
+    return {name: np.array([row[k] for row in rows]) for k, name in enumerate(options)}
+
+
+# --- the legal layouts, one shape (the degrees) at a time ------------------------------------
+
+
+def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                       ) -> Iterator[LayoutVariants]:
+    """Generation: tp, pp and ep (`_generation_experts`) with cp = 1; the variants are KV cache
+    sizes (`kv_levels`). Shapes within one scale-up domain with pp = 1 first; only when none
+    fits, TP across domains and pipeline stages, as engines run a model too large for one
+    domain (vLLM)."""
+    sc = ps.scenario
+    spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
+    inside = [(tp, 1) for tp in _tp_options(spec, g, gpu.scale_up_gpus)]
+    wide = [(tp, pp) for tp in _tp_options(spec, g, g)
+            for pp in _pow2_divisors(g // tp, min(MAX_PP, spec.num_hidden_layers))
+            if (tp, pp) not in inside]
+    for shapes in (inside, wide):
+        found = False
+        for tp, pp in shapes:
+            dp = g // (tp * pp)
+            if n / dp < 1:
+                continue
+            for ep, etp in _generation_experts(spec, dp, tp):
+                levels = kv_levels(space, ps, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp))
+                if levels:
+                    found = True
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
+                                         kv_cache_tokens=np.array(levels))
+        if found:
+            return
+
+
+def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                     ) -> Iterator[LayoutVariants]:
+    """Training: tp, pp, vp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch
+    × offload. Interleaved chunks vp (powers of two up to `MAX_VP`) where pp·vp divides the
+    layers, with the micro-batch sizes that leave at least pp micro-batches per step
+    (`time.interleave_problem`)."""
+    sc = ps.scenario
+    spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
+    offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
+    for tp in _tp_options(spec, g, gpu.scale_up_gpus):
+        for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
+                   if spec.num_hidden_layers % p == 0):
+            for cp in (c for c in _pow2_divisors(g // (tp * pp), g) if c == 1
+                       or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
+                dp = g // (tp * pp * cp)
+                per_rank = n / (w.mini_batches * dp)
+                micro_batches = [b for b in MICRO_BATCHES if per_rank % b == 0]
+                if per_rank < 1 or not micro_batches:
+                    continue
+                zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
+                for vp in _vp_options(spec.num_hidden_layers, pp):
+                    sizes = [b for b in micro_batches if vp == 1 or per_rank // b >= pp]
+                    if not sizes:
+                        continue
+                    options = _product(zero=zeros, checkpointing=CHECKPOINTING,
+                                       micro_batch=sizes, offload=offloads)
+                    for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
+                        yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                             vp=vp, sp=tp > 1, **options)
+
+
+def _vp_options(layers: int, pp: int) -> list[int]:
+    """Interleaved chunks per rank the search offers: 1, and with pp > 1 the powers of two up
+    to `MAX_VP` with pp·vp dividing the layers (Megatron's even split into chunks)."""
+    return [1] + [v for v in (1 << k for k in range(1, MAX_VP.bit_length()))
+                  if pp > 1 and v <= MAX_VP and layers % (pp * v) == 0]
+
+
+def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
+                    ) -> Iterator[LayoutVariants]:
+    """A frozen model's forward: tp, pp, ep, etp; the variants are ZeRO (0 or 3) × micro-batch."""
+    sc = ps.scenario
+    spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
+    for tp in _tp_options(spec, g, gpu.scale_up_gpus):
+        for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
+                   if spec.num_hidden_layers % p == 0):
+            dp = g // (tp * pp)
+            micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
+            if n / dp < 1 or not micro_batches:
+                continue
+            options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
+            for ep, etp in _expert_layouts(spec, dp * tp, tp):
+                yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp, **options)
+
+
+SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
+          "forward": _forward_shapes}
