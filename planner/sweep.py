@@ -40,6 +40,7 @@ from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.space import slot_sizes
 from planner.specs import bounds as lim
+from planner.specs.files import shorten
 from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario
 
@@ -71,26 +72,47 @@ def parse_gpus(spec: str, gpus_per_node: int, flag: str = FLAG,
     from 0 is 0 and then the range from one node (`0..64` on 8-GPU nodes: 0, 8, 16, 32, 64)."""
     sizes: set[int] = set()
     example = "0,8,16 or 0..64" if absent else "8,16,32 or 8..256"
-    for item in (part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        if m := re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", item):
-            first, last = int(m[1]), int(m[2])
+    items = [part.strip() for part in spec.split(",")]
+    if not any(items):
+        raise InputError(f"{flag}: no sizes given; give sizes and ranges such as {example}")
+    if not all(items):  # as `--gpu a,,b` is refused: a typo, not a size to skip
+        raise InputError(f"{flag}: '{shorten(spec)}' has an empty size between commas; give "
+                         f"sizes and ranges separated by commas, such as {example}")
+    for item in items:
+        if m := re.fullmatch(r"([0-9]+)\s*\.\.\s*([0-9]+)", item):
+            first, last = _count(m[1], gpus_per_node, flag), _count(m[2], gpus_per_node, flag)
             if absent and first == 0 and last > 0:
                 sizes.add(0)
                 first = min(gpus_per_node, last)
             sizes.update(doubling(first, last, flag))
-        elif item.isdigit():
-            sizes.add(int(item))
+        elif re.fullmatch(r"[0-9]+", item):
+            sizes.add(_count(item, gpus_per_node, flag))
         else:
-            raise InputError(f"{flag}: '{item}' is not a size or a range; give sizes and ranges "
-                             f"such as {example}")
-    if not sizes:
-        raise InputError(f"{flag}: no sizes given; give sizes and ranges such as {example}")
+            raise InputError(f"{flag}: '{shorten(item)}' is not a size or a range; give sizes "
+                             f"and ranges such as {example}")
     for gpus in sorted(sizes):
         if not (absent and gpus == 0):
             check_size(gpus, gpus_per_node, flag)
     return sorted(sizes)
+
+
+def _count(digits: str, gpus_per_node: int, flag: str) -> int:
+    """A size's digits as a number; a number longer than any input takes is refused before
+    converting it (Python refuses integers of over 4,300 digits)."""
+    if len(digits) > lim.MAX_NUMBER_CHARS:
+        raise _above(f"a size of {len(digits):,} digits", gpus_per_node, flag)
+    return int(digits)
+
+
+def size_limit(gpus_per_node: int) -> int:
+    """The largest cluster a sweep may size in nodes of `gpus_per_node`."""
+    return min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * gpus_per_node)
+
+
+def _above(what: str, gpus_per_node: int, flag: str) -> InputError:
+    return InputError(f"{flag}: {what} is above the limit of {size_limit(gpus_per_node):,} "
+                      f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep smaller "
+                      "sizes")
 
 
 def doubling(first: int, last: int, flag: str = FLAG) -> list[int]:
@@ -111,11 +133,8 @@ def check_size(gpus: int, gpus_per_node: int, flag: str = FLAG) -> None:
     fix = "" if flag != FLAG else " (or set --gpus-per-node)"
     if gpus < 1:
         raise InputError(f"{flag}: {gpu_count(gpus)}; sizes start at 1")
-    limit = min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * node)
-    if gpus > limit:
-        raise InputError(f"{flag}: {gpus:,} GPUs is above the limit of {limit:,} "
-                         f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep "
-                         "smaller sizes")
+    if gpus > size_limit(node):
+        raise _above(f"{gpus:,} GPUs", node, flag)
     if gpus < node and node % gpus:
         fits = ", ".join(str(d) for d in range(1, node + 1) if node % d == 0)
         raise InputError(f"{flag}: {gpu_count(gpus)} do not divide a node of {node}; below one "

@@ -62,13 +62,12 @@ def sweep(
                       "runs), a head address, or 'local' (start one for this command). Needs "
                       "pip install 'rlplan[ray]'.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    csv_out: Annotated[Path | None, typer.Option("--csv", help="Also write the table as CSV.")]
+    csv_out: Annotated[Path | None, o.output("Also write the table as CSV.", "--csv")] = None,
+    json_out: Annotated[Path | None, o.output("Also write the JSON to this file.",
+                                              "--json-out")] = None,
+    picture: Annotated[Path | None, o.output("Draw throughput against GPUs and step time "
+                                             "against cost with the frontier (.svg or .png).")]
     = None,
-    json_out: Annotated[Path | None, typer.Option("--json-out", help="Also write the JSON to "
-                                                  "this file.")] = None,
-    picture: Annotated[Path | None, typer.Option(help="Draw throughput against GPUs and step "
-                                                 "time against cost with the frontier (.svg "
-                                                 "or .png).")] = None,
     target: Annotated[float | None, typer.Option(
         "--target-tokens-per-s",
         help="Answer the cheapest swept point reaching this throughput (the fewest GPUs when a "
