@@ -77,8 +77,8 @@ def os_problem(path: Path | str, exc: OSError) -> str:
     if exc.errno == errno.ENAMETOOLONG:
         longest = max((len(os.fsencode(part)) for part in Path(path).parts), default=0)
         if longest > 255:
-            return f"file name too long (a part of {longest:,} bytes; the limit is 255)"
-        return f"path too long ({len(os.fsencode(str(path))):,} bytes)"
+            return f"file name too long: a part of {longest:,} bytes, the limit is 255"
+        return f"path too long: {len(os.fsencode(str(path))):,} bytes"
     return exc.strerror or exc.__class__.__name__
 
 
