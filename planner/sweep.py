@@ -53,10 +53,17 @@ TIE = 1e-3
 
 @dataclass(frozen=True)
 class NoPlan:
-    """Why a size has no plan; `searched` False when the size was refused without a search."""
+    """Why a size has no plan; `searched` False when the size was refused, or not reached in
+    time, without a search; `timeout` True when its share of the time limit ran out (or none
+    was left for it) before a plan was found: not proven infeasible."""
 
     reason: str
     searched: bool = True
+    timeout: bool = False
+
+    @property
+    def status(self) -> str:
+        return "timeout" if self.timeout else "infeasible"
 
 
 Solved = Plan | NoPlan
@@ -182,7 +189,7 @@ class Row:
     """One swept size. Numbers are None when the size has no plan (or no price)."""
 
     gpus: int
-    status: str  # optimal | feasible | infeasible
+    status: str  # optimal | feasible | infeasible | timeout (no plan found in its time)
     iteration_time_s: float | None = None
     tokens_per_s: float | None = None
     tokens_per_s_per_gpu: float | None = None
@@ -193,7 +200,7 @@ class Row:
     gpus_used: int | None = None
     placement: str | None = None
     note: str | None = None  # why a larger size is slower than a smaller one
-    reason: str | None = None  # why infeasible
+    reason: str | None = None  # why infeasible, or what ran out of time
     plan: dict | None = None
     gpu: str | None = None  # the hardware profile
     price_usd_per_gpu_hour: float | None = None
@@ -201,7 +208,7 @@ class Row:
 
     @property
     def feasible(self) -> bool:
-        return self.status != "infeasible"
+        return self.status in ("optimal", "feasible")
 
 
 @dataclass(frozen=True)
@@ -305,8 +312,10 @@ def slower_note(row: Row, faster: Row, gpus_per_node: int) -> str:
 
 
 def infeasible_note(faster: Row) -> str:
-    return (f"no plan found, yet {gpu_count(faster.gpus)} have one: the search ran out of time "
-            "(raise --time-limit) or its group sizes here do not include that plan's")
+    """Why a size proven infeasible is, though a smaller one has a plan (a size whose time ran
+    out is `timeout`, not infeasible)."""
+    return (f"no plan fits, yet {gpu_count(faster.gpus)} have one: the group sizes offered "
+            "here do not include that plan's (batch divisibility or memory)")
 
 
 def knee(rows: list[Row]) -> int | None:
@@ -328,8 +337,9 @@ def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: floa
     fastest: Row | None = None  # the fastest smaller feasible size
     for gpus, answer in answers:
         if isinstance(answer, NoPlan):
-            note = infeasible_note(fastest) if fastest and answer.searched else None
-            out.append(Row(gpus, "infeasible", reason=answer.reason, note=note, gpu=gpu,
+            note = (infeasible_note(fastest) if fastest and answer.searched
+                    and not answer.timeout else None)
+            out.append(Row(gpus, answer.status, reason=answer.reason, note=note, gpu=gpu,
                            price_usd_per_gpu_hour=price))
             continue
         row = plan_row(gpus, answer, price, gpu)

@@ -131,8 +131,9 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
         labels = [f"{gpu_count(g)}" + (f" of {sc.cluster.gpu.name}" if len(scenarios) > 1
                                        else "")
                   for sc, its in zip(scenarios, sizes, strict=True) for g in its]
-        swept = (f"{', '.join(map(str, sizes[0]))} GPUs"
-                 + (" on each profile" if len(scenarios) > 1 else ""))
+        swept = (f"{', '.join(map(str, sizes[0]))} GPUs" if len(sizes[0]) <= 8 else
+                 f"{len(sizes[0])} sizes, {sizes[0][0]} to {sizes[0][-1]} GPUs")
+        swept += " on each profile" if len(scenarios) > 1 else ""
 
         def run(on_done=None) -> Grid:
             return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
@@ -162,8 +163,10 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
     else:
         show(result, title(scenarios))
     if not any(r.feasible for r in result.rows):
-        raise fail(f"none of the swept points ({swept}) has a plan; each row says why",
-                   EXIT_INFEASIBLE)
+        late = sum(r.status == "timeout" for r in result.rows)
+        raise fail(f"none of the swept points ({swept}) has a plan"
+                   + (f"; {late} ran out of time (raise --time-limit)" if late else "")
+                   + "; each row says why", EXIT_INFEASIBLE)
 
 
 def scenario_summary(scenarios: list[Scenario]) -> dict:
