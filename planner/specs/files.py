@@ -409,6 +409,9 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
             shown = f"{got:,}" if isinstance(got, int | float) and not isinstance(got, bool) \
                 else repr(got)
             parts.append(f"field '{field}': {shown} is {side} of {limit:,}; give {verb} {limit:,}")
+        elif err["type"] == "finite_number":  # inf, 1e400 (read as inf) or nan
+            parts.append(f"field '{field}': {err.get('input')!r} is not a finite number; give "
+                         "a finite number")
         elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":
