@@ -3,14 +3,14 @@
 Every command that writes a file goes through here. `check_outputs` runs first (before a
 scenario is read or a search started): each path must name a file in an existing, writable
 folder, and no two options may name the same file. Only regular files are written: a device
-(/dev/null, /dev/sda), a FIFO or a socket is refused — the atomic rename would put a regular file
-in its place — and a symbolic link is written through, to the file it points to (the link
-stays a link). `write_outputs` then writes a run's files
-in two phases: each is written to a temporary file in its own folder and flushed to disk
-(fsync), then all are renamed over their targets (os.replace, atomic on POSIX). A failure in
-the first phase leaves no target touched; a failure while renaming puts back what the earlier
-renames of the run replaced (or removes a file the run created). A full disk therefore leaves
-neither a truncated file nor the first of two files behind.
+(/dev/null, /dev/sda), a FIFO or a socket is refused — the atomic rename would put a regular
+file in its place — and a symbolic link is written through, to the file it points to (the link
+stays a link). `write_outputs` then writes a run's files in two phases: each is written to a
+temporary file in its own folder and flushed to disk (fsync), then all are renamed over their
+targets (os.replace, atomic on POSIX). A failure in the first phase leaves no target touched; a
+failure while renaming puts back what the earlier renames of the run replaced (or removes a
+file the run created). A full disk therefore leaves neither a truncated file nor the first of
+two files behind.
 """
 
 from __future__ import annotations
