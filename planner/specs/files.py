@@ -111,7 +111,7 @@ def read_bytes(path: Path, what: str) -> bytes:
         raise InputError(f"{shown}: not a valid path; check it") from None
     if len(data) > lim.MAX_INPUT_BYTES:
         raise InputError(f"{shown}: larger than {lim.MAX_INPUT_BYTES // 1024**2} MiB, the "
-                         f"limit for an input file; check the path")
+                         "limit for an input file; check the path")
     return data
 
 
