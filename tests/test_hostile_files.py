@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -68,6 +69,16 @@ def test_a_fifo_is_refused_before_it_is_opened(fifo, tmp_path):
 def test_an_endless_device_is_refused_before_it_is_read(device, tmp_path):
     for args in _input_commands(Path(device), tmp_path):
         one_error(isolated(*args), device, "character device")
+
+
+def test_a_socket_is_refused_as_input_and_as_output(cli, tmp_path):
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        one_error(cli("validate", str(path)), "s.sock", "a socket")
+        one_error(cli("evaluate", str(SCENARIO), str(PLAN), "--out", str(path)), "--out",
+                  "a socket")
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
 
 
 def test_a_file_beyond_the_size_limit_is_refused(write):
