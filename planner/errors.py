@@ -26,3 +26,8 @@ class InfeasibleError(RlplanError):
     """A well-formed input that no plan satisfies. Exit code 3."""
 
     exit_code = EXIT_INFEASIBLE
+
+
+class OutOfTime(InfeasibleError):
+    """No plan found before the time limit ran out: not proven infeasible (a sweep's row says
+    `timeout`). Exit code 3, as infeasible: there is no plan to give."""

@@ -40,6 +40,7 @@ from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.layouts import slot_sizes
 from planner.specs import bounds as lim
+from planner.specs.files import shorten
 from planner.specs.hardware import ClusterSpec, gpu_count
 from planner.specs.scenario import Scenario
 
@@ -52,10 +53,17 @@ TIE = 1e-3
 
 @dataclass(frozen=True)
 class NoPlan:
-    """Why a size has no plan; `searched` False when the size was refused without a search."""
+    """Why a size has no plan; `searched` False when the size was refused, or not reached in
+    time, without a search; `timeout` True when its share of the time limit ran out (or none
+    was left for it) before a plan was found: not proven infeasible."""
 
     reason: str
     searched: bool = True
+    timeout: bool = False
+
+    @property
+    def status(self) -> str:
+        return "timeout" if self.timeout else "infeasible"
 
 
 Solved = Plan | NoPlan
@@ -71,26 +79,47 @@ def parse_gpus(spec: str, gpus_per_node: int, flag: str = FLAG,
     from 0 is 0 and then the range from one node (`0..64` on 8-GPU nodes: 0, 8, 16, 32, 64)."""
     sizes: set[int] = set()
     example = "0,8,16 or 0..64" if absent else "8,16,32 or 8..256"
-    for item in (part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        if m := re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", item):
-            first, last = int(m[1]), int(m[2])
+    items = [part.strip() for part in spec.split(",")]
+    if not any(items):
+        raise InputError(f"{flag}: no sizes given; give sizes and ranges such as {example}")
+    if not all(items):  # as `--gpu a,,b` is refused: a typo, not a size to skip
+        raise InputError(f"{flag}: '{shorten(spec)}' has an empty size between commas; give "
+                         f"sizes and ranges separated by commas, such as {example}")
+    for item in items:
+        if m := re.fullmatch(r"([0-9]+)\s*\.\.\s*([0-9]+)", item):
+            first, last = _count(m[1], gpus_per_node, flag), _count(m[2], gpus_per_node, flag)
             if absent and first == 0 and last > 0:
                 sizes.add(0)
                 first = min(gpus_per_node, last)
             sizes.update(doubling(first, last, flag))
-        elif item.isdigit():
-            sizes.add(int(item))
+        elif re.fullmatch(r"[0-9]+", item):
+            sizes.add(_count(item, gpus_per_node, flag))
         else:
-            raise InputError(f"{flag}: '{item}' is not a size or a range; give sizes and ranges "
-                             f"such as {example}")
-    if not sizes:
-        raise InputError(f"{flag}: no sizes given; give sizes and ranges such as {example}")
+            raise InputError(f"{flag}: '{shorten(item)}' is not a size or a range; give sizes "
+                             f"and ranges such as {example}")
     for gpus in sorted(sizes):
         if not (absent and gpus == 0):
             check_size(gpus, gpus_per_node, flag)
     return sorted(sizes)
+
+
+def _count(digits: str, gpus_per_node: int, flag: str) -> int:
+    """A size's digits as a number; a number longer than any input takes is refused before
+    converting it (Python refuses integers of over 4,300 digits)."""
+    if len(digits) > lim.MAX_NUMBER_CHARS:
+        raise _above(f"a size of {len(digits):,} digits", gpus_per_node, flag)
+    return int(digits)
+
+
+def size_limit(gpus_per_node: int) -> int:
+    """The largest cluster a sweep may size in nodes of `gpus_per_node`."""
+    return min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * gpus_per_node)
+
+
+def _above(what: str, gpus_per_node: int, flag: str) -> InputError:
+    return InputError(f"{flag}: {what} is above the limit of {size_limit(gpus_per_node):,} "
+                      f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep smaller "
+                      "sizes")
 
 
 def doubling(first: int, last: int, flag: str = FLAG) -> list[int]:
@@ -111,11 +140,8 @@ def check_size(gpus: int, gpus_per_node: int, flag: str = FLAG) -> None:
     fix = "" if flag != FLAG else " (or set --gpus-per-node)"
     if gpus < 1:
         raise InputError(f"{flag}: {gpu_count(gpus)}; sizes start at 1")
-    limit = min(lim.MAX_TOTAL_GPUS, lim.MAX_NODES * node)
-    if gpus > limit:
-        raise InputError(f"{flag}: {gpus:,} GPUs is above the limit of {limit:,} "
-                         f"({lim.MAX_NODES:,} nodes, {lim.MAX_TOTAL_GPUS:,} GPUs); sweep "
-                         "smaller sizes")
+    if gpus > size_limit(node):
+        raise _above(f"{gpus:,} GPUs", node, flag)
     if gpus < node and node % gpus:
         fits = ", ".join(str(d) for d in range(1, node + 1) if node % d == 0)
         raise InputError(f"{flag}: {gpu_count(gpus)} do not divide a node of {node}; below one "
@@ -163,7 +189,7 @@ class Row:
     """One swept size. Numbers are None when the size has no plan (or no price)."""
 
     gpus: int
-    status: str  # optimal | feasible | infeasible
+    status: str  # optimal | feasible | infeasible | timeout (no plan found in its time)
     iteration_time_s: float | None = None
     tokens_per_s: float | None = None
     tokens_per_s_per_gpu: float | None = None
@@ -174,7 +200,7 @@ class Row:
     gpus_used: int | None = None
     placement: str | None = None
     note: str | None = None  # why a larger size is slower than a smaller one
-    reason: str | None = None  # why infeasible
+    reason: str | None = None  # why infeasible, or what ran out of time
     plan: dict | None = None
     gpu: str | None = None  # the hardware profile
     price_usd_per_gpu_hour: float | None = None
@@ -182,7 +208,7 @@ class Row:
 
     @property
     def feasible(self) -> bool:
-        return self.status != "infeasible"
+        return self.status in ("optimal", "feasible")
 
 
 @dataclass(frozen=True)
@@ -286,8 +312,10 @@ def slower_note(row: Row, faster: Row, gpus_per_node: int) -> str:
 
 
 def infeasible_note(faster: Row) -> str:
-    return (f"no plan found, yet {gpu_count(faster.gpus)} have one: the search ran out of time "
-            "(raise --time-limit) or its group sizes here do not include that plan's")
+    """Why a size proven infeasible is, though a smaller one has a plan (a size whose time ran
+    out is `timeout`, not infeasible)."""
+    return (f"no plan fits, yet {gpu_count(faster.gpus)} have one: the group sizes offered "
+            "here do not include that plan's (batch divisibility or memory)")
 
 
 def knee(rows: list[Row]) -> int | None:
@@ -309,8 +337,9 @@ def summarize(answers: list[tuple[int, Solved]], gpus_per_node: int, price: floa
     fastest: Row | None = None  # the fastest smaller feasible size
     for gpus, answer in answers:
         if isinstance(answer, NoPlan):
-            note = infeasible_note(fastest) if fastest and answer.searched else None
-            out.append(Row(gpus, "infeasible", reason=answer.reason, note=note, gpu=gpu,
+            note = (infeasible_note(fastest) if fastest and answer.searched
+                    and not answer.timeout else None)
+            out.append(Row(gpus, answer.status, reason=answer.reason, note=note, gpu=gpu,
                            price_usd_per_gpu_hour=price))
             continue
         row = plan_row(gpus, answer, price, gpu)

@@ -124,7 +124,7 @@ def pool_row(sizes: Sizes, sc: Scenario | NoPlan, answer: Solved) -> Row:
     """A point's row: its pools' sizes, the plan's figures, the cost over every pool's GPUs."""
     gpus = sum(sizes.values())
     if isinstance(answer, NoPlan):
-        return Row(gpus, "infeasible", reason=answer.reason, pools=sizes)
+        return Row(gpus, answer.status, reason=answer.reason, pools=sizes)
     assert isinstance(sc, Scenario)
     row = plan_row(gpus, answer, None, " + ".join(p.cluster.gpu.name for p in sc.pool_list))
     cost = pools_cost(answer.iteration_time_s, sc)

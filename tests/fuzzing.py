@@ -2,7 +2,8 @@
 
 A case takes one shipped input — a scenario, a plan, a hardware profile or a model config —
 mutates it (a value replaced by a hostile one, a key deleted or added, a duplicated key, bytes
-flipped), writes it, runs the command that reads it in-process and checks the contract:
+flipped, brackets nested thousands deep, a number of thousands of digits), writes it, runs
+the command that reads it in-process and checks the contract:
 
 - the exit code is 0, 2 (bad input) or 3 (nothing fits);
 - no exception escapes, no traceback and no warning text reach the output;
@@ -92,7 +93,7 @@ def mutate_document(doc, rng: random.Random):
 
 def mutate_text(text: str, rng: random.Random) -> tuple[str, str]:
     """Byte-level mutations of a serialized document."""
-    op = rng.choice(["flip", "truncate", "duplicate line", "insert"])
+    op = rng.choice(["flip", "truncate", "duplicate line", "insert", "nest", "long number"])
     if not text:
         return "\x00", "NUL"
     i = rng.randrange(len(text))
@@ -100,6 +101,11 @@ def mutate_text(text: str, rng: random.Random) -> tuple[str, str]:
         return text[:i] + chr(rng.randrange(1, 0x2FF)) + text[i + 1:], f"char {i} replaced"
     if op == "truncate":
         return text[:i], f"truncated at {i}"
+    if op == "nest":  # deep enough to exhaust a recursive parser's stack
+        depth = rng.choice([100, 1_000, 50_000])
+        return text[:i] + "[" * depth + "]" * depth + text[i:], f"{depth} brackets at {i}"
+    if op == "long number":  # beyond the 4,300 digits Python converts
+        return text[:i] + "9" * rng.choice([120, 5_000]) + text[i:], f"long number at {i}"
     if op == "duplicate line":
         lines = text.splitlines(keepends=True)
         j = rng.randrange(len(lines))

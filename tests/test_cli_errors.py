@@ -192,6 +192,38 @@ def test_usage_errors_one_line(cli, args, fragment):
     assert "╭" not in line and "Value error" not in line
 
 
+def test_bare_rlplan_prints_help_and_a_group_without_its_command_is_an_error(cli):
+    """A bare `rlplan` is how people discover the tool: help, exit 0. `rlplan analyze` without
+    its command is a missing argument like `rlplan evaluate` without its files: one line."""
+    result = cli()
+    assert result.exit_code == 0 and "Usage" in result.stdout and result.stderr == ""
+    one_error(cli("analyze"), "Missing command", "rlplan analyze --help")
+
+
+def test_control_characters_in_a_value_are_escaped(cli):
+    """A newline inside a value made a two-line error; an escape sequence drove the terminal."""
+    line = one_error(cli("validate", str(SCENARIO), "--actor", "qwen\nfoo\x1b[31m\u2028"),
+                     "models.actor")
+    assert "'qwen\\nfoo\\x1b[31m\\u2028'" in line
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "-inf", "0", "-1"])
+def test_time_limit_must_be_finite_and_positive(cli, value):
+    one_error(cli("validate", str(SCENARIO), "--time-limit", value), "--time-limit",
+              "search.time_limit_s")
+
+
+def test_time_limit_infinite_in_the_file_is_refused(cli, write):
+    path = write("s.yaml", grpo_scenario(search={"time_limit_s": float("inf")}))
+    one_error(cli("validate", str(path)), "search.time_limit_s", "finite")
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [("8,,16", "empty size"), ("8,16,", "empty size"),
+                                                ("8," + "9" * 5_000, "5,000 digits")])
+def test_sweep_sizes_refused_like_profiles(cli, small, spec, fragment):
+    one_error(cli("sweep", str(small), "--gpus", spec), "--gpus", fragment)
+
+
 def test_unreadable_file(cli, write):
     bad = write("s.yaml", "")
     bad.write_bytes(b"\xff\xfe algorithm: grpo")

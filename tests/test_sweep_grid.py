@@ -123,7 +123,7 @@ def test_grid_rows_per_profile_with_own_price(grid):
     for r in rows:
         price = load_profile(r["gpu"]).price_usd_per_gpu_hour
         assert price is not None and r["price_usd_per_gpu_hour"] == price
-        if r["status"] != "infeasible":
+        if r["status"] in ("optimal", "feasible"):
             assert r["cost_per_step_usd"] == pytest.approx(
                 r["iteration_time_s"] * r["gpus"] * price / 3600)
             assert r["plan"]["scenario"]["cluster"]["gpu"] == r["gpu"]

@@ -163,7 +163,7 @@ def test_plans_name_pools_only_on_two_pool_points(run):
 
 def test_frontier_and_target_follow_the_rows(run):
     doc = run["json"]
-    rows = [r for r in doc["rows"] if r["status"] != "infeasible"]
+    rows = [r for r in doc["rows"] if r["status"] in ("optimal", "feasible")]
     key = lambda r: (r["pools"]["train"], r["pools"]["rollout"])  # noqa: E731
     on = [key(p) for p in doc["frontier"]]
     costs = [p["cost_per_step_usd"] for p in doc["frontier"]]

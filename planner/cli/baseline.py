@@ -3,7 +3,6 @@ import` reads), priced by `evaluate`, and what the best plan gains over it and c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
 from planner.importers import import_config
 from planner.plan import Plan, PlanInput
-from planner.specs.files import validate_as
+from planner.specs.files import parse_json, read_text, validate_as
 from planner.specs.scenario import Scenario
 
 LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing",
@@ -21,14 +20,12 @@ LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "chec
 
 def load_baseline(path: Path, sc: Scenario) -> PlanInput:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"--baseline: cannot read {path} ({err.strerror}); give a plan JSON "
-                         "or a file `rlplan import` reads") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
+        text = read_text(path, "plan JSON or launch config")
+    except InputError as err:
+        raise InputError(f"--baseline: {err}") from None
+    # a JSON document is a plan JSON (parsed within the limits on nesting and numbers);
+    # anything else is a config `rlplan import` reads
+    data = parse_json(text, f"--baseline {path}") if text.lstrip()[:1] in ("{", "[") else None
     if not isinstance(data, dict):
         data = import_config(text, sc).plan
     return validate_as(PlanInput, data, f"--baseline {path}")

@@ -29,7 +29,7 @@ def evaluate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML.")],
     plan: Annotated[Path, typer.Argument(help="Plan JSON: groups, layouts, inter_model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Also write the JSON to this file.")] = None,
+    out: Annotated[Path | None, o.output("Also write the JSON to this file.")] = None,
     timeline: o.Timeline = None,
     flags: dict | None = None,
 ) -> None:

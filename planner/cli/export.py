@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from planner.cli import options as o
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import reports_errors
 from planner.errors import InputError
@@ -55,8 +56,8 @@ def export(
         "--format", "-f", show_default=False,
         help=f"Target: {', '.join(FORMATS)} (default: the plan's `framework`, from `plan "
              "--framework`).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Write the config to this file instead of "
-                                                  "standard output.")] = None,
+    out: Annotated[Path | None, o.output("Write the config to this file instead of standard "
+                                         "output.")] = None,
     framework_version: Annotated[str | None, typer.Option(
         "--framework-version", help="The release to target (default: the newest): verl "
                                     "0.9.1; OpenRLHF 0.11.2 or 0.9.5 (flat flags); DeepSpeed "

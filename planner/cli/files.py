@@ -2,12 +2,15 @@
 
 Every command that writes a file goes through here. `check_outputs` runs first (before a
 scenario is read or a search started): each path must name a file in an existing, writable
-folder, and no two options may name the same file. `write_outputs` then writes a run's files
-in two phases: each is written to a temporary file in its own folder and flushed to disk
-(fsync), then all are renamed over their targets (os.replace, atomic on POSIX). A failure in
-the first phase leaves no target touched; a failure while renaming puts back what the earlier
-renames of the run replaced (or removes a file the run created). A full disk therefore leaves
-neither a truncated file nor the first of two files behind.
+folder, and no two options may name the same file. Only regular files are written: a device
+(/dev/null, /dev/sda), a FIFO or a socket is refused — the atomic rename would put a regular
+file in its place — and a symbolic link is written through, to the file it points to (the link
+stays a link). `write_outputs` then writes a run's files in two phases: each is written to a
+temporary file in its own folder and flushed to disk (fsync), then all are renamed over their
+targets (os.replace, atomic on POSIX). A failure in the first phase leaves no target touched; a
+failure while renaming puts back what the earlier renames of the run replaced (or removes a
+file the run created). A full disk therefore leaves neither a truncated file nor the first of
+two files behind.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from planner.errors import InputError
+from planner.specs.files import file_kind, os_problem, shorten
 
 # The two system calls that can fail half-way through a run, named so that tests can make them
 # fail (a full disk, a rename refused) without touching the rest of the process.
@@ -46,28 +51,57 @@ def check_outputs(paths: dict[str, Path | None]) -> None:
     for flag, path in paths.items():
         if path is None:
             continue
-        check_output(path, flag)
-        key = path.resolve()
+        key = check_output(path, flag).resolve()
         if key in seen:
             raise InputError(f"{flag} and {seen[key]} both name {path}; give each its own file")
         seen[key] = flag
 
 
-def check_output(path: Path, flag: str) -> None:
-    """One output path, as `check_outputs` checks it."""
-    if path.is_dir():
-        raise InputError(f"{flag} {path}: is a folder; give a file name inside it")
-    parent = path.parent
+def check_output(path: Path, flag: str) -> Path:
+    """One output path, as `check_outputs` checks it; the file the run will write (`target`)."""
+    target = target_of(path, flag)
+    shown = f"{flag} {shorten(str(path))}"
+    parent = target.parent
     if not parent.exists():
-        raise InputError(f"{flag} {path}: folder '{parent}' does not exist; create it or write "
-                         "elsewhere")
+        raise InputError(f"{shown}: folder '{shorten(str(parent))}' does not exist; create it "
+                         "or write elsewhere")
     if not parent.is_dir():
-        raise InputError(f"{flag} {path}: '{parent}' is not a folder; check the path")
+        raise InputError(f"{shown}: '{shorten(str(parent))}' is not a folder; check the path")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{flag} {path}: folder '{parent}' is not writable; choose a folder "
-                         "you can write to")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"{flag} {path}: the file is read-only; remove it or write elsewhere")
+        raise InputError(f"{shown}: folder '{shorten(str(parent))}' is not writable; choose a "
+                         "folder you can write to")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"{shown}: the file is read-only; remove it or write elsewhere")
+    return target
+
+
+def target_of(path: Path, flag: str) -> Path:
+    """The file writing `path` replaces: `path` itself (a regular file, or nothing yet), or
+    the file a symbolic link points to. InputError naming `flag` for a folder, a device, a FIFO
+    or a socket (renaming over it would replace it), a link loop, or a name the system cannot
+    take."""
+    shown = f"{flag} {shorten(str(path))}"
+    target = path
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            target = Path(os.path.realpath(path))
+            shown += f" (a link to {shorten(str(target))})"
+        mode = os.lstat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new file: its folder is checked next
+        return target
+    except OSError as exc:
+        raise InputError(f"{shown}: {os_problem(path, exc)}; give another file name") from None
+    except ValueError:  # a NUL byte
+        raise InputError(f"{shown}: not a valid path; give a file name") from None
+    if stat.S_ISLNK(mode):
+        raise InputError(f"{shown}: a loop of symbolic links; give a file name")
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{shown}: is a folder; give a file name inside it")
+    if (kind := file_kind(mode)) is not None:
+        raise InputError(f"{shown}: is {kind}, not a regular file; outputs are written to "
+                         "regular files only (a new one, or one replaced whole) — give a file "
+                         "name")
+    return target
 
 
 def write_atomic(path: Path, data: bytes | str, flag: str = "--out",
@@ -79,6 +113,8 @@ def write_atomic(path: Path, data: bytes | str, flag: str = "--out",
 def write_outputs(outputs: list[Output]) -> None:
     """Write every output or none (InputError naming the option on failure): stage each in a
     temporary file beside its target, then rename them all into place."""
+    # each written where its path leads (a link's target), checked again just before writing
+    outputs = [replace(out, path=target_of(out.path, out.flag)) for out in outputs]
     staged: list[tuple[Output, str]] = []
     try:
         for out in outputs:
@@ -94,7 +130,7 @@ def _stage(out: Output) -> str:
     """A temporary file in the target's folder holding `out.data`, flushed to disk, with the
     mode the target will have; its name."""
     data = out.data.encode() if isinstance(out.data, str) else out.data
-    fd, tmp = tempfile.mkstemp(dir=out.path.parent, prefix=f".{out.path.name}.",
+    fd, tmp = tempfile.mkstemp(dir=out.path.parent, prefix=f".{_short_name(out.path)}.",
                                suffix=".tmp")
     try:
         view = memoryview(data)
@@ -150,12 +186,18 @@ def _backup(path: Path) -> str | None:
     cannot link: the run then removes rather than restores it on failure)."""
     if not path.is_file():
         return None
-    name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.bak")
+    name = str(path.parent / f".{_short_name(path)}.{secrets.token_hex(6)}.bak")
     try:
         os.link(path, name)
     except OSError:
         return None
     return name
+
+
+def _short_name(path: Path) -> str:
+    """The start of a file's name, for the names of its temporary and backup files (a name
+    near the system's 255-byte limit leaves no room for a prefix and a suffix)."""
+    return path.name[:32]
 
 
 def _mode(out: Output) -> int:
@@ -173,9 +215,9 @@ def _mode(out: Output) -> int:
 
 
 def _failed(out: Output, exc: OSError) -> InputError:
-    reason = exc.strerror or exc.__class__.__name__
-    return InputError(f"{out.flag} {out.path}: cannot write it ({reason}); nothing was "
-                      "written — free space or write elsewhere")
+    return InputError(f"{out.flag} {shorten(str(out.path))}: cannot write it "
+                      f"({os_problem(out.path, exc)}); nothing was written — free space or "
+                      "write elsewhere")
 
 
 def _remove(path: str) -> None:

@@ -15,7 +15,7 @@ from planner.cli.output import print_json, reports_errors
 from planner.errors import InputError
 from planner.importers import FORMATS, import_config
 from planner.plan import PlanInput
-from planner.specs.files import validate_as
+from planner.specs.files import read_text, validate_as
 from planner.specs.scenario import load_scenario
 
 
@@ -27,7 +27,7 @@ def import_(
     format: Annotated[str | None, typer.Option(
         "--format", show_default=False,
         help=f"Force the format: {', '.join(FORMATS)} (default: recognised).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
+    out: Annotated[Path | None, o.output("Write the plan JSON here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     flags: dict | None = None,
 ) -> None:
@@ -41,9 +41,9 @@ def _import(file: Path, scenario: Path | None, fmt: str | None, out: Path | None
             as_json: bool, flags: dict) -> None:
     check_outputs({"--out": out})
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"FILE: cannot read {file} ({err.strerror})") from None
+        text = read_text(file, "config")
+    except InputError as err:
+        raise InputError(f"FILE: {err}") from None
     sc = load_scenario(scenario, flags)
     got = import_config(text, sc, fmt)
     plan = validate_as(PlanInput, got.plan, f"import {file}").model_dump(mode="json",

@@ -33,7 +33,9 @@ app.command()(models)
 app.command()(gpus)
 app.command()(clusters)
 app.command()(validate)
-app.add_typer(analyze.app, name="analyze")
+# `rlplan analyze` without its command is a usage error like any missing argument (one error
+# line, exit 2), not a help page: only a bare `rlplan` prints help when given nothing
+app.add_typer(analyze.app, name="analyze", no_args_is_help=False)
 app.command()(evaluate)
 app.command()(plan)
 app.command()(export)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -55,9 +56,26 @@ Objective = Annotated[str | None, _opt("Objective: time, cost, or gpus (fewest G
 TargetTokensPerS = Annotated[float | None, _opt("Throughput the gpus objective must reach.")]
 MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-policy).")]
 TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
+
+
+def output_path(raw: str) -> Path:
+    """An output flag's value. A name ending in '/' (or '/.', '/..') is a folder's: refused
+    here, since Path() drops the '/' and the run would write a file named like the folder."""
+    if os.path.basename(raw) in ("", ".", ".."):
+        what = "is a folder" if os.path.isdir(raw) else "names a folder, which does not exist"
+        raise typer.BadParameter(f"'{raw}' {what}; give a file name inside it")
+    return Path(raw)
+
+
+def output(help_text: str, *names: str) -> Any:
+    """An option naming a file a command writes (`planner.cli.files` checks and writes it)."""
+    return typer.Option(*names, help=help_text, parser=output_path, metavar="FILE",
+                        show_default=False)
+
+
 # Not scenario fields: outputs of a priced plan.
-Timeline = Annotated[Path | None, typer.Option(help="Also draw one iteration's timeline "
-                                               "(lanes per group) to this .svg or .png file.")]
+Timeline = Annotated[Path | None, output("Also draw one iteration's timeline (lanes per group) "
+                                         "to this .svg or .png file.")]
 
 
 # Every scenario flag, by parameter name (the keys of SCENARIO_FLAGS): `scenario_flags` adds them

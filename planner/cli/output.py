@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -12,7 +15,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from planner.errors import EXIT_BAD_INPUT, RlplanError
+from planner.errors import EXIT_BAD_INPUT, InputError, RlplanError
 
 try:  # typer ≥ 0.26 carries its own copy of click
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
@@ -32,34 +35,97 @@ def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
+# Characters that would break an error line or drive the terminal (a newline inside a value,
+# an escape sequence): written as Python escapes instead (\n, \x1b, \u2028).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped: it prints as one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def error_line(message: str) -> None:
+    """The one `rlplan: error:` line on stderr."""
+    typer.echo(f"rlplan: error: {one_line(message)}", err=True)
+
+
 def fail(message: str, code: int) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
-    typer.echo(f"rlplan: error: {message}", err=True)
+    error_line(message)
     return typer.Exit(code)
+
+
+class _GuardedStdout:
+    """sys.stdout while a command runs: a write that fails (a full disk, a closed pipe) is an
+    InputError naming standard output, reported as every other error, instead of an OSError
+    from wherever the write happened. The rest is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: OSError) -> InputError:
+        self.failed = True
+        return InputError(f"standard output: cannot write it ({exc.strerror or exc}); free "
+                          "space or send the output elsewhere")
+
+    def discard(self) -> None:
+        """After a failed write: what is still buffered goes nowhere, so that flushing it at
+        exit does not fail again (with a second message)."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 class OneLineErrors(TyperGroup):
     """The root command: typer's and click's own errors (a flag value that does not parse or
-    is out of range, a missing argument, an unknown option or command, an unreadable file) as
-    one `rlplan: error:` line with exit code 2, like every other bad input, instead of typer's
-    usage box. Help (`--help`, a bare `rlplan`) is printed as before."""
+    is out of range, a missing argument, an unknown option or command, a group such as
+    `analyze` without its command) as one `rlplan: error:` line with exit code 2, like every
+    other bad input, instead of typer's usage box; so is a failed write to standard output.
+    Help (`--help`, a bare `rlplan`) is printed with exit code 0."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
         if not standalone_mode:  # a caller that handles click's exceptions itself
             return super().main(args, prog_name, complete_var, False, **extra)
+        stdout = sys.stdout
+        sys.stdout = guarded = _GuardedStdout(stdout)
         try:
             # not standalone: click raises its errors here instead of printing them
             code = super().main(args, prog_name, complete_var, False, **extra)
-        except NoArgsIsHelpError as exc:  # the help is already printed
-            sys.exit(exc.exit_code)
+        except NoArgsIsHelpError:  # a bare `rlplan`: the help is already printed
+            sys.exit(0)
         except ClickException as exc:
-            typer.echo(f"rlplan: error: {usage_error(exc)}", err=True)
+            error_line(usage_error(exc))
             sys.exit(EXIT_BAD_INPUT)
+        except RlplanError as exc:  # outside a command's own boundary (`reports_errors`)
+            error_line(str(exc))
+            sys.exit(exc.exit_code)
         except typer.Abort:
-            typer.echo("rlplan: error: aborted", err=True)
+            error_line("aborted")
             sys.exit(1)
+        finally:
+            sys.stdout = stdout
+            if guarded.failed:
+                guarded.discard()
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit's code, else success
 
 

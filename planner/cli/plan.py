@@ -27,14 +27,12 @@ def plan(
     scenario: Annotated[Path | None, typer.Argument(help="Scenario YAML (or give every field "
                                                     "as a flag).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Also write the plan JSON to this file.")]
-    = None,
+    out: Annotated[Path | None, o.output("Also write the plan JSON to this file.")] = None,
     timeline: o.Timeline = None,
     export: Annotated[str | None, typer.Option(help=f"Also export the plan: "
                                                f"{', '.join(FORMATS)} (see rlplan export).",
                                                show_default=False)] = None,
-    export_out: Annotated[Path | None, typer.Option(help="Where --export writes the config.")]
-    = None,
+    export_out: Annotated[Path | None, o.output("Where --export writes the config.")] = None,
     framework_version: Annotated[str | None, typer.Option(
         "--framework-version", help="--export: the release to target (default: "
                                     "the newest; OpenRLHF 0.11.2 or 0.9.5).")] = None,

@@ -62,13 +62,12 @@ def sweep(
                       "runs), a head address, or 'local' (start one for this command). Needs "
                       "pip install 'rlplan[ray]'.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    csv_out: Annotated[Path | None, typer.Option("--csv", help="Also write the table as CSV.")]
+    csv_out: Annotated[Path | None, o.output("Also write the table as CSV.", "--csv")] = None,
+    json_out: Annotated[Path | None, o.output("Also write the JSON to this file.",
+                                              "--json-out")] = None,
+    picture: Annotated[Path | None, o.output("Draw throughput against GPUs and step time "
+                                             "against cost with the frontier (.svg or .png).")]
     = None,
-    json_out: Annotated[Path | None, typer.Option("--json-out", help="Also write the JSON to "
-                                                  "this file.")] = None,
-    picture: Annotated[Path | None, typer.Option(help="Draw throughput against GPUs and step "
-                                                 "time against cost with the frontier (.svg "
-                                                 "or .png).")] = None,
     target: Annotated[float | None, typer.Option(
         "--target-tokens-per-s",
         help="Answer the cheapest swept point reaching this throughput (the fewest GPUs when a "
@@ -132,8 +131,9 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
         labels = [f"{gpu_count(g)}" + (f" of {sc.cluster.gpu.name}" if len(scenarios) > 1
                                        else "")
                   for sc, its in zip(scenarios, sizes, strict=True) for g in its]
-        swept = (f"{', '.join(map(str, sizes[0]))} GPUs"
-                 + (" on each profile" if len(scenarios) > 1 else ""))
+        swept = (f"{', '.join(map(str, sizes[0]))} GPUs" if len(sizes[0]) <= 8 else
+                 f"{len(sizes[0])} sizes, {sizes[0][0]} to {sizes[0][-1]} GPUs")
+        swept += " on each profile" if len(scenarios) > 1 else ""
 
         def run(on_done=None) -> Grid:
             return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
@@ -163,8 +163,10 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
     else:
         show(result, title(scenarios))
     if not any(r.feasible for r in result.rows):
-        raise fail(f"none of the swept points ({swept}) has a plan; each row says why",
-                   EXIT_INFEASIBLE)
+        late = sum(r.status == "timeout" for r in result.rows)
+        raise fail(f"none of the swept points ({swept}) has a plan"
+                   + (f"; {late} ran out of time (raise --time-limit)" if late else "")
+                   + "; each row says why", EXIT_INFEASIBLE)
 
 
 def scenario_summary(scenarios: list[Scenario]) -> dict:

@@ -11,7 +11,7 @@ import typer
 from planner.cli import options as o
 from planner.cli.output import billions, console, print_json, reports_errors
 from planner.errors import InputError
-from planner.specs.files import read_mapping
+from planner.specs.files import path_kind, read_mapping, shorten
 from planner.specs.hardware import load_preset_file, load_profile, load_profile_file
 from planner.specs.model import load_model_path
 from planner.specs.scenario import load_scenario
@@ -32,10 +32,11 @@ _HARDWARE_KEYS = {"bf16_tflops", "memory_gib", "hbm_tbps"}
 
 def detect_kind(path: Path) -> Kind:
     """What kind of input a file is, from its shape (a folder is a model folder)."""
-    if path.is_dir():
+    kind = path_kind(path)  # None too for a name the system cannot take
+    if kind == "dir":
         return Kind.model
-    if not path.exists():
-        raise InputError(f"{path}: no such file or folder; check the path")
+    if kind is None:
+        raise InputError(f"{shorten(str(path))}: no such file or folder; check the path")
     keys = set(read_mapping(path))
     if path.suffix.lower() == ".json" and keys & _MODEL_KEYS:
         return Kind.model

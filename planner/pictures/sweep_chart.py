@@ -3,10 +3,10 @@
 Left, one profile: throughput (left axis) and the ideal linear scaling from the smallest
 feasible size, cost per million tokens (right axis, when the profile has a price), the smallest
 feasible size, the knee and the target's point marked and labelled, infeasible sizes crossed on
-the GPU axis, and the target throughput as a line when one is given. Several profiles: one
-throughput line each. GPUs on a log2 axis, ticked at the swept sizes. A pool grid: throughput
-against the last swept pool's sizes (evenly spaced, since 0 is a size), one line per
-combination of the other swept pools' sizes.
+the GPU axis (sizes whose time ran out ringed there), and the target throughput as a line when
+one is given. Several profiles: one throughput line each. GPUs on a log2 axis, ticked at the
+swept sizes. A pool grid: throughput against the last swept pool's sizes (evenly spaced, since
+0 is a size), one line per combination of the other swept pools' sizes.
 
 Right: every priced point's step time against its cost per step, the cost–time frontier joined
 (`planner.sweep_grid`), the target's point ringed and a target step time as a line.
@@ -79,11 +79,7 @@ def _one_profile(fig, sweep: Sweep, grid: Grid) -> None:
         ax.set_ylim(0, 1)
         ax.text(0.5, 0.5, "no size has a plan", transform=ax.transAxes, ha="center")
 
-    bad = [r.gpus for r in sweep.rows if not r.feasible]
-    if bad:
-        handles += ax.plot(bad, [0] * len(bad), "x", color=INFEASIBLE, markersize=10,
-                           markeredgewidth=2, clip_on=False, transform=ax.get_xaxis_transform(),
-                           label="infeasible (no plan)")
+    handles += _no_plan(ax, sweep.rows, lambda r: r.gpus, INFEASIBLE)
     if target is not None:
         handles.append(ax.axhline(target, linestyle=":", color=TARGET,
                                   label=f"target {target:,.0f} tokens/s"))
@@ -178,15 +174,29 @@ def _throughput_lines(ax, grid: Grid, title: str, lines: list[tuple[str, list[Ro
             ax.plot([x(r) for r in ok], [r.tokens_per_s for r in ok], "o-", color=f"C{k}",
                     label=name)
             top = max(top, *(r.tokens_per_s for r in ok))
-        bad = [x(r) for r in rows if not r.feasible]
-        if bad:
-            ax.plot(bad, [0] * len(bad), "x", color=f"C{k}", markersize=10, markeredgewidth=2,
-                    clip_on=False, transform=ax.get_xaxis_transform(),
-                    label=f"{name}: infeasible (no plan)")
+        _no_plan(ax, rows, x, f"C{k}", f"{name}: ")
     ax.set_ylim(0, (top or 1) * 1.3)
     if (target := _target_tokens(grid)) is not None:
         ax.axhline(target, linestyle=":", color=TARGET, label=f"target {target:,.0f} tokens/s")
     ax.legend(loc="upper left", fontsize=8)
+
+
+# how a size without a plan is drawn on the x axis, by its row's status
+NO_PLAN = {"infeasible": ("x", {}, "infeasible (no plan)"),
+           "timeout": ("o", {"markerfacecolor": "none"}, "timeout (no plan in its time)")}
+
+
+def _no_plan(ax, rows: list[Row], x: Callable[[Row], float], color: str, name: str = "") -> list:
+    """Mark the rows without a plan on the x axis (`NO_PLAN`); the legend handles."""
+    handles = []
+    for status, (marker, style, what) in NO_PLAN.items():
+        xs = [x(r) for r in rows if r.status == status]
+        if xs:
+            handles += ax.plot(xs, [0] * len(xs), marker, color=color, markersize=10,
+                               markeredgewidth=2, clip_on=False,
+                               transform=ax.get_xaxis_transform(), label=f"{name}{what}",
+                               **style)
+    return handles
 
 
 def _series(grid: Grid) -> list[tuple[str, list[Row]]]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from planner.cost.constants import GIB
 from planner.cost.iteration import evaluate, tokens_per_step
 from planner.cost.report import to_plan
-from planner.errors import InfeasibleError, InputError
+from planner.errors import InfeasibleError, InputError, OutOfTime
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.bounds import space_lower_bound
@@ -192,7 +192,7 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]
         if cut:  # cut short, not proven infeasible: say so rather than guess a size
-            raise InfeasibleError(
+            raise OutOfTime(
                 f"no plan found within the time limit ({deadline.budget_s:g} s) for "
                 f"{len(cut)} of {len(outcomes)} inter-model options, and none of the "
                 "others has one; raise --time-limit (search.time_limit_s)")

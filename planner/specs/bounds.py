@@ -56,3 +56,20 @@ MAX_CONTROLLER_US_PER_TOKEN = 1e5
 # --- search --------------------------------------------------------------------------------
 MIN_TARGET_TOKENS_PER_S = 1e-3
 MAX_TARGET_TOKENS_PER_S = 1e12  # 10^6× the fastest published RL runs
+# `--time-limit` bounds the whole command: a week is far beyond any search worth waiting for,
+# and a finite bound keeps `inf` (or 1e400, read as inf) from meaning "no limit".
+MAX_TIME_LIMIT_S = 7 * 24 * 3600  # seconds
+
+# --- input files ---------------------------------------------------------------------------
+# Every file the CLI reads (scenario, plan, model config, hardware profile, lengths, import
+# and baseline files) is a regular file of at most this size, read once: the largest real
+# input, a lengths file of 2^20 observed lengths, is ~10 MB of text. A FIFO or a device
+# (/dev/zero, /dev/urandom) is refused before it is opened, so nothing blocks or reads
+# without end.
+MAX_INPUT_BYTES = 32 * 1024**2
+# Nesting of mappings and lists in a YAML or JSON file: real inputs nest 4-6 deep; the
+# parsers recurse per level, and Python's stack ends near 1,000.
+MAX_NESTING = 64
+# Digits of one number in a file: int64 has 19, a float's literal rarely more than 25;
+# Python refuses to convert integers of over 4,300 digits (and slows down well before).
+MAX_NUMBER_CHARS = 100

@@ -5,15 +5,25 @@ an unknown catalog name) into one `InputError` line naming the file, the field a
 Nothing is read loosely: a key written twice in one mapping is refused (YAML and JSON parsers
 would keep the last silently), and fields are validated strictly (a boolean or a string is not
 a count, 8.0 is not an integer).
+
+Nothing read can hurt the machine (`planner.specs.bounds`, "input files"): only a regular file
+is opened (a FIFO, a device such as /dev/zero or /dev/urandom, a socket is refused before it is
+opened, so nothing blocks or reads without end), at most `MAX_INPUT_BYTES` of it; nesting
+deeper than `MAX_NESTING` (the parsers recurse per level; YAML aliases count as the nesting
+they stand for, and a YAML document that contains itself is refused) and numbers longer than
+`MAX_NUMBER_CHARS` are refused with the line they are on, before any parser or `int()` fails.
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import json.decoder
 import json.scanner
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import InputError
+from planner.specs import bounds as lim
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -49,16 +60,77 @@ def path_kind(path: Path) -> str | None:
         return None
 
 
-def read_text(path: Path, what: str) -> str:
-    if path_kind(path) == "dir":
-        raise InputError(f"{path}: is a folder; give the path of a {what} file")
+_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file that is not a regular file or a folder is, in words (None: it is one)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def os_problem(path: Path | str, exc: OSError) -> str:
+    """What an OSError on `path` means, in words: a name too long says which part and its
+    length (the system allows 255 bytes per name), others the system's reason."""
+    if exc.errno == errno.ENAMETOOLONG:
+        longest = max((len(os.fsencode(part)) for part in Path(path).parts), default=0)
+        if longest > 255:
+            return f"file name too long: a part of {longest:,} bytes, the limit is 255"
+        return f"path too long: {len(os.fsencode(str(path))):,} bytes"
+    return exc.strerror or exc.__class__.__name__
+
+
+def read_bytes(path: Path, what: str) -> bytes:
+    """The content of an input file: a regular file (a FIFO or a device is refused before it is
+    opened) of at most `MAX_INPUT_BYTES`."""
+    shown = shorten(str(path))
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file; check the path") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{shorten(str(path))}: cannot read it as text "
-                         f"({exc.__class__.__name__}); check the path") from None
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{shown}: is a folder; give the path of a {what} file")
+        if (kind := file_kind(mode)) is not None:
+            raise InputError(f"{shown}: is {kind}, not a regular file; give the path of a "
+                             f"{what} file")
+        # non-blocking: a FIFO put in the file's place since the check cannot block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{shown}: is not a regular file; give the path of a {what} "
+                                 "file")
+            data = _read_at_most(fd, lim.MAX_INPUT_BYTES + 1)
+        finally:
+            os.close(fd)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(f"{shown}: no such file; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read it ({os_problem(path, exc)}); check the "
+                         "path") from None
+    except ValueError:  # a NUL byte in the name
+        raise InputError(f"{shown}: not a valid path; check it") from None
+    if len(data) > lim.MAX_INPUT_BYTES:
+        raise InputError(f"{shown}: larger than {lim.MAX_INPUT_BYTES // 1024**2} MiB, the "
+                         "limit for an input file; check the path")
+    return data
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit and (chunk := os.read(fd, min(1 << 20, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def read_text(path: Path, what: str) -> str:
+    """An input file's text (UTF-8), read as `read_bytes` reads it."""
+    data = read_bytes(path, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{shorten(str(path))}: cannot read it as text (not UTF-8 at byte "
+                         f"{exc.start:,}); check the path") from None
 
 
 def shorten(text: str, limit: int = 120) -> str:
@@ -72,14 +144,98 @@ class _DuplicateKey(Exception):
         self.key, self.line = key, line
 
 
-def _duplicate_message(path: Path, dup: _DuplicateKey) -> str:
+def _duplicate_message(path: Path | str, dup: _DuplicateKey) -> str:
     return (f"{path}: key '{dup.key}' appears twice in one mapping (again at line {dup.line}); "
             "keep one (a parser would silently take the last)")
 
 
+class _Refused(Exception):
+    """A document shaped beyond the limits: what, and the line it is on."""
+
+    def __init__(self, problem: str, line: int, fix: str = "check the file",
+                 literal: str = "") -> None:
+        super().__init__(problem, line)
+        self.problem, self.line, self.fix, self.literal = problem, line, fix, literal
+
+
+def _refused_message(path: Path | str, refused: _Refused) -> str:
+    return f"{shorten(str(path))}: line {refused.line}: {refused.problem}; {refused.fix}"
+
+
+def _too_deep() -> str:
+    return (f"mappings and lists nested deeper than {lim.MAX_NESTING} levels (an input nests "
+            "a few)")
+
+
+def _too_long(chars: int) -> str:
+    return f"a number of {chars:,} characters (no field takes more than {lim.MAX_NUMBER_CHARS})"
+
+
+# Aliases may not make a document larger than a file of the size limit could hold written out
+# (a value takes at least two characters there): the bound on "billion laughs".
+_MAX_EXPANDED_VALUES = lim.MAX_INPUT_BYTES // 2
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_expanded(root: yaml.Node) -> None:
+    """Refuse a composed YAML document whose aliases nest it deeper than `MAX_NESTING`, expand
+    it beyond `_MAX_EXPANDED_VALUES` values, or make it contain itself. Iterative (the limit
+    is what keeps recursion safe), each node once."""
+    depth: dict[int, int] = {}
+    size: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        line = node.start_mark.line + 1
+        if leaving:
+            kids = _children(node)
+            depth[id(node)] = 1 + max((depth[id(k)] for k in kids), default=0)
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            if depth[id(node)] > lim.MAX_NESTING:
+                raise _Refused(_too_deep() + ", counting what its aliases stand for", line)
+            if size[id(node)] > _MAX_EXPANDED_VALUES:
+                raise _Refused(f"aliases expand the document beyond {_MAX_EXPANDED_VALUES:,} "
+                               "values", line, "write the values out")
+            continue
+        if id(node) in depth:
+            continue
+        entered.add(id(node))
+        stack.append((node, True))
+        for kid in _children(node):
+            if id(kid) in entered and id(kid) not in depth:  # on the path to here: a cycle
+                raise _Refused("an alias that contains itself (a recursive structure)",
+                               kid.start_mark.line + 1, "write the value out")
+            stack.append((kid, False))
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key repeated within one mapping (merge keys `<<` aside: a
-    mapping may override what it merges in)."""
+    mapping may override what it merges in), nesting beyond `MAX_NESTING` (checked as the
+    composer descends, then with aliases expanded) and numbers beyond `MAX_NUMBER_CHARS`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > lim.MAX_NESTING:
+                raise _Refused(_too_deep(), self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self) -> yaml.Node:
+        node = super().compose_document()
+        _check_expanded(node)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -96,8 +252,18 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def _bounded_number(self, node: yaml.ScalarNode) -> Any:
+        if len(node.value) > lim.MAX_NUMBER_CHARS:
+            raise _Refused(_too_long(len(node.value)), node.start_mark.line + 1,
+                           "check the value")
+        if node.tag.endswith(":int"):
+            return self.construct_yaml_int(node)
+        return self.construct_yaml_float(node)
+
 
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map", _UniqueKeyLoader.construct_yaml_map)
+for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+    _UniqueKeyLoader.add_constructor(_tag, _UniqueKeyLoader._bounded_number)
 # YAML 1.1 reads `5e4` (no dot) as a string; strict fields would then refuse a plain number.
 # YAML 1.2 and JSON read it as a float: so does rlplan (checked after int, so `5` stays an int).
 _UniqueKeyLoader.add_implicit_resolver(
@@ -105,18 +271,25 @@ _UniqueKeyLoader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def read_yaml(path: Path, what: str | None = None) -> Any:
-    """Parse a YAML file; a syntax error names the line and column, a repeated key its line."""
-    text = read_text(path, what or "YAML")
+def parse_yaml(text: str, source: Path | str) -> Any:
+    """Parse YAML text read from `source`; a syntax error names the line and column, a
+    repeated key its line, a document beyond the limits what and where."""
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except _DuplicateKey as dup:
-        raise InputError(_duplicate_message(path, dup)) from None
+        raise InputError(_duplicate_message(source, dup)) from None
+    except _Refused as refused:
+        raise InputError(_refused_message(source, refused)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}: malformed YAML{where}: {problem}; fix the syntax") from None
+        raise InputError(f"{source}: malformed YAML{where}: {problem}; fix the syntax") from None
+
+
+def read_yaml(path: Path, what: str | None = None) -> Any:
+    """Parse a YAML file (`read_text`, `parse_yaml`)."""
+    return parse_yaml(read_text(path, what or "YAML"), path)
 
 
 def _object_keys(text: str, start: int) -> list[tuple[str, int]]:
@@ -137,37 +310,76 @@ def _object_keys(text: str, start: int) -> list[tuple[str, int]]:
 
 
 class _UniqueKeyDecoder(json.JSONDecoder):
-    """json.JSONDecoder that refuses a key repeated within one object, naming its line. The
-    pure-Python scanner is used so each object's start offset is known (files are small)."""
+    """json.JSONDecoder that refuses a key repeated within one object (naming its line),
+    nesting beyond `MAX_NESTING` and numbers beyond `MAX_NUMBER_CHARS`. The pure-Python
+    scanner is used so that each object's and array's start offset is known."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._depth = 0
         self.parse_object = self._parse_object
+        self.parse_array = self._parse_array
+        self.parse_int = self._bounded(int)
+        self.parse_float = self._bounded(float)
         self.scan_once = json.scanner.py_make_scanner(self)
 
-    def _parse_object(self, s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
+    def _enter(self, text: str, at: int) -> None:
+        self._depth += 1
+        if self._depth > lim.MAX_NESTING:
+            raise _Refused(_too_deep(), text.count("\n", 0, at) + 1)
+
+    def _parse_object(self, s_and_end: tuple[str, int], strict: bool, scan_once: Any,
+                      hook: Any, pairs_hook: Any, memo: Any = None) -> tuple[Any, int]:
         text, start = s_and_end
-        value, end = json.decoder.JSONObject(s_and_end, *args)
-        keys = _object_keys(text, start)
-        if len(value) < len(keys):  # the dict kept fewer: some key was repeated
+        self._enter(text, start)
+        try:
+            pairs, end = json.decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        finally:
+            self._depth -= 1
+        value = dict(pairs)
+        if len(value) < len(pairs):  # a key repeated: find where (rare, so scan the text)
             seen: set[str] = set()
-            for key, at in keys:
+            for key, at in _object_keys(text, start):
                 if key in seen:
                     raise _DuplicateKey(key, text.count("\n", 0, at) + 1)
                 seen.add(key)
         return value, end
 
+    def _parse_array(self, s_and_end: tuple[str, int], scan_once: Any) -> tuple[Any, int]:
+        self._enter(*s_and_end)
+        try:
+            return json.decoder.JSONArray(s_and_end, scan_once)
+        finally:
+            self._depth -= 1
 
-def read_json(path: Path, what: str | None = None) -> Any:
-    """Parse a JSON file; a syntax error names the line and column, a repeated key its line."""
-    text = read_text(path, what or "JSON")
+    def _bounded(self, kind: type) -> Any:
+        def parse(literal: str) -> Any:
+            if len(literal) > lim.MAX_NUMBER_CHARS:
+                # the scanner does not say where: the caller finds the literal's line
+                raise _Refused(_too_long(len(literal)), 0, "check the value", literal)
+            return kind(literal)
+        return parse
+
+
+def parse_json(text: str, source: Path | str) -> Any:
+    """Parse JSON text read from `source`; a syntax error names the line and column, a
+    repeated key its line, a document beyond the limits what and where."""
     try:
         return json.loads(text, cls=_UniqueKeyDecoder)
     except _DuplicateKey as dup:
-        raise InputError(_duplicate_message(path, dup)) from None
+        raise InputError(_duplicate_message(source, dup)) from None
+    except _Refused as refused:
+        if refused.literal:  # a number: the line of its first appearance
+            refused.line = text.count("\n", 0, max(0, text.find(refused.literal))) + 1
+        raise InputError(_refused_message(source, refused)) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: "
+        raise InputError(f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: "
                          f"{exc.msg}; fix the syntax") from None
+
+
+def read_json(path: Path, what: str | None = None) -> Any:
+    """Parse a JSON file (`read_text`, `parse_json`)."""
+    return parse_json(read_text(path, what or "JSON"), path)
 
 
 def read_mapping(path: Path, what: str | None = None) -> dict[str, Any]:
@@ -197,6 +409,9 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
             shown = f"{got:,}" if isinstance(got, int | float) and not isinstance(got, bool) \
                 else repr(got)
             parts.append(f"field '{field}': {shown} is {side} of {limit:,}; give {verb} {limit:,}")
+        elif err["type"] == "finite_number":  # inf, 1e400 (read as inf) or nan
+            parts.append(f"field '{field}': {err.get('input')!r} is not a finite number; give "
+                         "a finite number")
         elif err["type"] == "missing":
             parts.append(f"field '{field}' is missing; add it")
         elif err["type"] == "extra_forbidden":

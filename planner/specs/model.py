@@ -307,6 +307,14 @@ def _moe_spec(cfg: HFConfig, source: str, notes: list[str]) -> MoESpec | None:
             raise _fail(source, "mlp_only_layers", f"{outside[0]} is not a layer index (0 to "
                         f"{L - 1}); list layers of the model")
         layers = MoELayers.qwen(L, cfg.decoder_sparse_step, cfg.mlp_only_layers)
+    if layers.count() == 0:
+        # the modeling code builds the dense MLP (intermediate_size) in every layer and no
+        # expert anywhere: a dense model in effect, priced as one
+        why = ("first_k_dense_replace, moe_layer_freq" if cfg.first_k_dense_replace is not None
+               else "decoder_sparse_step, mlp_only_layers")
+        notes.append(f"no layer is MoE ({why} leave all {L} dense): a dense model, priced as "
+                     f"one; {field} is ignored")
+        return None
     if cfg.shared_expert_intermediate_size:  # Qwen2-MoE: one shared expert of its own width
         shared, shared_width = 1, cfg.shared_expert_intermediate_size
     else:  # DeepSeek: n_shared_experts of the routed width

@@ -95,7 +95,8 @@ class SearchInput(BaseModel):
         description="the throughput the gpus objective must reach")
     max_staleness: int = Field(0, ge=0, description="bounded asynchrony: steps of lag allowed")
     allow_shared_actor_critic: bool = False
-    time_limit_s: float = Field(30.0, gt=0)
+    time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
+                                description="seconds the whole command may take (finite)")
 
 
 class ScenarioInput(BaseModel):
