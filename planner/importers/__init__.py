@@ -45,7 +45,7 @@ def read_file(text: str, fmt: str | None = None,
     reading = readers[launch.fmt](launch)
     wrapped = [f"--set {name}: replaces the script's own assignment of {name}"
                for name in script.overridden]
-    reading.notes = script.notes + wrapped + reading.notes
+    reading.notes[:0] = script.notes + wrapped  # in place: the layout adds to this list
     return reading
 
 

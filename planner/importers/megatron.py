@@ -82,8 +82,13 @@ def read(launch: Launch) -> Reading:
         notes.append(f"batch ramp-up: priced at the final --global-batch-size {batch}")
     if s.has("--fp8-format"):
         fields["runtime.fp8_training"] = "transformer_engine"
+    # validate_args (0.19.2): under --bf16, gradients accumulate and all-reduce in fp32 ("main
+    # grads") unless --grad-reduce-in-bf16
+    fp32_grads = s.has("--accumulate-allreduce-grads-in-fp32") or (
+        a.on("--bf16") and not a.on("--grad-reduce-in-bf16"))
+    fields["runtime.training_states"] = "fp32_grads" if fp32_grads else "bf16_grads"
     models = {"actor": _model(s)}
-    notes.append(f"defaults: what the script leaves out is {MEGATRON_SOURCE}'s")
+    notes.append(f"defaults: what the script leaves out takes {MEGATRON_SOURCE}'s value")
     return Reading("megatron", "Megatron-LM (megatron-core 0.19.2 arguments)", fields, models,
                    partial(_plan, a, world, notes), s, notes)
 

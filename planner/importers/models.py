@@ -75,7 +75,7 @@ def model_ref(value: Text, key: str, role: str) -> ModelRef:
         f" (https://huggingface.co/{said}/blob/main/config.json)"
     return ModelRef(None, said, error=(
         f"import: {key}={said}: {base or said} is not a shipped model (rlplan models); give "
-        f"its config.json with {ROLE_FLAGS[role]} PATH (the file{hub}, or the model folder "
+        f"its config.json{hub} with {ROLE_FLAGS[role]} PATH (the file, or the model folder "
         f"holding it), or a shipped model of the same architecture with {ROLE_FLAGS[role]} "
         "NAME"))
 

@@ -44,6 +44,7 @@ EXTRA: dict[str, tuple[str | None, str | None]] = {
     "lora": ("--lora_rank", "--ds.lora.rank"),
     "dynamic_batch": ("--use_dynamic_batch", "--train.dynamic_batch_enable"),
     "train_max_tokens": ("--train_max_tokens_per_gpu", "--train.max_tokens_per_gpu"),
+    "rollout_max_tokens": ("--rollout_max_tokens_per_gpu", "--rollout.max_tokens_per_gpu"),
     "flat_max_len": ("--max_len", None),  # v0.9.10's flat total length
 }
 # --advantage_estimator → rlplan's algorithm (docs/exports.md §2.2; GRPO is group_norm)
@@ -149,7 +150,7 @@ def read(launch: Launch) -> Reading:
     total = sum(groups.values())
     fields |= _cluster(launch, f, total, notes)
     _check_flags(s, "train_ppo_ray", notes)
-    notes.append(f"defaults: what the script leaves out is {f.source}'s")
+    notes.append(f"defaults: what the script leaves out takes the value of {f.source}")
     release = "OpenRLHF 0.11.2 (dotted flags)" if f.era else "OpenRLHF ≤ v0.9.5 (flat flags)"
     return Reading("openrlhf", release, fields, models,
                    partial(_plan, f, groups, place, staleness, notes), s, notes)
@@ -234,6 +235,17 @@ def _training(f: _Flags, group: str, gpus: int, sc: Scenario, notes: list[str],
             "checkpointing": "full" if f.on("gradient_checkpointing") else "none"}
 
 
+def _forward_micro(f: _Flags, sc: Scenario) -> int:
+    """Sequences per forward micro-batch of the frozen models: --rollout.micro_batch_size, or
+    under dynamic batching the token budget (--rollout.max_tokens_per_gpu, which 0.11.2 sets
+    to --train.max_tokens_per_gpu when not given) over the longest sequence."""
+    if not f.on("dynamic_batch"):
+        return f.int("micro_rollout")
+    budget = f.int("rollout_max_tokens", default=0) or f.int("train_max_tokens",
+                                                              default=TRAIN_MAX_TOKENS)
+    return max(1, budget // sc.workload.max_seq_len)
+
+
 def _frozen(f: _Flags, group: str, gpus: int, role: str, micro: int) -> dict[str, Any]:
     """A reference or reward model: DeepSpeed's eval config (ZeRO-3 under --zero_stage 3,
     else ZeRO-0), the same TP and ring attention as training, parameters offloaded on
@@ -258,7 +270,7 @@ def _plan(f: _Flags, groups: dict[str, int], place: dict[str, str], staleness: i
         if role in place and (role != "reward" or sc.reward_kind == "model"):
             g = place[role]
             layouts[role] = {"assessment": _frozen(f, g, groups[g], role,
-                                                   f.int("micro_rollout"))}
+                                                   _forward_micro(f, sc))}
     if sc.reference is not None and "reference" not in place:
         notes.append("the scenario has a reference model and the command none (its KL "
                      "coefficient is 0)")
@@ -290,7 +302,7 @@ def _dpo(launch: Launch, s: Settings) -> Reading:
                      "(--gpus-per-node to change)")
     fields |= {"cluster.gpus_per_node": per_node, "cluster.nodes": nodes}
     _check_flags(s, "train_dpo", notes)
-    notes.append(f"defaults: what the script leaves out is {f.source}'s")
+    notes.append(f"defaults: what the script leaves out takes the value of {f.source}")
 
     def plan(sc: Scenario) -> dict[str, Any]:
         n = sc.cluster.total_gpus

@@ -200,7 +200,7 @@ def read(launch: Launch) -> Reading:
         notes.append("num_layers_in_last_pipeline_stage: the plan splits the layers as evenly "
                      "as the pipeline allows (uneven stages are not in a plan yet)")
     release = f"verl {VERL_VERSION} ({'Megatron' if backend == 'megatron' else 'FSDP'} backend)"
-    notes.append(f"defaults: what the script leaves out is {VERL_SOURCE}'s")
+    notes.append(f"defaults: what the script leaves out takes {VERL_SOURCE}'s value")
     layout = partial(_plan, v, backend, pool, separate, reward_pool, notes)
     return Reading("verl", release, fields, models, layout, s, notes)
 
@@ -339,7 +339,7 @@ def _reference(v: _Verl, pool: int, megatron: bool, sc: Scenario,
         lay = _degrees(v, root, pool)
         offload = v.bool(f"{root}.param_offload")
         return {**lay, "sp": v.bool(f"{root}.sequence_parallel") and lay["tp"] > 1,
-                "offload": "params" if offload else "none", "micro_batch": micro}
+                "zero": 0, "offload": "params" if offload else "none", "micro_batch": micro}
     cp = v.int(f"{REF}.ulysses_sequence_parallel_size")
     offload = v.bool(f"{REF}.fsdp_config.param_offload")
     # FSDP shards the reference's weights over the pool (ZeRO-3-like)
