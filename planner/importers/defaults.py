@@ -98,12 +98,12 @@ OPENRLHF: dict[str, Any] = {
     "train_batch": 128, "micro_train": 1, "samples": 1, "max_len": 2048, "max_epochs": 1,
     "init_kl": 0.01, "estimator": "gae", "async_queue": 1,
 }
-OPENRLHF_DPO: dict[str, Any] = {"train_batch": 128, "micro_train": 1, "max_len": 2048,
+OPENRLHF_DPO: dict[str, Any] = {"train_batch": 128, "micro_train": 8, "max_len": 512,
                                 "max_epochs": 1}
 OPENRLHF_FLAT_SOURCE = "docs/exports.md §2.2–2.3 (OpenRLHF ≤ v0.9.5, flat flags)"
 OPENRLHF_FLAT: dict[str, Any] = {"micro_rollout": 8, "micro_train": 4, "prompt_max_len": 1024,
                                  "max_new_tokens": 1024}
-OPENRLHF_FLAT_DPO: dict[str, Any] = {"micro_train": 8, "max_len": 512}
+OPENRLHF_FLAT_DPO: dict[str, Any] = {}  # v0.9.5's train_dpo defaults are 0.11.2's (§2.3)
 
 # Megatron-LM (megatron-core 0.19.2 megatron/training/arguments.py): parallel sizes 1, no
 # sequence parallelism, no distributed optimizer, no recomputation; --micro-batch-size and
