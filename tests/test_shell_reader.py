@@ -122,6 +122,8 @@ def test_sbatch_directives():
     ("X=$((2 / 0))\n", "division by zero"),
     ("X=abc\nY=$((X + 1))\n", "X is 'abc', not a whole number"),
     ("if true; then echo\n", "expected 'fi'"),
+    ("( " * 3000 + "echo" + " )" * 3000, "too deeply"),
+    ("X=${A:-" * 3000 + "}" * 3000, "too deeply"),
 ])
 def test_broken_scripts_are_one_error(text, match):
     with pytest.raises(InputError, match=match):

@@ -76,7 +76,11 @@ def read_script(text: str, settings: dict[str, str] | None = None) -> Script:
     """What `text` runs, with `settings` (--set NAME=VALUE) fixed: a setting wins over the
     script's own assignment of that name (as an edit of that line would)."""
     shell = _Shell({k: [Text(v)] for k, v in (settings or {}).items()})
-    shell.run(text, 0)
+    try:
+        shell.run(text, 0)
+    except RecursionError:  # ( ( ( ..., ${A:-${B:-...}} nested thousands deep
+        raise InputError("import: the script nests parentheses, braces or ${...} too deeply "
+                         "to read; give the launch command plainly") from None
     unused = sorted(set(shell.forced) - shell.referenced)
     if unused:
         shell.notes.append(f"--set {', '.join(unused)}: the script does not use "
