@@ -31,7 +31,14 @@ from planner.importers.defaults import (
 )
 from planner.importers.launch import Launch
 from planner.importers.models import model_ref
-from planner.importers.reading import Reading, lengths, mini_batches, whole
+from planner.importers.reading import (
+    Reading,
+    algorithm_of,
+    lengths,
+    mini_batches,
+    refused,
+    whole,
+)
 from planner.importers.shell import Text
 from planner.importers.values import Settings, flag_settings
 from planner.specs.scenario import Scenario
@@ -100,14 +107,8 @@ def read(launch: Launch) -> Reading:
     f = _Flags(s, PPO_FLAGS, OPENRLHF, OPENRLHF_FLAT)
     notes: list[str] = []
     if f.int("lora", minimum=0) > 0:
-        raise InputError(f"import: {f.flag('lora')}: LoRA training is not something a plan can "
-                         "say (rlplan plans full fine-tuning); drop it to import the script")
-    estimator = f.text("estimator")
-    algorithm = ALGORITHMS.get(estimator)
-    if algorithm is None:
-        algorithm = "grpo"
-        notes.append(f"{f.flag('estimator')} {estimator}: priced as grpo (no critic, K samples "
-                     "per prompt)")
+        raise refused(f.flag("lora"), "LoRA training (rlplan plans full fine-tuning)")
+    algorithm = algorithm_of(f.text("estimator"), ALGORITHMS, f.flag("estimator"), notes)
     remote = f.given("remote_rm") is not None or f.given("agent") is not None
     fields: dict[str, Any] = {"algorithm": algorithm,
                               "models.reference": "actor" if f.float("init_kl") > 0 else "none"}
@@ -183,9 +184,8 @@ def _placement(f: _Flags, algorithm: str, has_ref: bool, remote: bool
     size = {r: f.int(f"{r}_nodes") * f.int(f"{r}_gpus") for r in roles}
     engines = f.given("vllm_engines")
     if engines is None or f.int("vllm_engines", minimum=0) == 0:
-        raise InputError(f"import: {f.flag('vllm_engines')} is not set: OpenRLHF then generates "
-                         "with the DeepSpeed actor, which a plan cannot say; give the vLLM "
-                         "engines")
+        raise refused(f"{f.flag('vllm_engines')} unset or 0", "generation by the DeepSpeed "
+                      "actor (no vLLM engines)")
     size["rollout"] = f.int("vllm_engines") * f.int("vllm_tp")
     if f.on("colocate_all"):
         place = dict.fromkeys(roles, "g0")

@@ -59,3 +59,20 @@ def mini_batches(sequences: int, per_update: int, what: str) -> int:
         raise InputError(f"import: {what}: {sequences} sequences per step are not a whole "
                          f"number of mini-batches of {per_update}; fix the batch sizes")
     return sequences // per_update
+
+
+def algorithm_of(estimator: str | None, table: dict[str, str], where: str,
+                 notes: list[str]) -> str:
+    """rlplan's algorithm for a framework's advantage estimator; a critic-free estimator rlplan
+    has no name for is priced as GRPO (same stages: K samples per prompt, no critic)."""
+    algorithm = table.get(estimator or "")
+    if algorithm is None:
+        algorithm = "grpo"
+        notes.append(f"{where} {estimator}: priced as grpo (no critic, K samples per prompt)")
+    return algorithm
+
+
+def refused(where: str, what: str) -> InputError:
+    """A setting that changes the layout in a way a plan cannot say."""
+    return InputError(f"import: {where}: {what} is not something a plan can say; drop it to "
+                      "import the script")

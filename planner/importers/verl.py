@@ -20,15 +20,21 @@ from planner.export.keys import VERL_VERSION, key_set
 from planner.importers.defaults import VERL, VERL_INHERITS, VERL_SOURCE
 from planner.importers.launch import Launch
 from planner.importers.models import ModelRef, model_ref
-from planner.importers.reading import Reading, lengths, mini_batches, whole
+from planner.importers.reading import (
+    Reading,
+    algorithm_of,
+    lengths,
+    mini_batches,
+    refused,
+    whole,
+)
 from planner.importers.shell import Text
 from planner.importers.values import Settings, as_bool, as_int
 from planner.specs.scenario import Scenario
 
 ACTOR, REF = "actor_rollout_ref.actor", "actor_rollout_ref.ref"
 ROLLOUT = "actor_rollout_ref.rollout"
-# adv_estimator → rlplan's algorithm (docs/exports.md §1.3); the critic-free estimators rlplan
-# has no name for are priced as GRPO (same stages: K samples per prompt, no critic).
+# adv_estimator → rlplan's algorithm (docs/exports.md §1.3); others: reading.algorithm_of.
 ALGORITHMS = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "remax": "remax",
               "rloo_vectorized": "rloo", "grpo_vectorized": "grpo"}
 # Where each role's keys live, old schema first (the examples use it), then 0.9.1's.
@@ -129,17 +135,12 @@ def read(launch: Launch) -> Reading:
     notes: list[str] = []
     for key, (neutral, what) in REFUSED.items():
         if v.s.has(key) and v.int(key, minimum=-1) != neutral:
-            raise InputError(f"import: {s.name(key)}={v.int(key, minimum=-1)}: {what} is not "
-                             "something a plan can say; drop it to import the script")
+            raise refused(f"{s.name(key)}={v.int(key, minimum=-1)}", what)
     fields: dict[str, Any] = {}
     models: dict[str, ModelRef] = {}
 
     estimator = v.str("algorithm.adv_estimator")
-    algorithm = ALGORITHMS.get(estimator)
-    if algorithm is None:
-        algorithm = "grpo"
-        notes.append(f"algorithm.adv_estimator={estimator}: priced as grpo (no critic, K "
-                     "samples per prompt)")
+    algorithm = algorithm_of(estimator, ALGORITHMS, "algorithm.adv_estimator", notes)
     fields["algorithm"] = algorithm
     critic_on = s.text("critic.enable")
     has_critic = (estimator == "gae") if critic_on is None or critic_on.text.lower() in (
@@ -291,9 +292,7 @@ def _fsdp(v: _Verl, role: str, pool: int) -> dict[str, Any]:
         ckpt = "critic.model.enable_gradient_checkpointing"
         if any(v.s.has(f"{r}.fsdp_size") and v.s.int(f"{r}.fsdp_size", -1, -1) != -1
                for r in roots):
-            raise InputError("import: critic fsdp_size: hybrid sharding over FSDP groups "
-                             "smaller than the pool (HSDP) is not something a plan can say; "
-                             "drop it to import the script")
+            raise refused("critic fsdp_size", REFUSED[f"{ACTOR}.fsdp_config.fsdp_size"][1])
     cp = v.int(cp_key)
     zero3 = v.bool(v.first("reshard_after_forward", roots))
     # reshard_after_forward: true ≈ ZeRO-3, false ≈ ZeRO-2 (docs/exports.md §1.12)
