@@ -10,6 +10,8 @@ know stays visible: a variable the script never sets (an environment variable su
 `$NNODES`) or a command's output (`$(hostname)`) is kept as text and named in `Text.unset`, so
 the reader of a value can say which `--set NAME=VALUE` gives it. Loops, `case` and function
 bodies are not run (launch scripts use them to start Ray workers, not to configure training).
+Tokens: shell_syntax.py; the tree of commands: shell_tree.py; tests and arithmetic:
+shell_expr.py.
 """
 
 from __future__ import annotations
@@ -19,21 +21,21 @@ import re
 from dataclasses import dataclass, field
 
 from planner.errors import InputError
+from planner.importers.shell_expr import Arith as Arithmetic
+from planner.importers.shell_expr import Test
 from planner.importers.shell_syntax import (
     Arith,
-    ArithCommand,
     ArrayAssign,
     Cmd,
     Lit,
-    Op,
     Part,
     Redirect,
-    Token,
     Var,
     Word,
     tokens,
     word_parts,
 )
+from planner.importers.shell_tree import DECLARE, If, List, Parser, Simple, Skipped, describe
 
 # Builtins and tools whose running changes nothing rlplan reads.
 _IGNORED = {"set", "echo", "printf", "mkdir", "cd", "pushd", "popd", "exit", "return", "sleep",
@@ -41,7 +43,6 @@ _IGNORED = {"set", "echo", "printf", "mkdir", "cd", "pushd", "popd", "exit", "re
             "pip", "pip3", "git", "wget", "curl", "cat", "tee", "chmod", "nvidia-smi", "date",
             "hostname", "sed", "awk", "grep", "ls", "true", ":", "false", "break", "continue",
             "shopt", "alias", "eval", "wandb", "huggingface-cli", "kill", "pkill"}
-_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 _MAX_DEPTH = 8  # bash -c inside bash -c ...
 
 
@@ -96,223 +97,6 @@ def _sbatch(text: str) -> dict[str, str]:
         out[m.group(1)] = m.group(2) or ""
     return out
 
-
-# --- the syntax tree -----------------------------------------------------------------------------
-
-@dataclass
-class _Simple:
-    assigns: list[Word | ArrayAssign]
-    words: list[Word]
-    redirects: list[Redirect]
-    declared: list[Word | ArrayAssign] = field(default_factory=list)  # export X=1, declare
-
-
-@dataclass
-class _List:  # a sequence, or an and-or list: (operator before, node)
-    items: list[tuple[str | None, object]]
-
-
-@dataclass
-class _If:
-    branches: list[tuple[object, object]]
-    otherwise: object | None
-
-
-@dataclass
-class _Skipped:
-    what: str
-    raw: str
-
-
-class _Parser:
-    def __init__(self, toks: list[Token]):
-        self.t, self.i = toks, 0
-
-    def peek(self) -> Token | None:
-        return self.t[self.i] if self.i < len(self.t) else None
-
-    def keyword(self, *names: str) -> bool:
-        tok = self.peek()
-        return isinstance(tok, Word) and tok.literal() in names and tok.raw in names
-
-    def expect(self, name: str) -> None:
-        if not self.keyword(name):
-            got = self.peek()
-            shown = got.raw if isinstance(got, Word) else getattr(got, "op", "the end")
-            raise InputError(f"import: the script's shell syntax: expected '{name}', found "
-                             f"'{shown!s:.40}'; fix the script")
-        self.i += 1
-
-    def sequence(self, stops: tuple[str, ...] = ()) -> _List:
-        items: list[tuple[str | None, object]] = []
-        while True:
-            tok = self.peek()
-            if tok is None or self.keyword(*stops) or (isinstance(tok, Op) and tok.op in
-                                                        (")", ";;")):
-                return _List(items)
-            if isinstance(tok, Op) and tok.op in (";", "&", "\n"):
-                self.i += 1
-                continue
-            items.append((";", self.and_or()))
-
-    def and_or(self) -> _List:
-        items: list[tuple[str | None, object]] = [(None, self.pipeline())]
-        while isinstance(self.peek(), Op) and self.peek().op in ("&&", "||"):
-            op = self.peek().op
-            self.i += 1
-            while isinstance(self.peek(), Op) and self.peek().op == "\n":
-                self.i += 1
-            items.append((op, self.pipeline()))
-        return _List(items)
-
-    def pipeline(self) -> object:
-        if self.keyword("!"):
-            self.i += 1
-        items: list[tuple[str | None, object]] = [(None, self.command())]
-        while isinstance(self.peek(), Op) and self.peek().op in ("|", "|&"):
-            self.i += 1
-            while isinstance(self.peek(), Op) and self.peek().op == "\n":
-                self.i += 1
-            items.append((";", self.command()))
-        return items[0][1] if len(items) == 1 else _List(items)
-
-    def command(self) -> object:
-        tok = self.peek()
-        if isinstance(tok, Op) and tok.op == "(":
-            self.i += 1
-            body = self.sequence()
-            self._close(")")
-            return body
-        if isinstance(tok, ArithCommand):
-            self.i += 1
-            return _Skipped("((...))", tok.expr)
-        if self.keyword("if"):
-            return self._if()
-        if self.keyword("for", "while", "until", "select"):
-            return self._loop()
-        if self.keyword("case"):
-            return self._case()
-        if self.keyword("{"):
-            self.i += 1
-            body = self.sequence(("}",))
-            self.expect("}")
-            return body
-        if self.keyword("function") or self._function_ahead():
-            return self._function()
-        return self.simple()
-
-    def _close(self, op: str) -> None:
-        tok = self.peek()
-        if not (isinstance(tok, Op) and tok.op == op):
-            raise InputError(f"import: the script's shell syntax: '{op}' expected; fix the "
-                             "script")
-        self.i += 1
-
-    def _function_ahead(self) -> bool:
-        nxt = self.t[self.i + 1:self.i + 3]
-        return isinstance(self.peek(), Word) and len(nxt) == 2 and \
-            all(isinstance(x, Op) for x in nxt) and [x.op for x in nxt] == ["(", ")"]
-
-    def _function(self) -> object:
-        start = self.i
-        if self.keyword("function"):
-            self.i += 1
-        self.i += 1  # the name
-        if isinstance(self.peek(), Op) and self.peek().op == "(":
-            self.i += 2
-        while isinstance(self.peek(), Op) and self.peek().op == "\n":
-            self.i += 1
-        self.command()
-        return _Skipped("a function", _raw(self.t[start:self.i]))
-
-    def _if(self) -> _If:
-        branches = []
-        otherwise = None
-        self.expect("if")
-        while True:
-            cond = self.sequence(("then",))
-            self.expect("then")
-            body = self.sequence(("elif", "else", "fi"))
-            branches.append((cond, body))
-            if self.keyword("elif"):
-                self.i += 1
-                continue
-            if self.keyword("else"):
-                self.i += 1
-                otherwise = self.sequence(("fi",))
-            self.expect("fi")
-            return _If(branches, otherwise)
-
-    def _loop(self) -> _Skipped:
-        start = self.i
-        kind = self.peek().raw
-        self.i += 1
-        if kind in ("while", "until"):
-            self.sequence(("do",))
-        else:
-            while not self.keyword("do"):
-                if self.peek() is None:
-                    raise InputError(f"import: the script's shell syntax: '{kind}' without "
-                                     "'do'; fix the script")
-                self.i += 1
-        self.expect("do")
-        self.sequence(("done",))
-        self.expect("done")
-        return _Skipped(f"a {kind} loop", _raw(self.t[start:self.i]))
-
-    def _case(self) -> _Skipped:
-        start = self.i
-        depth = 0
-        while True:
-            if self.peek() is None:
-                raise InputError("import: the script's shell syntax: 'case' without 'esac'; "
-                                 "fix the script")
-            if self.keyword("case"):
-                depth += 1
-            elif self.keyword("esac"):
-                depth -= 1
-                if depth == 0:
-                    self.i += 1
-                    return _Skipped("a case", _raw(self.t[start:self.i]))
-            self.i += 1
-
-    def simple(self) -> _Simple:
-        cmd = _Simple([], [], [])
-        in_test = False
-        while (tok := self.peek()) is not None:
-            if isinstance(tok, Op):
-                if in_test and tok.op in ("&&", "||", "(", ")"):
-                    cmd.words.append(Word((Lit(tok.op, True),), tok.op))
-                    self.i += 1
-                    continue
-                break
-            self.i += 1
-            if isinstance(tok, Redirect):
-                cmd.redirects.append(tok)
-            elif isinstance(tok, ArithCommand):
-                cmd.words.append(Word((Lit(f"(({tok.expr}))", True),), f"(({tok.expr}))"))
-            elif isinstance(tok, ArrayAssign) or re.match(r"[A-Za-z_]\w*\+?=", tok.raw):
-                if not cmd.words:
-                    cmd.assigns.append(tok)
-                elif cmd.words[0].raw in _DECLARE:
-                    cmd.declared.append(tok)
-                elif isinstance(tok, ArrayAssign):
-                    cmd.words.append(Word((Lit(tok.raw, True),), tok.raw))
-                else:
-                    cmd.words.append(tok)
-            else:
-                if not cmd.words and tok.raw == "[[":
-                    in_test = True
-                elif in_test and tok.raw == "]]":
-                    in_test = False
-                cmd.words.append(tok)
-        return cmd
-
-
-def _raw(toks: list[Token]) -> str:
-    return " ".join(t.raw for t in toks if isinstance(t, Word | ArrayAssign))
-
-
 # --- evaluation ----------------------------------------------------------------------------------
 
 class _Shell:
@@ -328,7 +112,7 @@ class _Shell:
         if depth > _MAX_DEPTH:
             raise InputError(f"import: the script nests `bash -c` more than {_MAX_DEPTH} deep; "
                              "give the launch command directly")
-        parser = _Parser(tokens(text))
+        parser = Parser(tokens(text))
         tree = parser.sequence()
         if parser.peek() is not None:
             raise InputError("import: the script's shell syntax: an unmatched ')' or ';;'; fix "
@@ -339,7 +123,7 @@ class _Shell:
 
     def exec(self, node: object, depth: int) -> bool | None:
         """Run a node; its status: True (success), False, or None (cannot be decided)."""
-        if isinstance(node, _List):
+        if isinstance(node, List):
             status: bool | None = True
             for op, item in node.items:
                 if op == "&&" and status is not True:
@@ -348,24 +132,24 @@ class _Shell:
                     continue
                 status = self.exec(item, depth)
             return status
-        if isinstance(node, _If):
+        if isinstance(node, If):
             for cond, body in node.branches:
                 decided = self.exec(cond, depth)
                 if decided is None:
-                    self.notes.append(f"if {_describe(cond)}: rlplan cannot decide it (a file "
+                    self.notes.append(f"if {describe(cond)}: rlplan cannot decide it (a file "
                                       "test, or a value the script leaves open); read as false")
                 if decided:
                     return self.exec(body, depth)
             return self.exec(node.otherwise, depth) if node.otherwise else True
-        if isinstance(node, _Skipped):
+        if isinstance(node, Skipped):
             if _mentions_launch(node.raw):
                 self.notes.append(f"{node.what} not read: rlplan does not run loops or "
                                   "functions; put the launch command outside it")
             return True
-        assert isinstance(node, _Simple)
+        assert isinstance(node, Simple)
         return self.simple(node, depth)
 
-    def simple(self, cmd: _Simple, depth: int) -> bool | None:
+    def simple(self, cmd: Simple, depth: int) -> bool | None:
         if not cmd.words:
             for a in cmd.assigns:
                 self.assign(a)
@@ -383,7 +167,7 @@ class _Shell:
         name = words[0].text.rsplit("/", 1)[-1]
         if name in ("[", "test"):
             return self.test(words)
-        if name in _DECLARE:  # export X=1 Y=2, declare -a A=( ... )
+        if name in DECLARE:  # export X=1 Y=2, declare -a A=( ... )
             for a in cmd.declared:
                 self.assign(a)
             return True
@@ -560,7 +344,7 @@ class _Shell:
         if text.unset:
             return Text(f"$(({expr}))", text.unset)
         try:
-            value, unset = _Arith(text.text, self).value()
+            value, unset = Arithmetic(text.text, self.lookup).value()
         except ValueError as err:
             raise InputError(f"import: $(({expr})): {err}; fix the script or give the "
                              "variable with --set NAME=VALUE") from None
@@ -573,7 +357,7 @@ class _Shell:
         if words[0].text in ("[[", "[") and args and args[-1].text in ("]]", "]"):
             args = args[:-1]
         try:
-            return _Test(args).value()
+            return Test(args).value()
         except (IndexError, ValueError):
             return None
 
@@ -627,156 +411,3 @@ def _bash_c(words: list[Text]) -> Text | None:
 
 def _mentions_launch(raw: str) -> bool:
     return bool(re.search(r"verl\.|openrlhf\.cli|pretrain_\w+\.py|main_ppo", raw))
-
-
-def _describe(node: object) -> str:
-    if isinstance(node, _List):
-        return " ".join(_describe(n) for _, n in node.items)
-    if isinstance(node, _Simple):
-        return " ".join(w.raw for w in node.words)[:80]
-    return "..."
-
-
-class _Test:
-    """`[[ ... ]]` / `[ ... ]`: True, False, or None when it needs what rlplan does not know
-    (a file on the cluster, a variable left open)."""
-
-    def __init__(self, args: list[Text]):
-        self.a, self.i = args, 0
-
-    def value(self) -> bool | None:
-        out = self.disjunction()
-        if self.i != len(self.a):
-            raise ValueError("trailing words")
-        return out
-
-    def disjunction(self) -> bool | None:
-        left = self.conjunction()
-        while self.i < len(self.a) and self.a[self.i].text in ("||", "-o"):
-            self.i += 1
-            left = _or(left, self.conjunction())
-        return left
-
-    def conjunction(self) -> bool | None:
-        left = self.unary()
-        while self.i < len(self.a) and self.a[self.i].text in ("&&", "-a"):
-            self.i += 1
-            left = _and(left, self.unary())
-        return left
-
-    def unary(self) -> bool | None:
-        a = self.a
-        if a[self.i].text == "!":
-            self.i += 1
-            inner = self.unary()
-            return None if inner is None else not inner
-        if a[self.i].text == "(":
-            self.i += 1
-            inner = self.disjunction()
-            self.i += 1
-            return inner
-        if a[self.i].text in ("-z", "-n") and self.i + 1 < len(a):
-            arg = a[self.i + 1]
-            self.i += 2
-            if arg.unset:
-                return None
-            return (arg.text == "") == (a[self.i - 2].text == "-z")
-        if re.fullmatch(r"-[a-zA-Z]", a[self.i].text) and self.i + 1 < len(a):
-            self.i += 2  # -f FILE, -d DIR, ...: the cluster's files are not here
-            return None
-        left = a[self.i]
-        if self.i + 2 < len(a) + 0 and self.i + 1 < len(a) and a[self.i + 1].text in _BINARY:
-            op, right = a[self.i + 1].text, a[self.i + 2]
-            self.i += 3
-            if left.unset or right.unset:
-                return None
-            return _BINARY[op](left.text, right.text)
-        self.i += 1
-        return None if left.unset else left.text != ""
-
-
-def _num(f):
-    return lambda x, y: f(int(x), int(y))
-
-
-_BINARY = {"==": lambda x, y: fnmatch.fnmatchcase(x, y), "=": lambda x, y: fnmatch.fnmatchcase(
-    x, y), "!=": lambda x, y: not fnmatch.fnmatchcase(x, y), "=~": lambda x, y: bool(
-    re.search(y, x)), "<": lambda x, y: x < y, ">": lambda x, y: x > y,
-    "-eq": _num(lambda x, y: x == y), "-ne": _num(lambda x, y: x != y),
-    "-lt": _num(lambda x, y: x < y), "-le": _num(lambda x, y: x <= y),
-    "-gt": _num(lambda x, y: x > y), "-ge": _num(lambda x, y: x >= y)}
-
-
-def _or(x: bool | None, y: bool | None) -> bool | None:
-    return True if x or y else (None if x is None or y is None else False)
-
-
-def _and(x: bool | None, y: bool | None) -> bool | None:
-    return False if x is False or y is False else (None if x is None or y is None else True)
-
-
-class _Arith:
-    """Integer arithmetic of `$(( ))`: + - * / % and parentheses, unary signs, variable names
-    (bash's integer division truncates toward zero)."""
-
-    def __init__(self, text: str, shell: _Shell):
-        self.toks = re.findall(r"\d+|[A-Za-z_]\w*|\*\*|[-+*/%()]|\S", text)
-        self.i, self.shell, self.unset = 0, shell, []
-
-    def value(self) -> tuple[int, tuple[str, ...]]:
-        if not self.toks:
-            return 0, ()
-        out = self.sum()
-        if self.i != len(self.toks):
-            raise ValueError(f"cannot read '{self.toks[self.i]}' there")
-        return out, tuple(self.unset)
-
-    def sum(self) -> int:
-        out = self.product()
-        while self.i < len(self.toks) and self.toks[self.i] in "+-":
-            op = self.toks[self.i]
-            self.i += 1
-            out = out + self.product() if op == "+" else out - self.product()
-        return out
-
-    def product(self) -> int:
-        out = self.unary()
-        while self.i < len(self.toks) and self.toks[self.i] in ("*", "/", "%"):
-            op = self.toks[self.i]
-            self.i += 1
-            right = self.unary()
-            if op == "*":
-                out *= right
-            elif right == 0:
-                raise ValueError("division by zero")
-            else:
-                q = abs(out) // abs(right) * (1 if (out >= 0) == (right > 0) else -1)
-                out = q if op == "/" else out - q * right
-        return out
-
-    def unary(self) -> int:
-        if self.i >= len(self.toks):
-            raise ValueError("the expression ends early")
-        tok = self.toks[self.i]
-        self.i += 1
-        if tok in "+-" and tok:
-            value = self.unary()
-            return -value if tok == "-" else value
-        if tok == "(":
-            value = self.sum()
-            if self.i >= len(self.toks) or self.toks[self.i] != ")":
-                raise ValueError("a '(' is not closed")
-            self.i += 1
-            return value
-        if tok.isdigit():
-            return int(tok)
-        if re.fullmatch(r"[A-Za-z_]\w*", tok):
-            values = self.shell.lookup(tok)
-            if values is None or values[0].unset:
-                self.unset += [tok] if values is None else list(values[0].unset)
-                return 1
-            raw = values[0].text.strip() or "0"
-            if not re.fullmatch(r"-?\d+", raw):
-                raise ValueError(f"{tok} is '{raw}', not a whole number")
-            return int(raw)
-        raise ValueError(f"cannot read '{tok}'")
