@@ -287,33 +287,27 @@ class _Shell:
                 keep[-1] = keep[-1] or part.quoted or bool(part.text)
                 continue
             values, whole = self.value(part)
-            if whole and part.quoted:  # "${A[@]}": one word per element
-                for k, t in enumerate(values):
-                    if k:
-                        fields.append([])
-                        keep.append(True)
-                    fields[-1].append(t)
-                    keep[-1] = True
-                continue
             text = Text(" ".join(t.text for t in values),
                         tuple(u for t in values for u in t.unset))
-            if part.quoted:
+            if part.quoted and not whole:
                 fields[-1].append(text)
                 keep[-1] = True
                 continue
-            pieces = _split(values)
+            # "${A[@]}": one word per element; unquoted: split at whitespace
+            pieces = values if part.quoted else _split(values)
             if not pieces:
                 continue
-            if text.text[:1].isspace() and (fields[-1] or keep[-1]):
+            split = not part.quoted
+            if split and text.text[:1].isspace() and (fields[-1] or keep[-1]):
                 fields.append([])
                 keep.append(False)
             for k, piece in enumerate(pieces):
                 if k:
                     fields.append([])
-                    keep.append(False)
+                    keep.append(True)
                 fields[-1].append(piece)
                 keep[-1] = True
-            if text.text[-1:].isspace():
+            if split and text.text[-1:].isspace():
                 fields.append([])
                 keep.append(False)
         return [Text("".join(t.text for t in f), tuple(u for t in f for u in t.unset))
