@@ -290,9 +290,13 @@ def test_scenario_file_wins_over_the_script_and_says_so(cli, tmp_path, write):
 def test_override_list_without_a_command():
     """A file of verl overrides, one per line (what users keep beside their launcher)."""
     text = "\n".join(["algorithm.adv_estimator=grpo", "data.train_batch_size=32",
+                      "actor_rollout_ref.actor.ppo_mini_batch_size=16",
                       "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B",
                       "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout."
                       "tensor_model_parallel_size=1", "trainer.n_gpus_per_node=4"])
     sc, plan, _ = imported(text)
     assert (sc.workload.prompts_per_step, sc.cluster.total_gpus) == (32, 4)
     assert plan["layouts"]["actor"]["generation"]["dp"] == 4
+    with pytest.raises(InputError, match="32 prompts per step are not a whole number of "
+                                         "mini-batches of 256"):  # verl's default: it refuses
+        imported(text.replace("actor_rollout_ref.actor.ppo_mini_batch_size=16", ""))

@@ -54,11 +54,11 @@ def lengths(fields: dict[str, Any], prompt_cap: int, response_cap: int, where: s
                  "means you observe with --prompt-len and --response-len")
 
 
-def mini_batches(sequences: int, per_update: int, what: str) -> int:
-    if per_update <= 0 or sequences % per_update:
-        raise InputError(f"import: {what}: {sequences} sequences per step are not a whole "
-                         f"number of mini-batches of {per_update}; fix the batch sizes")
-    return sequences // per_update
+def mini_batches(per_step: int, per_update: int, what: str, unit: str = "sequences") -> int:
+    if per_update <= 0 or per_step % per_update:
+        raise InputError(f"import: {what}: {per_step} {unit} per step are not a whole number "
+                         f"of mini-batches of {per_update}; fix the batch sizes")
+    return per_step // per_update
 
 
 def algorithm_of(estimator: str | None, table: dict[str, str], where: str,

@@ -173,7 +173,9 @@ def read(launch: Launch) -> Reading:
                "workload.ppo_epochs": v.int(f"{ACTOR}.ppo_epochs"),
                "workload.mini_batches": mini_batches(
                    prompts, v.int(f"{ACTOR}.ppo_mini_batch_size"),
-                   "data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size")}
+                   "data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size" + (
+                       "" if s.has(f"{ACTOR}.ppo_mini_batch_size") else " (verl's default)"),
+                   "prompts")}
     lengths(fields, v.int("data.max_prompt_length"), v.int("data.max_response_length"),
             "data.max_prompt_length/max_response_length", notes)
     engine = v.str(f"{ROLLOUT}.name")
