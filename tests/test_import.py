@@ -72,6 +72,9 @@ def test_openrlhf_round_trip(version):
         a, b = want.layouts[role][stage], back.layouts[role][stage]
         # OpenRLHF has one micro-batch for every forward (the smallest): not compared there
         fields = [f for f in FIELDS if f != "micro_batch"] if stage == "assessment" else FIELDS
+        if stage == "assessment":  # OpenRLHF runs frozen models at ZeRO-3 under --zero_stage 3
+            a = a.model_copy(update={"zero": 3 if want.layouts["actor"]["training"].zero == 3
+                                     else 0})
         assert {f: getattr(b, f) for f in fields} == {f: getattr(a, f) for f in fields}, \
             (role, stage)
     assert [g.gpus for g in back.groups] == [g.gpus for g in want.groups]
@@ -110,11 +113,14 @@ def test_unknown_verl_key_is_named():
         import_config(text, sc)
 
 
-def test_unknown_flag_is_named():
+def test_unknown_flag_is_named_in_a_note():
+    """A flag no known OpenRLHF parser has is not refused (an older release may have it) but
+    named, beside the list of what rlplan ignored."""
     sc = scenario()
     text = export(priced(sc, colocated()), sc, "openrlhf").text.replace('"$@"', "--bogus 3")
-    with pytest.raises(InputError, match="--bogus"):
-        import_config(text, sc)
+    notes = import_config(text, sc).notes
+    assert any("not flags of OpenRLHF" in n and "--bogus" in n for n in notes)
+    assert any(n.startswith("ignored (") and "--bogus" in n for n in notes)
 
 
 def test_unrecognised_file():

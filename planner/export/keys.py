@@ -16,8 +16,8 @@ from planner.export.base import ExportError
 # Releases each exporter targets, newest (the default) first. OpenRLHF 0.10.2–0.11.2 parse the
 # dotted flags (0.11.2's list); v0.9.5 the flat ones, still in use. DeepSpeed's ds_config and
 # Megatron-LM's flags have no shipped list: tests/export/test_frameworks.py checks them with
-# DeepSpeed's own config class; megatron-core ≥ 0.17 (which ships megatron/training) needs
-# Python ≥ 3.12, so the Megatron flags follow 0.19.2's rules untested here (README, Exports).
+# DeepSpeed's own config class and megatron-core 0.19.2's parse_args/validate_args (its cp312
+# wheel, fetched by the tests; README, Exports).
 VERSIONS: dict[str, tuple[str, ...]] = {
     "verl": ("0.9.1",),
     "openrlhf": ("0.11.2", "0.9.5"),

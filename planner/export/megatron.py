@@ -2,8 +2,8 @@
 
 Flags: docs/exports.md §4 (megatron/training/arguments.py at core_v0.13.0 and the 2026-08 head; the
 names are the same in both) and the start-up rules of megatron-core 0.19.2's `validate_args`
-(the newest release; it needs Python ≥ 3.12, so these rules are not run by the tests here:
-megatron-core 0.16.1, the newest release on Python 3.11, ships no megatron/training). Megatron-LM
+(the newest release; tests/export/test_frameworks.py runs its parse_args/validate_args on every
+export, from the cp312 wheel it fetches). Megatron-LM
 has no RL loop: these arguments configure each role's training engine; generation, assessment
 and placement are not expressed here.
 """

@@ -1,20 +1,26 @@
-"""`rlplan import`: a config a user already runs → the plan JSON (`groups`, `layouts`,
-`inter_model`) that `evaluate` prices. One module per format, each the inverse of its exporter
-(`planner/export/`) on what the exporter writes; the scenario supplies what the file cannot hold
-(models, workload, GPUs per node). Keys the planner does not model are notes; keys that change
-the layout in a way a plan cannot say are refused (one `InputError` naming the key)."""
+"""`rlplan import`: a launch script as its author wrote it → the scenario it runs and the plan
+(`groups`, `layouts`, `inter_model`) `evaluate` prices.
+
+shell.py reads the script without running it (variables, arrays, defaults, wrappers);
+launch.py finds the training command; one module per framework (verl.py, openrlhf.py,
+megatron.py) maps its settings, with that release's defaults (defaults.py), to scenario fields
+(models.py for the models) and to the plan; scenario.py joins them with `--scenario` and the
+flags (flag > scenario file > script). Settings rlplan does not price are listed in a note;
+settings that change the layout in a way a plan cannot say are refused (one InputError).
+"""
 
 from __future__ import annotations
 
-import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.errors import InputError
+from planner.importers.launch import FORMATS, find_launch
+from planner.importers.reading import Reading
+from planner.importers.shell import read_script
 from planner.specs.scenario import Scenario
 
-FORMATS = ("verl", "openrlhf", "megatron")
+__all__ = ["FORMATS", "Imported", "detect", "import_config", "read_file"]
 
 
 @dataclass
@@ -22,61 +28,50 @@ class Imported:
     fmt: str
     plan: dict[str, Any]  # groups, layouts, inter_model
     notes: list[str] = field(default_factory=list)
+    reading: Reading | None = None
+    scenario: Scenario | None = None
+
+
+def read_file(text: str, fmt: str | None = None,
+              settings: dict[str, str] | None = None) -> Reading:
+    """What the script says (its variables fixed by `settings`, --set NAME=VALUE)."""
+    from planner.importers import megatron, openrlhf, verl
+
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
+    script = read_script(text, settings)
+    launch = find_launch(script, text, fmt)
+    readers = {"verl": verl.read, "openrlhf": openrlhf.read, "megatron": megatron.read}
+    reading = readers[launch.fmt](launch)
+    wrapped = [f"--set {name}: replaces the script's own assignment of {name}"
+               for name in script.overridden]
+    reading.notes[:0] = script.notes + wrapped  # in place: the layout adds to this list
+    return reading
 
 
 def detect(text: str) -> str:
-    """The format, recognised from the content."""
-    if "verl.trainer.main_ppo" in text or re.search(
-            r"^\s*\+?(actor_rollout_ref|trainer|algorithm|data)\.[\w.]+=", text, re.M):
-        return "verl"
-    if "openrlhf.cli" in text or re.search(r"--(actor|vllm|ds)[._]\w+", text):
-        return "openrlhf"
-    if "--tensor-model-parallel-size" in text or "_ARGS=(" in text:
-        return "megatron"
-    raise InputError("import: the file is not a verl launch script or override list, an "
-                     "OpenRLHF command or a Megatron argument list; force one with --format "
-                     f"{'|'.join(FORMATS)}")
+    """The format, recognised from the launch command (or the file's shape)."""
+    return find_launch(read_script(text), text).fmt
 
 
-def words(text: str) -> list[str]:
-    """The shell words of a script or list, comments and line continuations dropped."""
-    try:
-        return [w for w in shlex.split(text.replace("\\\n", " "), comments=True) if w != "$@"]
-    except ValueError as err:
-        raise InputError(f"import: cannot split the file into shell words ({err}); fix its "
-                         "quoting") from None
-
-
-def value(text: str) -> Any:
-    """A word's value: booleans as Hydra and Python spell them, numbers, else the text."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def import_config(text: str, sc: Scenario, fmt: str | None = None) -> Imported:
-    from planner.importers import megatron, openrlhf, verl
-
-    fmt = fmt or detect(text)
-    readers = {"verl": verl.read, "openrlhf": openrlhf.read, "megatron": megatron.read}
-    if fmt not in readers:
-        raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
+def lay_out(reading: Reading, sc: Scenario) -> Imported:
+    """The plan of `reading` under the resolved scenario `sc`."""
     if sc.multi_pool:  # its groups would name no pool, and the plan would not evaluate
         raise InputError(f"import: the scenario's field 'cluster.pools' lists "
-                         f"{len(sc.pools)} pools and a {fmt} config names no GPU type, so its "
-                         "groups have no pool; give a scenario with one GPU type (cluster.gpu, "
-                         "or one pool), or write the plan JSON with each group's 'pool'")
-    return readers[fmt](text, sc)
+                         f"{len(sc.pools)} pools and a {reading.fmt} script names no GPU type, "
+                         "so its groups have no pool; give a scenario with one GPU type "
+                         "(cluster.gpu, or one pool), or write the plan JSON with each group's "
+                         "'pool'")
+    plan = reading.layout(sc)
+    notes = list(reading.notes)
+    ignored = reading.ignored()
+    if ignored:
+        notes.append(f"ignored ({len(ignored)} settings rlplan does not price): "
+                     f"{', '.join(ignored)}")
+    return Imported(reading.fmt, plan, notes, reading, sc)
 
 
-def whole(gpus: int, per: int, what: str) -> int:
-    if per <= 0 or gpus % per:
-        raise InputError(f"import: {what}: {gpus} GPUs do not split into groups of {per}; fix "
-                         "the parallel sizes")
-    return gpus // per
+def import_config(text: str, sc: Scenario, fmt: str | None = None,
+                  settings: dict[str, str] | None = None) -> Imported:
+    """The plan of a script for a scenario given whole (`plan --baseline`, tests)."""
+    return lay_out(read_file(text, fmt, settings), sc)

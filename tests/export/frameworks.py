@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.util
+import json
 import math
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import types
+import zipfile
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -133,27 +139,82 @@ def deepspeed_config(config: dict[str, Any], world_size: int) -> Any:
         ds_config.dist = saved
 
 
-# --- Megatron-LM -------------------------------------------------------------------------------
+# --- Megatron-LM: its own parse_args/validate_args from megatron-core 0.19.2 -------------------
 
-MEGATRON_SKIP = ("Megatron-LM's parse_args/validate_args ship in megatron-core >= 0.17 "
-                 "(megatron/training/arguments.py), which needs Python >= 3.12; this is Python "
-                 f"{sys.version_info.major}.{sys.version_info.minor}, and megatron-core 0.16.1, "
-                 "the newest release that installs, ships no megatron/training")
+MEGATRON_CORE = "0.19.2"
+_CHECK = Path(__file__).with_name("megatron_check.py")
 
 
-def megatron_validate(words: list[str], env: dict[str, str]) -> Any:
-    """Megatron-LM's own parse_args + validate_args on one role's arguments, where installed."""
-    if importlib.util.find_spec("megatron") is None or \
-            importlib.util.find_spec("megatron.training") is None:
-        pytest.skip(MEGATRON_SKIP)
-    from megatron.training.arguments import parse_args, validate_args  # pragma: no cover
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rlplan-tests" / f"megatron-core-{MEGATRON_CORE}"
 
-    old = sys.argv  # pragma: no cover
-    sys.argv = ["pretrain", *words]
-    try:
-        os.environ.update(env)
-        args = parse_args()
-        validate_args(args)
-        return args
-    finally:
-        sys.argv = old
+
+@cache
+def megatron_core() -> Path:
+    """A folder holding megatron-core 0.19.2's `megatron` package, unpacked from its wheel.
+    The wheel is cp312 only (megatron/training needs Python ≥ 3.12 by its metadata); pip
+    fetches it for 3.12 from the package index (`pip download --no-deps --only-binary=:all:
+    --python-version 3.12`) and it is unpacked into a cache folder once. Skips, saying why,
+    only when the download fails (no network, no index)."""
+    target = _cache_dir()
+    if (target / "megatron" / "training" / "arguments.py").is_file():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.12", "--timeout", "30", "--retries", "1", "--dest", tmp,
+             f"megatron-core=={MEGATRON_CORE}"], capture_output=True, text=True, timeout=600,
+            check=False)
+        wheels = list(Path(tmp).glob("megatron_core-*.whl"))
+        if run.returncode != 0 or not wheels:
+            last = (run.stderr.strip().splitlines() or ["no wheel"])[-1]
+            pytest.skip(f"Megatron-LM's own argument checks did not run: megatron-core "
+                        f"{MEGATRON_CORE} could not be downloaded from the package index "
+                        f"({last})")
+        staging = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else
+                                        _mkdir(target.parent)))
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            wheel.extractall(staging)
+    with contextlib.suppress(OSError):  # another run may have unpacked it meanwhile
+        staging.rename(target)
+    shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def megatron_validate(cases: list[tuple[list[str], int, dict[str, str]]]) -> list[dict]:
+    """Megatron-LM's own parse_args + validate_args on each (argv, world size, environment),
+    in one process running megatron-core 0.19.2 (tests/export/megatron_check.py): per case
+    {"ok": True, "args": {...derived...}} or {"ok": False, "error": "..."}."""
+    pytest.importorskip("torch", reason="torch (CPU build, tests/frameworks.txt) is missing")
+    root = megatron_core()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    payload = [{"argv": argv, "world_size": world, "env": extra} for argv, world, extra in cases]
+    run = subprocess.run([sys.executable, str(_CHECK)], input=json.dumps(payload), env=env,
+                         capture_output=True, text=True, timeout=600, check=False)
+    if run.returncode != 0:
+        raise RuntimeError(f"megatron_check.py failed: {run.stderr.strip()[-2000:]}")
+    return json.loads(run.stdout)
+
+
+def model_args(spec: Any, seq_len: int) -> list[str]:
+    """The model-shape arguments a launcher gives beside an export's parallel arguments (the
+    export names none: docs/exports.md has no flags for the shape), from the scenario's model,
+    plus what parse_args needs to run: a learning rate and an iteration count."""
+    args = ["--num-layers", str(spec.num_hidden_layers), "--hidden-size", str(spec.hidden_size),
+            "--num-attention-heads", str(spec.num_attention_heads),
+            "--ffn-hidden-size", str(spec.intermediate_size or 4 * spec.hidden_size),
+            "--seq-length", str(seq_len), "--max-position-embeddings", str(seq_len),
+            "--lr", "1e-5", "--train-iters", "10"]
+    if spec.num_key_value_heads != spec.num_attention_heads:
+        args += ["--group-query-attention", "--num-query-groups", str(spec.num_key_value_heads)]
+    if spec.moe is not None:
+        args += ["--moe-router-topk", str(spec.moe.experts_per_token),
+                 "--moe-ffn-hidden-size", str(spec.moe.expert_intermediate_size)]
+    return args

@@ -1,7 +1,8 @@
 """Every export, checked by the framework's own code (tests/frameworks.txt, installed --no-deps):
 verl's Hydra composition against 0.9.1's config files, OpenRLHF 0.11.2's parser and post-parse
 checks, DeepSpeed 0.19.8's DeepSpeedConfig with each role's world size, Megatron-LM's
-parse_args/validate_args where installable (skipped with the reason otherwise).
+parse_args/validate_args from megatron-core 0.19.2's wheel (fetched from the package index
+into a cache folder; skipped, saying why, only when it cannot be downloaded).
 
 Plans span algorithms (GRPO, PPO with critic and reward model, DPO, SFT), model kinds (dense,
 MoE), interleaved pipelines and placements (colocated, separate groups, one step off-policy)."""
@@ -16,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from planner.export import ExportError, export
+from planner.importers import import_config
 from planner.plan import PlanInput
 from tests.export import frameworks as fw
 from tests.export.plans import (
@@ -193,13 +195,114 @@ def test_megatron_rules_in_every_export(exports):
                 assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in result.text, case
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if "megatron" in CASES[c]()[2]][:1])
-def test_megatron_validate_args(case, exports):
-    result = exports[case][2]["megatron"]
+def _megatron_cases(result, sc) -> list[tuple[str, list[str], int, dict[str, str]]]:
+    """(role, argv, world size, environment) of each role array of a Megatron export, with
+    the model's shape as its launcher would give it."""
     env = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if "CUDA_DEVICE_MAX_CONNECTIONS" in \
         result.text else {}
-    for words in _arrays(result.text).values():
-        fw.megatron_validate(words, env)  # skips here with the reason (MEGATRON_SKIP)
+    worlds = {m.group(1).upper(): int(m.group(2)) for m in re.finditer(
+        r"^# (\w+) on group \w+: (\d+) GPUs", result.text, re.M)}
+    out = []
+    for name, words in _arrays(result.text).items():
+        spec = sc.critic if name == "CRITIC" else sc.actor
+        out.append((name, words + fw.model_args(spec, sc.workload.max_seq_len), worlds[name],
+                    env))
+    return out
+
+
+def _refusals() -> list[tuple[list[str], int, dict[str, str]]]:
+    """Arguments Megatron must accept (the first) and refuse (the rest): a world size TP × PP
+    does not divide, CPU optimizer offload without the precision-aware optimizer, TP without
+    CUDA_DEVICE_MAX_CONNECTIONS=1 (the export sets it)."""
+    shape = fw.model_args(scenario().actor, 1024)
+    base = ["--tensor-model-parallel-size", "2", "--micro-batch-size", "1", "--bf16", *shape]
+    one = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    return [(base, 6, one), ([*base, "--pipeline-model-parallel-size", "4"], 6, one),
+            ([*base, "--optimizer-cpu-offload", "--use-distributed-optimizer"], 8, one),
+            (base, 8, {})]
+
+
+def _launch_script_case() -> tuple[list[str], int, dict[str, str]]:
+    """The arguments of tests/test_import_scripts.py's Megatron launch script (TP 2, PP 2)."""
+    argv = ["--num-layers", "24", "--hidden-size", "896", "--ffn-hidden-size", "4864",
+            "--num-attention-heads", "14", "--group-query-attention", "--num-query-groups", "2",
+            "--seq-length", "2048", "--max-position-embeddings", "2048", "--micro-batch-size",
+            "2", "--global-batch-size", "64", "--bf16", "--lr", "1e-4", "--train-iters", "10",
+            "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+            "--sequence-parallel", "--use-distributed-optimizer"]
+    return argv, 8, {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+
+@pytest.fixture(scope="module")
+def megatron(exports):
+    """Megatron-LM's own parse_args/validate_args, in one process, on: every Megatron export
+    of the test cases and the same plans imported back and exported again; the refusal cases;
+    a launch script's arguments; bare arguments (Megatron's defaults)."""
+    cases, where = [], []
+    for case, sc, _plan, result in _each(exports, "megatron"):
+        back = PlanInput.model_validate(import_config(result.text, sc).plan)
+        again = export(priced(sc, back.model_dump(mode="json")), sc, "megatron")
+        for label, res in (("export", result), ("imported, exported again", again)):
+            for role, argv, world, env in _megatron_cases(res, sc):
+                cases.append((argv, world, env))
+                where.append((case, label, role, argv, world))
+    extra = [*_refusals(), _launch_script_case(),
+             (["--micro-batch-size", "1", *fw.model_args(scenario().actor, 1024)], 8, {})]
+    results = fw.megatron_validate(cases + extra)
+    return list(zip(where, results[:len(cases)], strict=True)), results[len(cases):]
+
+
+def test_megatron_validate_args_accepts_every_export(megatron):
+    checked, _ = megatron
+    refused = [(w[:3], r["error"]) for w, r in checked if not r["ok"]]
+    assert not refused, refused
+    for (case, _, role, argv, world), r in checked:  # Megatron derives the plan's degrees
+        got = r["args"]
+        tp, pp, cp = (int(argv[argv.index(f) + 1]) for f in (
+            "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+            "--context-parallel-size"))
+        assert (got["world_size"], got["data_parallel_size"]) == (world, world // (tp * pp * cp)), \
+            (case, role)
+        assert got["sequence_parallel"] == ("--sequence-parallel" in argv and tp > 1), (case, role)
+        assert got["use_distributed_optimizer"] == ("--use-distributed-optimizer" in argv)
+    assert len({w[0] for w, _ in checked}) >= 8
+
+
+def test_megatron_validate_args_refuses_what_it_should(megatron):
+    ok, world, offload, connections = megatron[1][:4]
+    assert ok["ok"], ok
+    assert not world["ok"] and "world size" in world["error"].lower()
+    assert not offload["ok"] and "precision-aware" in offload["error"], offload
+    assert not connections["ok"] and "CUDA_DEVICE_MAX_CONNECTIONS" in connections["error"]
+
+
+def test_megatron_launch_scripts_read_by_the_importer_pass_megatron(megatron):
+    """A launch script written like Megatron-LM's examples: the arguments the importer reads
+    are ones Megatron itself accepts, with the degrees the importer derives."""
+    from tests.test_import_scripts import MEGATRON, imported
+
+    sc, plan, _ = imported(MEGATRON.replace("TP", "2").replace("PP", "2"))
+    r = megatron[1][4]
+    assert r["ok"], r
+    train = plan["layouts"]["actor"]["training"]
+    assert (r["args"]["data_parallel_size"], r["args"]["sequence_parallel"],
+            r["args"]["global_batch_size"]) == (train["dp"], train["sp"],
+                                                sc.workload.prompts_per_step)
+    assert r["args"]["accumulate_allreduce_grads_in_fp32"] == \
+        (sc.runtime.training_states == "fp32_grads")
+
+
+def test_importer_megatron_defaults_are_megatrons(megatron):
+    """planner/importers/defaults.py's MEGATRON table against parse_args with nothing set."""
+    from planner.importers.defaults import MEGATRON
+
+    r = megatron[1][5]
+    assert r["ok"], r
+    for flag in ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+                 "--context-parallel-size", "--expert-model-parallel-size",
+                 "--sequence-parallel", "--use-distributed-optimizer",
+                 "--recompute-granularity"):
+        assert r["args"][flag[2:].replace("-", "_")] == MEGATRON[flag], flag
 
 
 def test_interleaved_pipeline_is_exported(exports):

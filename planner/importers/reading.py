@@ -1,0 +1,78 @@
+"""What a launch script says, before the scenario is resolved: the scenario fields it gives,
+its models, and how to lay the plan out once the scenario is known."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.errors import InputError
+from planner.importers.models import ModelRef
+from planner.importers.values import Settings
+from planner.specs.scenario import Scenario
+
+
+@dataclass
+class Reading:
+    fmt: str
+    release: str  # the framework release whose keys and defaults were applied
+    fields: dict[str, Any]  # scenario field (dotted) → value the script gives
+    models: dict[str, ModelRef]  # role → the script's model
+    layout: Callable[[Scenario], dict[str, Any]]  # the plan: groups, layouts, inter_model
+    settings: Settings | None = None  # what the launch command sets, read by key
+    notes: list[str] = field(default_factory=list)
+
+    def said(self) -> list[str]:
+        """The settings rlplan read that the script sets, `key=value` as written."""
+        s = self.settings
+        if s is None:
+            return []
+        return [f"{s.name(k)}={' '.join(v.text for v in vals) or 'true'}"
+                for k, vals in s.values.items() if k in s.read]
+
+    def ignored(self) -> list[str]:
+        """The settings rlplan does not price (after the plan was laid out)."""
+        return self.settings.unread() if self.settings is not None else []
+
+
+def whole(gpus: int, per: int, what: str) -> int:
+    if per <= 0 or gpus % per:
+        raise InputError(f"import: {what}: {gpus} GPUs do not split into groups of {per}; fix "
+                         "the parallel sizes")
+    return gpus // per
+
+
+def lengths(fields: dict[str, Any], prompt_cap: int, response_cap: int, where: str,
+            notes: list[str]) -> None:
+    """A script caps the lengths; rlplan prices means and a cap. The caps stand in for the
+    means (every sequence at its cap: the longest step the script allows), said in a note."""
+    fields |= {"workload.prompt_len": prompt_cap, "workload.response_len": response_cap,
+               "workload.max_response_len": response_cap}
+    notes.append(f"lengths: {where} caps prompts at {prompt_cap} and responses at "
+                 f"{response_cap} tokens; priced with every sequence at its cap — give the "
+                 "means you observe with --prompt-len and --response-len")
+
+
+def mini_batches(per_step: int, per_update: int, what: str, unit: str = "sequences") -> int:
+    if per_update <= 0 or per_step % per_update:
+        raise InputError(f"import: {what}: {per_step} {unit} per step are not a whole number "
+                         f"of mini-batches of {per_update}; fix the batch sizes")
+    return per_step // per_update
+
+
+def algorithm_of(estimator: str | None, table: dict[str, str], where: str,
+                 notes: list[str]) -> str:
+    """rlplan's algorithm for a framework's advantage estimator; a critic-free estimator rlplan
+    has no name for is priced as GRPO (same stages: K samples per prompt, no critic)."""
+    algorithm = table.get(estimator or "")
+    if algorithm is None:
+        algorithm = "grpo"
+        notes.append(f"{where} {estimator}: priced as grpo (no critic, K samples per prompt)")
+    return algorithm
+
+
+def refused(where: str, what: str) -> InputError:
+    """A setting that changes the layout in a way a plan cannot say."""
+    return InputError(f"import: {where}: {what} is not something a plan can say; drop it to "
+                      "import the script")
