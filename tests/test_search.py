@@ -140,7 +140,8 @@ def test_the_search_prices_a_candidate_as_evaluate_does(one_price, pick):
     sc, space, option, best = one_price
     gen = space.generation
     k = best.slot[gen.name]
-    pool = space.candidates[(gen.name, best.pool(k), best.sizes[k])]
+    pool = [c for c in space.candidates[(gen.name, best.pool(k), best.sizes[k])]
+            if not c.bound]  # a bound candidate stands for KV sizes, it is no layout
     cand = pool[pick % len(pool)]
     choice = replace(best, candidate={**best.candidate, gen.name: cand})
     if not fits(space, choice):

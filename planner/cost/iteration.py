@@ -66,6 +66,7 @@ from planner.cost.groups import (
     task_loads,
     timeline,
 )
+from planner.cost.legality import check_plan
 from planner.cost.memory import (
     ROLE_HEADS,
     MemoryBreakdown,
@@ -289,6 +290,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     sizes = {g.name: g.gpus for g in plan.groups}
     used = sum(sizes.values())
     heads, tasks = _heads(sc, plan), _tasks(sc, plan)
+    check_plan(sc, plan)
     n = sequences(sc)
     staleness = plan.inter_model.staleness
     shadow = staleness >= 1 and plan.inter_model.overlap_weight_sync

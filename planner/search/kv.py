@@ -78,12 +78,16 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     (`Candidate.upper_mib`: the need at b; `choice.fits`, `cpsat.add_memory`) — with the memory
     of the gap's smallest size and a time no size in the gap beats: more KV is never slower
     but for the recomputation its preemptions cause (`tests/cost/test_generation.py`), so a
-    rollout in the gap takes at least b's time less b's recomputation (`floor_ms`). (Under
+    rollout in the gap takes at least b's time less b's recomputation (`floor_ms`). Partial
+    rollouts keep no such order — their steady-state step can be slower with more KV and no
+    recomputation (lengths [643, 1615] on two replicas: 4.91 s at 10,451 tokens, 3.39 s at
+    3,055) — so no bound stands for their gaps: with partial rollouts the search proves its
+    optimum over the sizes it prices (the two largest). (Under
     inter-stage fusion the generation has its group to itself and the largest size fits: no
     bound is ever allowed, and none needs the fused completions, `done_ms`, bounded.)
     `priced`: each shape's floors and transient MiB per priced size, resharding ms and MiB.
     Kept where they fit alone and no kept candidate is as good in every number."""
-    if task.kind != "generation":
+    if task.kind != "generation" or space.partial:
         return []
     sc = ps.scenario
     longest = sc.workload.prompt_len + int(sc.response_lengths.max())

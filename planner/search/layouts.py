@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.cost.iteration import sequences
+from planner.cost.legality import ep_problem, tp_problem
 from planner.cost.variants import LayoutVariants
 from planner.search.kv import kv_levels
 from planner.search.pools import PoolSpace
@@ -67,15 +68,13 @@ def _pow2_divisors(n: int, cap: int) -> list[int]:
 
 
 def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
-    heads, kv = spec.num_attention_heads, spec.num_key_value_heads
-    return [tp for tp in _pow2_divisors(g, scale_up)
-            if heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)]
+    return [tp for tp in _pow2_divisors(g, scale_up) if tp_problem(spec, tp) is None]
 
 
 def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
     if not spec.moe:
         return [1]
-    return [ep for ep in _pow2_divisors(ranks, ranks) if spec.moe.num_experts % ep == 0]
+    return [ep for ep in _pow2_divisors(ranks, ranks) if ep_problem(spec, ep, None) is None]
 
 
 def _expert_layouts(spec: ModelSpec, ranks: int, tp: int) -> list[tuple[int, int | None]]:

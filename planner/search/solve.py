@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
 from planner.cost.iteration import evaluate, tokens_per_step
+from planner.cost.legality import placement_of
 from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError, OutOfTime
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
@@ -78,8 +79,7 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
         layouts.setdefault(t.role, {})[TASK_LAYOUT[t.kind]] = lay
     groups = [Group(name=names[k], gpus=ch.sizes[k], roles=roles[k], pool=pool[k])
               for k in names]
-    placement = ("colocated" if len(groups) == 1 else
-                 "disaggregated" if all(len(g.roles) == 1 for g in groups) else "partial")
+    placement = placement_of({g.name: set(g.roles) for g in groups})
     return PlanInput(groups=groups, layouts=layouts, inter_model=InterModel(
         placement=placement, inter_stage_fusion=option.fusion, staleness=option.staleness,
         shared_actor_critic=option.shared, offload_during_generation=option.swap,

@@ -7,6 +7,7 @@ import shlex
 
 import pytest
 
+from planner.errors import InputError
 from planner.export import ExportError, export
 from planner.export.megatron import MEGATRON_FLAGS
 from tests.export.plans import colocated, ppo_disaggregated, ppo_scenario, priced, scenario
@@ -50,10 +51,10 @@ def test_uneven_pipeline():
 
 
 def test_tensor_parallel_must_divide_the_heads():
+    """Refused before any export: `evaluate` checks the plan as the search would."""
     sc = scenario()  # qwen2.5-0.5b: 14 heads
-    plan = priced(sc, colocated(train={"dp": 2, "tp": 4, "micro_batch": 2}))
-    with pytest.raises(ExportError, match="--tensor-model-parallel-size 4 does not divide"):
-        export(plan, sc, "megatron")
+    with pytest.raises(InputError, match="tp 4 does not divide the 14 attention heads"):
+        priced(sc, colocated(train={"dp": 2, "tp": 4, "micro_batch": 2}))
 
 
 def test_global_batch_must_tile():

@@ -1,0 +1,87 @@
+"""The rules a plan must keep to be one the search could choose: `check_plan` is what
+`rlplan evaluate` checks a plan with, and the search draws its layouts and placements through
+the same predicates (`planner.search.layouts`, `planner.search.solve.to_plan_input`).
+
+A plan's own shape (group sizes matching the degrees, expert layouts a framework runs, stages a
+role has) is checked when it is read (`planner.plan.PlanInput`); what needs the models and the
+algorithm is checked here. Each refusal names the field and the fix.
+"""
+
+from __future__ import annotations
+
+from planner.errors import InputError
+from planner.plan import Layout, PlanInput
+from planner.specs.model import ModelSpec
+from planner.specs.scenario import Scenario
+
+
+def tp_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why tensor parallelism `tp` cannot shard `spec`'s attention (None: it can): it must
+    divide the attention heads, and the KV heads must divide it or be divided by it."""
+    heads, kv = spec.num_attention_heads, spec.num_key_value_heads
+    if heads % tp:
+        return f"tp {tp} does not divide the {heads} attention heads of {spec.name}"
+    if kv % tp and tp % kv:
+        return (f"tp {tp} and the {kv} KV heads of {spec.name} do not divide one another "
+                "(the KV heads are split or replicated whole)")
+    return None
+
+
+def ep_problem(spec: ModelSpec, ep: int, etp: int | None) -> str | None:
+    """Why expert parallelism `ep` (and expert tensor parallelism `etp`) cannot shard
+    `spec`'s experts (None: it can): a dense model has none; the experts must split evenly."""
+    if spec.moe is None:
+        if ep > 1 or etp is not None:
+            return f"{spec.name} is dense: it has no experts to shard"
+        return None
+    if spec.moe.num_experts % ep:
+        return f"ep {ep} does not divide the {spec.moe.num_experts} experts of {spec.name}"
+    return None
+
+
+def layout_problem(spec: ModelSpec, layout: Layout) -> str | None:
+    """Why `layout` cannot run `spec` (None: it can): its tp, ep/etp and pipeline stages."""
+    if (why := tp_problem(spec, layout.tp)) is not None:
+        return why
+    if (why := ep_problem(spec, layout.ep, layout.etp)) is not None:
+        return why
+    if layout.pp > spec.num_hidden_layers:
+        return f"pp {layout.pp} is more stages than the {spec.num_hidden_layers} layers"
+    return None
+
+
+def placement_of(groups: dict[str, set[str]]) -> str:
+    """The placement a plan's groups make (group → the roles with a layout on it): one group
+    is co-located, one role per group disaggregated, anything else partial."""
+    if len(groups) == 1:
+        return "colocated"
+    return "disaggregated" if all(len(roles) == 1 for roles in groups.values()) else "partial"
+
+
+def check_plan(sc: Scenario, plan: PlanInput) -> None:
+    """Refuse (InputError, naming the field and the fix) a plan the search could not choose
+    for `sc`: a layout its model cannot run (`layout_problem`), a group holding no layout or
+    listing roles it does not hold, and a co-located label on several groups or the reverse
+    (partial and disaggregated, both several groups, price the same)."""
+    held: dict[str, set[str]] = {g.name: set() for g in plan.groups}
+    for role, stages in plan.layouts.items():
+        spec = sc.roles.get(role)  # a role the scenario lacks is refused with the tasks
+        for stage, layout in stages.items():
+            held[layout.group].add(role)
+            if spec is not None and (why := layout_problem(spec, layout)) is not None:
+                raise InputError(f"plan: layouts.{role}.{stage}: {why}; choose degrees the "
+                                 "model divides into")
+    for g in plan.groups:
+        if not held[g.name]:
+            raise InputError(f"plan: groups: '{g.name}' holds no layout; remove it or place "
+                             "a model on it")
+        if g.roles and set(g.roles) != held[g.name]:
+            raise InputError(
+                f"plan: groups: '{g.name}' lists roles {', '.join(g.roles)} but holds "
+                f"{', '.join(sorted(held[g.name]))}; list what its layouts place there, or "
+                "leave roles out")
+    label, made = plan.inter_model.placement, placement_of(held)
+    if (label == "colocated") != (made == "colocated"):  # partial and disaggregated price alike
+        raise InputError(f"plan: inter_model.placement: '{label}', but its "
+                         f"{len(held)} group{'s' if len(held) > 1 else ''} make it {made}; set "
+                         f"placement: {made}")
