@@ -38,7 +38,7 @@ def render(plan: dict | None = None, sweep: dict | None = None, plan_source: str
         priced = None
     plan_given = plan
     sc, problem = _scenario(plan, plan_source) if plan is not None else (None, None)
-    chosen, why = _choose(doc, priced, sc) if doc is not None else (None, "")
+    chosen, why = _choose(doc, sc, priced is not None) if doc is not None else (None, "")
     if priced is None and chosen is not None and doc.rows[chosen].plan is not None:
         priced = doc.rows[chosen].plan  # the target's point: its plan, as the sweep wrote it
         plan = priced.model_dump(mode="json")
@@ -86,12 +86,12 @@ def _scenario(plan: dict, source: str) -> tuple[Scenario | None, str | None]:
         return None, str(exc)
 
 
-def _choose(doc: SweepDocument, plan: Plan | None, sc: Scenario | None
-            ) -> tuple[int | None, str]:
-    """The sweep's chosen row and a sentence saying which and why."""
+def _choose(doc: SweepDocument, sc: Scenario | None, with_plan: bool) -> tuple[int | None, str]:
+    """The sweep's chosen row and a sentence saying which and why: with a plan (`with_plan`),
+    the point of its scenario's cluster (`sc`); without, the target's answer."""
     from planner.sweep_grid import label  # the sweep's own words for a point
 
-    if plan is not None:
+    if with_plan:
         if sc is None:
             return None, "No point is marked: the plan carries no scenario to place it."
         if sc.multi_pool:
