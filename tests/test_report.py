@@ -152,12 +152,17 @@ def test_the_chosen_point_of_a_pool_grid_is_the_plans_pools(tmp_path):
     path = tmp_path / "pooled.json"
     path.write_text(json.dumps(POOLED))
     sc = load_scenario(path)  # train 8 + rollout 8
-    doc = SweepDocument.model_validate({
-        "schema_version": 1, "scenario": {}, "frontier": [], "unpriced": [], "target": None,
-        "rows": [{"gpus": 8, "status": "optimal", "pools": {"train": 8, "rollout": 0}},
-                 {"gpus": 16, "status": "optimal", "pools": {"train": 8, "rollout": 8}}]})
-    chosen, why = _choose(doc, sc, with_plan=True)
+    swept = {"schema_version": 1, "frontier": [], "unpriced": [], "target": None,
+             "scenario": {"algorithm": "grpo", "models": {"actor": {"name": "qwen2.5-0.5b"}}},
+             "rows": [{"gpus": 8, "status": "optimal", "pools": {"train": 8, "rollout": 0}},
+                      {"gpus": 16, "status": "optimal", "pools": {"train": 8, "rollout": 8}}]}
+    chosen, why = _choose(SweepDocument.model_validate(swept), sc, with_plan=True)
     assert chosen == 1 and "train 8 + rollout 8" in why
+    swept["scenario"]["models"]["actor"]["name"] = "qwen3-8b"  # a sweep of another scenario
+    chosen, why = _choose(SweepDocument.model_validate(swept), sc, with_plan=True)
+    assert chosen is None
+    assert why == ("No point is marked: the sweep is of grpo qwen3-8b, the plan of grpo "
+                   "qwen2.5-0.5b.")
 
 
 def test_report_errors(cli, small, tmp_path, write):

@@ -94,6 +94,11 @@ def _choose(doc: SweepDocument, sc: Scenario | None, with_plan: bool) -> tuple[i
     if with_plan:
         if sc is None:
             return None, "No point is marked: the plan carries no scenario to place it."
+        swept = doc.scenario
+        actor = ((swept.get("models") or {}).get("actor") or {}).get("name")
+        if (swept.get("algorithm"), actor) != (sc.algorithm, sc.actor.name):
+            return None, (f"No point is marked: the sweep is of {swept.get('algorithm')} "
+                          f"{actor}, the plan of {sc.algorithm} {sc.actor.name}.")
         if sc.multi_pool:
             where = {p.name: p.cluster.total_gpus for p in sc.pool_list}
             hit = [i for i, r in enumerate(doc.rows) if r.pools == where]

@@ -129,9 +129,11 @@ def memory(plan: Plan) -> str:
     headroom = m.get("headroom_gib")
     groups = m.get("groups", {})
     room = headroom is not None or any("headroom_gib" in g for g in groups.values())
-    head = ["group", "allocated GiB", "reserved GiB", "peak GiB", "capacity GiB",
-            *(["headroom GiB"] if room else []), "stage", "what"]
-    rows = [[name, num(g.get("allocated_gib_per_gpu"), ".1f"),
+    pools = any("pool" in g for g in groups.values())
+    head = ["group", *(["pool"] if pools else []), "allocated GiB", "reserved GiB", "peak GiB",
+            "capacity GiB", *(["headroom GiB"] if room else []), "stage", "what"]
+    rows = [[name, *([g.get("pool", "")] if pools else []),
+             num(g.get("allocated_gib_per_gpu"), ".1f"),
              num(g.get("reserved_gib_per_gpu"), ".1f"), num(g["peak_gib_per_gpu"], ".1f"),
              num(g.get("capacity_gib", m["capacity_gib"]), ".0f"),
              *([num(g.get("headroom_gib", headroom), ".1f")] if room else []),
@@ -139,7 +141,8 @@ def memory(plan: Plan) -> str:
     return section("memory", SECTIONS["memory"],
                    figure(charts.memory_chart(groups, m["capacity_gib"], headroom),
                           "Memory per GPU at each group's peak, against the GPU's capacity."),
-                   table(head, rows, numeric=[False] + [True] * (5 if room else 4)),
+                   table(head, rows, numeric=[False] * (2 if pools else 1)
+                         + [True] * (5 if room else 4)),
                    para(memory_line(plan)))
 
 

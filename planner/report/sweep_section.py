@@ -24,9 +24,10 @@ def sweep_section(doc: SweepDocument, chosen: int | None, why: str) -> str:
     pick = rows[chosen] if chosen is not None else None
     ok = [r for r in rows if r.feasible]
     groups = _series(ok)
+    lines = getattr(doc, "pools", None) is None  # a pool grid's points are no one line
     mark = (lambda f: None) if pick is None else (lambda f: f(pick))
     throughput = _xy([(name, [(r.gpus, r.tokens_per_s, label(r)) for r in its])
-                      for name, its in groups], log2=True, joined=True,
+                      for name, its in groups], log2=True, joined=lines,
                      xlabel="GPUs", ylabel="tokens/s", chosen=mark(
                          lambda r: (r.gpus, r.tokens_per_s)),
                      title="throughput against GPUs")
@@ -36,7 +37,7 @@ def sweep_section(doc: SweepDocument, chosen: int | None, why: str) -> str:
     if any(its for _, its in priced):
         figures.append(figure(_xy(
             [(name, [(r.gpus, r.cost_per_million_tokens_usd, label(r)) for r in its])
-             for name, its in priced if its], log2=True, joined=True, xlabel="GPUs",
+             for name, its in priced if its], log2=True, joined=lines, xlabel="GPUs",
             ylabel="USD per million tokens", chosen=mark(
                 lambda r: (r.gpus, r.cost_per_million_tokens_usd)), fmt_y=_money,
             title="cost per million tokens against GPUs"),
