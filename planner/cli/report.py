@@ -39,7 +39,7 @@ def page_output(flag: str, path: Path, plan: dict | None = None, sweep: dict | N
 
 def report(
     plan_file: Annotated[Path | None, typer.Argument(
-        metavar="[PLAN.json]", help="A plan written by `rlplan plan/evaluate --out` (or "
+        metavar="PLAN.json", help="A plan written by `rlplan plan/evaluate --out` (or "
         "--json).", show_default=False)] = None,
     sweep: Annotated[Path | None, typer.Option(
         "--sweep", metavar="SWEEP.json", show_default=False,
