@@ -10,6 +10,7 @@ import typer
 from planner.cli import options as o
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
+from planner.cli.report import Html, page_path
 from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
 from planner.cost.report import to_plan
@@ -31,21 +32,24 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     out: Annotated[Path | None, o.output("Also write the JSON to this file.")] = None,
     timeline: o.Timeline = None,
+    html: Html = None,
     flags: dict | None = None,
 ) -> None:
     """Price a plan (hand-written, or an earlier answer): time, memory, cost. Exit 3 if it
     does not fit in memory."""
-    _evaluate(scenario, plan, as_json, out, timeline, flags or {})
+    _evaluate(scenario, plan, as_json, out, timeline, flags or {}, html)
 
 
 @reports_errors
 def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
-              timeline: Path | None, flags: dict) -> None:
-    check_outputs({"--out": out, "--timeline": timeline})
+              timeline: Path | None, flags: dict, html: Path | None = None) -> None:
+    check_outputs({"--out": out, "--timeline": timeline, "--html": html})
     if timeline is not None:
         picture_format(timeline, "--timeline")
+    if html is not None:
+        page_path(html, "--html")
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
               lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.gpus_words()} "
-                        "(evaluated)", timeline)
+                        "(evaluated)", timeline, html=html)

@@ -15,6 +15,7 @@ from planner.cli.export import export
 from planner.cli.import_ import import_
 from planner.cli.output import OneLineErrors, print_json
 from planner.cli.plan import plan
+from planner.cli.report import report
 from planner.cli.sweep import sweep
 from planner.cli.validate import validate
 from planner.plan import Plan, PlanInput
@@ -41,6 +42,7 @@ app.command()(plan)
 app.command()(export)
 app.command(name="import")(import_)
 app.command()(sweep)
+app.command()(report)
 
 
 class SchemaKind(StrEnum):

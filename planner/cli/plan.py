@@ -11,6 +11,7 @@ from planner.cli import options as o
 from planner.cli.baseline import load_baseline, with_baseline
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
+from planner.cli.report import Html, page_path
 from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
 from planner.export import FORMATS, Export, parse_framework
@@ -48,24 +49,28 @@ def plan(
     workers: Annotated[int | None, typer.Option(
         min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
         "8). A proven optimum gives the same plan whatever the count.")] = None,
+    html: Html = None,
     flags: dict | None = None,
 ) -> None:
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
     _plan(scenario, flags or {}, as_json, out, timeline, workers,
-          (export, framework_version, export_out) if export else None, framework, baseline)
+          (export, framework_version, export_out) if export else None, framework, baseline,
+          html)
 
 
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None, framework: str | None = None,
-          baseline: Path | None = None) -> None:
+          baseline: Path | None = None, html: Path | None = None) -> None:
     started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     check_outputs({"--out": out, "--timeline": timeline,
-                   "--export-out": export[2] if export else None})
+                   "--export-out": export[2] if export else None, "--html": html})
     if timeline is not None:
         picture_format(timeline, "--timeline")
+    if html is not None:
+        page_path(html, "--html")
     target = parse_framework(framework) if framework else None
     sc = load_scenario(path, flags)
     base = load_baseline(baseline, sc) if baseline else None  # bad input before searching
@@ -99,4 +104,5 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
                            framework=target)
         return found if base is None else with_baseline(found, base, sc)
 
-    emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None)
+    emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None,
+              html)

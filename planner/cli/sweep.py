@@ -26,12 +26,13 @@ from rich.table import Table
 from planner.cli import options as o
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import console, fail, print_json, reports_errors
+from planner.cli.report import Html, page_output, page_path
 from planner.cli.views import price_origin
 from planner.errors import EXIT_INFEASIBLE, InputError
 from planner.pictures import picture_format
 from planner.search.deadline import Deadline
 from planner.specs.hardware import load_profile
-from planner.specs.scenario import Scenario, load_scenario, scenario_input
+from planner.specs.scenario import Scenario, load_scenario, scenario_input, source_name
 from planner.sweep import CSV_COLUMNS, gpu_count, parse_gpus
 from planner.sweep_grid import Grid, label, parse_profiles, pools_label, run_grid, usd
 from planner.sweep_pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
@@ -76,6 +77,7 @@ def sweep(
         "--target-step-s",
         help="Answer the cheapest swept point whose step takes at most this many seconds (the "
              "fewest GPUs when a point meeting it has no price).")] = None,
+    html: Html = None,
     flags: dict | None = None,
 ) -> None:
     """The best plan on each cluster size (of each --gpu profile, comma-separated), or on each
@@ -84,15 +86,12 @@ def sweep(
     The scenario's cluster.nodes is what the sweep varies (ignored); --gpus-per-node sets the
     node."""
     _sweep(scenario, flags or {}, gpus_spec, pool_specs or [], jobs, ray_address, as_json,
-           csv_out, json_out, picture, target, target_step)
+           csv_out, json_out, picture, target, target_step, html)
 
 
-@reports_errors
-def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[str],
-           jobs: int | None, ray_address: str | None, as_json: bool, csv_out: Path | None,
-           json_out: Path | None, picture: Path | None, target: float | None,
-           target_step: float | None) -> None:
-    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+def check_sweep(spec: str | None, pool_specs: list[str], flags: dict) -> None:
+    """What is swept: --pool (a scenario's pools) or --gpus (sizes of one or more GPU types),
+    one of them."""
     if pool_specs:
         for flag, given in (("--gpus", spec is not None), ("--gpu", "cluster.gpu" in flags)):
             if given:
@@ -101,8 +100,15 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
     elif spec is None:
         raise InputError("--gpus is required: give cluster sizes such as 8,16,32 or 8..256 (or "
                          "--pool NAME:SIZES for a scenario with cluster.pools)")
-    check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture})
-    fmt = picture_format(picture) if picture else None
+
+
+def solve_sweep(path: Path | dict | None, flags: dict, spec: str | None, pool_specs: list[str],
+                jobs: int | None, ray_address: str | None, target: float | None,
+                target_step: float | None, started: Deadline, progress: bool = False
+                ) -> tuple[list[Scenario], Grid, str]:
+    """Search every point `check_sweep` accepted, by the scenario's time limit counted from
+    `started`: the scenarios swept (one per profile), the grid, and the points in words.
+    `progress`: a bar on stderr when it is a terminal."""
     for flag, value, what in (("--target-tokens-per-s", target, "a throughput"),
                               ("--target-step-s", target_step, "a step time")):
         if value is not None and not value > 0:
@@ -139,12 +145,29 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
             return run_grid(scenarios, sizes, deadline, jobs=jobs, ray_address=ray_address,
                             tokens_per_s=target, step_s=target_step, on_done=on_done)
 
-    if as_json or not Console(stderr=True).is_terminal or not labels:  # a terminal only
+    if not progress or not Console(stderr=True).is_terminal or not labels:  # a terminal only
         result = run()
     else:
         result = _with_progress(run, labels, deadline)
+    return scenarios, result, swept
 
-    document = {"scenario": scenario_summary(scenarios), **result.to_json()}
+
+@reports_errors
+def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[str],
+           jobs: int | None, ray_address: str | None, as_json: bool, csv_out: Path | None,
+           json_out: Path | None, picture: Path | None, target: float | None,
+           target_step: float | None, html: Path | None = None) -> None:
+    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+    check_sweep(spec, pool_specs, flags)
+    check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture,
+                   "--html": html})
+    fmt = picture_format(picture) if picture else None
+    if html is not None:
+        page_path(html, "--html")
+    scenarios, result, swept = solve_sweep(path, flags, spec, pool_specs, jobs, ray_address,
+                                           target, target_step, started, progress=not as_json)
+
+    document = sweep_document(scenarios, result)
     files: list[Output] = []  # everything rendered before anything is written, then all or none
     if csv_out:
         files.append(Output("--csv", csv_out, to_csv(result)))
@@ -154,6 +177,8 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
         from planner.pictures.sweep_chart import render  # matplotlib only when drawing
 
         files.append(Output("--picture", picture, render(result, fmt, title(scenarios))))
+    if html is not None:
+        files.append(page_output("--html", html, sweep=document))
     write_outputs(files)
 
     if as_json:
@@ -167,6 +192,11 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
         raise fail(f"none of the swept points ({swept}) has a plan"
                    + (f"; {late} ran out of time (raise --time-limit)" if late else "")
                    + "; each row says why", EXIT_INFEASIBLE)
+
+
+def sweep_document(scenarios: list[Scenario], result: Grid) -> dict:
+    """The sweep's JSON (--json, --json-out): the scenario as swept and the grid's answer."""
+    return {"scenario": scenario_summary(scenarios), **result.to_json()}
 
 
 def scenario_summary(scenarios: list[Scenario]) -> dict:
@@ -183,13 +213,13 @@ def scenario_summary(scenarios: list[Scenario]) -> dict:
     return scenario
 
 
-def load_grid(path: Path | None, flags: dict) -> list[Scenario]:
+def load_grid(path: Path | dict | None, flags: dict) -> list[Scenario]:
     """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
     the node count per size: the file's is ignored (and not checked)."""
     if path is not None and scenario_input(path, flags).cluster.pools:
-        raise InputError(f"{path}: field 'cluster.pools': the scenario lists pools and a --gpus "
-                         "sweep sizes one GPU type; size the pools with --pool NAME:SIZES (e.g. "
-                         "--pool rollout:0..64)")
+        raise InputError(f"{source_name(path)}: field 'cluster.pools': the scenario lists pools "
+                         "and a --gpus sweep sizes one GPU type; size the pools with --pool "
+                         "NAME:SIZES (e.g. --pool rollout:0..64)")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
     if spec is None or "," not in spec:

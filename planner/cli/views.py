@@ -43,12 +43,12 @@ def searching(quiet: bool = False) -> Iterator[Callable[[str], None] | None]:
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
               title: Callable[[Plan], str], timeline: Path | None = None,
               exporter: Callable[[dict], Export] | None = None,
-              export_out: Path | None = None) -> None:
+              export_out: Path | None = None, html: Path | None = None) -> None:
     """Price or search (`make`), then print JSON or the rich view and write `out` (and the
-    `timeline` picture, and what `exporter` makes of the plan JSON into `export_out`). Every
-    file is rendered before any is written. An infeasible input prints `{"status":
-    "infeasible", "reason"}` under --json, one line on stderr, and exits 3; nothing is
-    written."""
+    `timeline` picture, what `exporter` makes of the plan JSON into `export_out`, and the
+    report page of the plan JSON into `html`). Every file is rendered before any is written.
+    An infeasible input prints `{"status": "infeasible", "reason"}` under --json, one line on
+    stderr, and exits 3; nothing is written."""
     fmt = picture_format(timeline, "--timeline") if timeline is not None else None
     if exporter is not None and export_out is None:
         raise InputError("--export needs --export-out FILE (the plan itself goes to standard "
@@ -68,6 +68,10 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
         from planner.pictures.timeline import render  # matplotlib only when drawing
 
         files.append(Output("--timeline", timeline, render(result, fmt)))
+    if html is not None:
+        from planner.cli.report import page_output  # the report's imports only when asked
+
+        files.append(page_output("--html", html, plan=data))
     config = exporter(data) if exporter is not None else None
     if config is not None and export_out is not None:
         files.append(export_output(config, export_out, "--export-out"))
@@ -139,17 +143,7 @@ def show_plan(plan: Plan, title: str) -> None:
             mem["what"])
     console.print(table)
     b, it = plan.bounds, plan.iteration_time_s
-    cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
-    if plan.cost and plan.cost.get("pools"):
-        each = ", ".join(f"{p['gpus']}× {name} at "
-                         + (f"${p['price_usd_per_gpu_hour']:g}" if p["price_usd_per_gpu_hour"]
-                            else "no price") for name, p in plan.cost["pools"].items())
-        cost += f" ({each} per GPU-hour)"
-    elif plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
-        cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
-                 f"{price_origin(plan.cost['price_source'])})")
-    elif plan.cost_per_step_usd is None:
-        cost += " (no price: pass --price)"
+    cost = cost_words(plan)
     rate = plan.tokens_per_s
     rate_text = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # never a bare "0 tokens/s"
     console.print(f"throughput {rate_text} tokens/s; cost per step {cost}; "
@@ -173,6 +167,22 @@ def show_plan(plan: Plan, title: str) -> None:
         console.print(f"what if: {note}")
     for line in baseline_lines(plan):
         console.print(line)
+
+
+def cost_words(plan: Plan) -> str:
+    """The cost per step and the price it was computed with (each pool's, with pools)."""
+    cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
+    if plan.cost and plan.cost.get("pools"):
+        each = ", ".join(f"{p['gpus']}× {name} at "
+                         + (f"${p['price_usd_per_gpu_hour']:g}" if p["price_usd_per_gpu_hour"]
+                            else "no price") for name, p in plan.cost["pools"].items())
+        cost += f" ({each} per GPU-hour)"
+    elif plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
+        cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
+                 f"{price_origin(plan.cost['price_source'])})")
+    elif plan.cost_per_step_usd is None:
+        cost += " (no price: pass --price)"
+    return cost
 
 
 def offload_lines(breakdown: dict) -> list[str]:

@@ -11,6 +11,7 @@ observed lengths, relative to the scenario's folder) and fills in response_len f
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -472,11 +473,21 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
                     source_input=inp, **roles)
 
 
-def scenario_input(path: Path | None, overrides: dict[str, Any] | None = None) -> ScenarioInput:
-    """Read (optionally) a scenario file, apply overrides, validate the fields."""
+def source_name(path: Path | Mapping[str, Any] | None) -> str:
+    """How errors name a scenario: its file, or 'scenario' for one given as a mapping (the
+    Python API)."""
+    return "scenario" if isinstance(path, Mapping) else str(path)
+
+
+def scenario_input(path: Path | Mapping[str, Any] | None,
+                   overrides: dict[str, Any] | None = None) -> ScenarioInput:
+    """Read (optionally) a scenario file — or take its fields as a mapping, relative paths
+    read from the working folder —, apply overrides, validate the fields."""
     raw: dict[str, Any] = {}
     source = "scenario (from flags)"
-    if path is not None:
+    if isinstance(path, Mapping):
+        raw, source = dict(path), source_name(path)
+    elif path is not None:
         raw = _anchor_paths(read_mapping(path), path.parent)
         source = str(path)
     _refuse_cluster_flags_on_pools(raw, overrides or {}, source)
@@ -509,11 +520,13 @@ def _refuse_cluster_flags_on_pools(raw: dict[str, Any], overrides: dict[str, Any
                              "price_usd_per_gpu_hour under cluster.pools in the file")
 
 
-def load_scenario(path: Path | None, overrides: dict[str, Any] | None = None) -> Scenario:
-    """The scenario at `path` (or from overrides alone), validated and resolved."""
+def load_scenario(path: Path | Mapping[str, Any] | None,
+                  overrides: dict[str, Any] | None = None) -> Scenario:
+    """The scenario at `path` (or given as a mapping, or from overrides alone), validated and
+    resolved."""
     inp = scenario_input(path, overrides)
     price_flag = (overrides or {}).get(SCENARIO_FLAGS["price"]) is not None
-    return resolve(inp, str(path) if path else "scenario", price_flag)
+    return resolve(inp, source_name(path) if path is not None else "scenario", price_flag)
 
 
 def scenario_from_plan(plan: dict[str, Any], source: str) -> Scenario:
