@@ -122,7 +122,8 @@ def test_cluster_profile_by_path(write):
 OTHER_RUNTIME_DEFAULTS = {"selective_recompute": "core_attn", "training_loss": "fp32_logits",
                           "fp8_training": "none", "training_states": "bf16_grads",
                           "attention_kernel": "fa3", "ep_dispatch": "alltoall",
-                          "ep_comm_overlap": False, "controller_us_per_token": 0.0}
+                          "ep_comm_overlap": False, "controller_us_per_token": 0.0,
+                          "refit": "checkpoint_engine"}
 
 
 def test_engine_defaults_to_vllm_v1_and_a_flag_sets_it(write):

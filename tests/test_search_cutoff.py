@@ -125,7 +125,7 @@ def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
     """`plan` pins (re-solves for the canonical plan) only the options it shows: each shown
     one gets the plain solve's plan; the other proven optima keep the plan CP-SAT found."""
     sc = two_pools(("a", "h100-sxm", 2, 3.99), ("b", "h20", 2, 1.5), algorithm="grpo",
-                   **{"workload.samples_per_prompt": 4, "search.max_staleness": 1})
+                   **{"workload.samples_per_prompt": 8, "search.max_staleness": 1})
     outcomes = search._search(sc, options(sc, 1, False), search.Deadline.after(120), 1)
     ranked = search._feasible(outcomes)
     assert all(not o.result.pinned for o in ranked if o.result.status == "OPTIMAL")

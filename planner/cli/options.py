@@ -46,6 +46,9 @@ OldLogProbs = Annotated[str | None, _opt("Old-policy log-probs: recompute (defau
 ControllerUsPerToken = Annotated[float | None, _opt(
     "Host time per generated token off the GPUs, µs (controller, rule-based reward): in series "
     "with a synchronous step, overlapped with staleness ≥ 1 (NeMo-RL: 9.75).")]
+Refit = Annotated[str | None, _opt(
+    "How weights reach a separate rollout group: checkpoint_engine (default, verl), sharded "
+    "(NeMo-RL), one_rank_broadcast (OpenRLHF, verl's naive sync).")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
@@ -86,7 +89,8 @@ OPTIONS: dict[str, Any] = {
     "response_len": ResponseLen, "max_response_len": MaxResponseLen, "ppo_epochs": PpoEpochs,
     "mini_batches": MiniBatches, "engine": Engine, "rollout_weights": RolloutWeights,
     "kv_cache_dtype": KvCacheDtype, "old_log_probs": OldLogProbs,
-    "controller_us_per_token": ControllerUsPerToken, "gpu": Gpu, "nodes": Nodes,
+    "controller_us_per_token": ControllerUsPerToken, "refit": Refit, "gpu": Gpu,
+    "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
     "time_limit": TimeLimit,

@@ -105,6 +105,8 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(table)
     for line in offload_lines(plan.breakdown):
         console.print(line)
+    if refit := (plan.breakdown.get("sync") or {}).get("refit"):
+        console.print(refit_line(refit))
     im = plan.inter_model
     console.print(f"inter-model: {', '.join([im.placement, *im.choices()])}")
 
@@ -204,6 +206,23 @@ def offload_lines(breakdown: dict) -> list[str]:
                    f"({sync['offload_during_generation_gib_per_gpu']:.1f} GiB per GPU out "
                    "and back over the host link)")
     return out
+
+
+REFIT_NAMES = {"colocated": "co-located, through GPU memory",
+               "sharded": "sharded, every training rank sends its share",
+               "checkpoint_engine": "checkpoint engine, one rank broadcasts in buckets",
+               "one_rank_broadcast": "one rank broadcasts tensor by tensor"}
+
+
+def refit_line(refit: dict) -> str:
+    """The weight refit priced (`breakdown.sync.refit`): mechanism, time, parts."""
+    how = REFIT_NAMES.get(refit["mechanism"], refit["mechanism"])
+    if refit["mechanism"] != "colocated":
+        how += ", runtime.refit"
+    tensors = refit["assemble_s"] + refit["per_tensor_s"]
+    return (f"weight refit {refit['time_s']:.2f} s ({how}): training side "
+            f"{refit['send_s']:.2f} s and rollout side {refit['receive_s']:.2f} s overlapped, "
+            f"per tensor {tensors:.2f} s")
 
 
 def search_line(plan: Plan) -> str | None:

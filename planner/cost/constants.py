@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.specs.hardware import DEFAULT_LINK_EFFICIENCY
 from planner.specs.hardware import GIB as GIB  # bytes per GiB (2**30), re-exported
 
 # --- work ------------------------------------------------------------------------------------
@@ -153,20 +152,7 @@ MOE_EXPERT_IO_TENSORS = 2
 weight in the weighted combine)."""
 
 # --- framework behaviour ---------------------------------------------------------------------
-WEIGHT_SYNC_BYTES_PER_S = 8.25e9
-"""Effective bandwidth of a weight sync from the training group to a separate rollout group:
-verl's checkpoint engine moving Qwen3-30B-A3B in ≈ 7 s on 4×8 H100 with 400 Gb/s IB
-(8.25 GB/s; ../shared/data/calibration/README.md, "Weight sync"). NCCL full broadcasts
-measured there are slower (Qwen2.5-7B 1+1 nodes 5.5–6.0 s ≈ 2.6 GB/s)."""
-WEIGHT_SYNC_MEASURED_ON_GBPS = 50.0
-"""The link that measurement crossed: one 400 Gb/s NIC per H100 = 50 GB/s per direction."""
-WEIGHT_SYNC_LINK_SHARE = WEIGHT_SYNC_BYTES_PER_S / (WEIGHT_SYNC_MEASURED_ON_GBPS * 1e9
-                                                    * DEFAULT_LINK_EFFICIENCY)
-"""The share of the link's effective bandwidth (peak × the profile's efficiency) a weight
-sync achieves: 8.25 / (50 × 0.8) ≈ 0.21 on the measured H100 network. Assumption: the sync
-keeps that share on other links (another NIC speed, NVLink inside one scale-up domain), so
-H100 nodes reproduce the measurement and a GB200 NVL72 rack syncs over NVLink."""
-
+# (The weight refit's constants are `RefitRates` in refit.py, fitted by bench/refit.py.)
 NEMO_RL_CONTROLLER_US_PER_TOKEN = 9.75
 """Host time per generated token that NeMo-RL's synchronous GRPO step spends off the GPUs, µs:
 `runtime.controller_us_per_token` for a NeMo-RL run (README "Rollout engine and host time").

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16, ENGINES, GIB, WEIGHT_SYNC_LINK_SHARE
+from planner.cost.constants import BYTES_BF16, ENGINES, GIB
 from planner.cost.fit import (
     Load,
     budget_of,
@@ -46,11 +46,7 @@ from planner.cost.fit import (
     overflow,
     whole_mib,
 )
-from planner.cost.flops import (
-    Head,
-    Num,
-    params_with_head,
-)
+from planner.cost.flops import Head, Num
 from planner.cost.generation import (
     Rollout,
     bytes_resharding_buffer,
@@ -74,14 +70,19 @@ from planner.cost.memory import (
     memory_per_gpu,
 )
 from planner.cost.offload import swap_time
+from planner.cost.refit import (
+    Refit,
+    generation_side,
+    price_refit,
+    training_side,
+)
 from planner.cost.software import software
 from planner.cost.states import MIXED_PRECISION_ADAM, Precision
-from planner.cost.time import hbm_rate, interleave_problem, time_forward, time_train
+from planner.cost.time import interleave_problem, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, PlanInput
-from planner.specs.hardware import ClusterSpec, HardwareProfile
-from planner.specs.model import ModelSpec
+from planner.specs.hardware import ClusterSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -121,6 +122,7 @@ class Evaluation:
     swap_bytes: float = 0.0  # the bytes per GPU it moves each way
     gpus_by_pool: dict[str, int] = field(default_factory=dict)  # pool → GPUs the plan uses
     controller_s: float = 0.0  # host time per step off the GPUs (`controller_seconds`)
+    refit: Refit | None = None  # the actor's weights into its rollout engine (of sync_s)
 
     @property
     def tokens_per_s(self) -> float:
@@ -223,38 +225,51 @@ def _home_group(role: str, tasks: list[Task]) -> str:
     return next(t.layout.group for t in tasks if t.role == role)
 
 
-def resharding_time(actor: ModelSpec, head: Head, gen: Layout, gpu: HardwareProfile) -> float:
-    """Re-lay the actor's trained weights into its generation layout on the same GPUs.
-
-    Each GPU gathers its generation shard (weights / (tp·pp)) from the group's training shards:
-    an all-gather over the dp replicas of the generation layout, as FSDP/ZeRO-3 training
-    requires (a Megatron layout already matching the generation TP needs less; the model does
-    not credit that, so it depends on the generation layout alone).
-    """
-    gen_shard = params_with_head(actor, head) * BYTES_BF16 / (gen.tp * gen.pp)
-    if gen.dp == 1:  # one replica: the shard is local, a copy at HBM speed
-        return 2 * gen_shard / hbm_rate(gpu)
-    return comm.time_allgather(gen_shard, gen.dp, comm.link_for(gpu, gen.dp, stride=gen.tp))
+def refit_links(sc: Scenario, train: ClusterSpec, gen: ClusterSpec
+                ) -> tuple[bool, comm.Link | None]:
+    """Where a refit from a group on pool `train` to a separate group on pool `gen` runs
+    (clusters of `sc.pool_list`): (both groups in one scale-up domain — the planner does not
+    place groups on nodes, so only a pool that is one domain, e.g. an NVL72 rack, says yes —,
+    the link between the pools when they differ, `groups.inter_pool_link`)."""
+    if train.name != gen.name:
+        return False, inter_pool_link(sc)
+    return train.total_gpus <= train.gpu.scale_up_gpus, None
 
 
-def weight_sync_time(actor: ModelSpec, head: Head, cluster: ClusterSpec,
-                     link: comm.Link | None = None) -> float:
-    """Send the actor's weights from its training group to a separate rollout group, at the
-    measured share of the link between the groups (`WEIGHT_SYNC_LINK_SHARE`): NVLink when
-    the cluster is one scale-up domain (the planner does not place groups on nodes, so two
-    groups of a larger cluster are taken to be in different domains), else the network;
-    `link` when given (between pools: `groups.inter_pool_link`)."""
-    link = link or comm.link_p2p(cluster.gpu, cluster.total_gpus)
-    return params_with_head(actor, head) * BYTES_BF16 / (WEIGHT_SYNC_LINK_SHARE * link.bandwidth)
+def refit_fp8(sc: Scenario) -> bool:
+    """The rollout engine runs FP8 weights: the refit quantizes the bf16 training weights."""
+    return rollout_precision_of(sc).weight_bytes < BYTES_BF16
 
 
-def sync_between(sc: Scenario, head: Head, train: ClusterSpec, gen: ClusterSpec) -> float:
-    """The weight sync from a training group on pool `train` to a rollout group on pool `gen`
-    (clusters of `sc.pool_list`): within one pool over its own links, across pools over the
-    link between them."""
-    if train.name == gen.name:
-        return weight_sync_time(sc.actor, head, train)
-    return weight_sync_time(sc.actor, head, train, inter_pool_link(sc))
+def refit_training_side(sc: Scenario, head: Head, train: Layout | LayoutVariants,
+                        train_cluster: ClusterSpec, gen_cluster: ClusterSpec, colocated: bool
+                        ) -> tuple[Num, float]:
+    """(transfers, per-tensor latency) of a refit's training side in seconds
+    (`refit.training_side`, by `runtime.refit` unless co-located)."""
+    same, between = refit_links(sc, train_cluster, gen_cluster)
+    return training_side(sc.actor, head, train, train_cluster.gpu, mechanism=sc.runtime.refit,
+                         colocated=colocated, same_domain=same, between_pools=between)
+
+
+def refit_generation_side(sc: Scenario, head: Head, gen: Layout | LayoutVariants,
+                          train_cluster: ClusterSpec, gen_cluster: ClusterSpec,
+                          colocated: bool) -> tuple[float, float]:
+    """(transfers, per-tensor work) of a refit's generation side in seconds
+    (`refit.generation_side`)."""
+    same, between = refit_links(sc, train_cluster, gen_cluster)
+    return generation_side(sc.actor, head, gen, gen_cluster.gpu, colocated=colocated,
+                           same_domain=same, fp8=refit_fp8(sc), between_pools=between)
+
+
+def refit_between(sc: Scenario, head: Head, train: Layout, train_cluster: ClusterSpec,
+                  gen: Layout, gen_cluster: ClusterSpec) -> Refit:
+    """The actor's refit from its training layout into its generation layout: co-located
+    when both name one group, else to a separate group by `runtime.refit`."""
+    same, between = refit_links(sc, train_cluster, gen_cluster)
+    return price_refit(sc.actor, head, train, gen, train_gpu=train_cluster.gpu,
+                       gen_gpu=gen_cluster.gpu, mechanism=sc.runtime.refit,
+                       colocated=train.group == gen.group, same_domain=same, fp8=refit_fp8(sc),
+                       between_pools=between)
 
 
 def _pool_views(sc: Scenario, plan: PlanInput) -> dict[str, Scenario]:
@@ -357,18 +372,18 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         t.seconds, t.parts = task_time(on, t.role, t.stage, t.layout, heads[t.role])
         t.memory = task_memory(on, t.role, t.stage, t.layout, heads[t.role])
 
-    # Resharding (same group) or weight sync (another group) of the actor, every iteration.
-    sync_s, sync_groups = 0.0, set()
+    # The actor's refit every iteration: co-located (same group, with any swap out and back)
+    # or to its own rollout group.
+    sync_s, sync_groups, weight_refit = 0.0, set(), None
     if gen_task:
         train = next(t.layout for t in tasks if t.role == "actor" and t.stage == "training")
+        weight_refit = refit_between(sc, heads["actor"], train, view[train.group].cluster,
+                                     gen_task.layout, view[gen_task.layout.group].cluster)
+        sync_s = weight_refit.seconds
         if gen_task.layout.group == train.group:
-            sync_s = resharding_time(sc.actor, heads["actor"], gen_task.layout,
-                                     view[train.group].cluster.gpu) + swap_s
+            sync_s += swap_s
             sync_groups = {train.group}
-        else:
-            sync_s = sync_between(sc, heads["actor"], view[train.group].cluster,
-                                  view[gen_task.layout.group].cluster)
-            # an overlapped sync lands in the rollout group's shadow copy while it generates
+        else:  # an overlapped sync lands in the rollout group's shadow copy while it generates
             sync_groups = {train.group} if shadow else {train.group, gen_task.layout.group}
 
     busy = {g: dict.fromkeys(BREAKDOWN_KEYS, 0.0) for g in sizes}
@@ -425,7 +440,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         bounds=plan_bounds(sc, tasks, heads, n, [(k, gpu) for k, gpu in per_pool.values()],
                            rollout_precision_of(sc), software(sc).runtime.fp8_matmuls),
         rollout=rollout, timeline=drawn, swap_s=swap_s, swap_bytes=swap_bytes,
-        controller_s=controller_s,
+        controller_s=controller_s, refit=weight_refit,
         gpus_by_pool={p: k for p, (k, _) in per_pool.items()})
 
 

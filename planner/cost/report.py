@@ -11,6 +11,7 @@ import numpy as np
 from planner.cost.constants import GIB
 from planner.cost.generation import Rollout
 from planner.cost.iteration import Evaluation, cost_per_step
+from planner.cost.refit import Refit
 from planner.plan import Plan, PlanInput, StageTime
 from planner.specs.scenario import Scenario
 
@@ -62,9 +63,20 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                                                     else 0),
                    "rollout": rollout_summary(sc, ev.rollout) if ev.rollout else None,
                    "sync": {"time_s": ev.sync_s,
+                            "refit": refit_summary(ev.refit),
                             "offload_during_generation_s": ev.swap_s,
                             "offload_during_generation_gib_per_gpu": ev.swap_bytes / GIB},
                    "timeline": ev.timeline})
+
+
+def refit_summary(refit: Refit | None) -> dict | None:
+    """The refit as the plan JSON gives it: the mechanism priced (`runtime.refit`, or
+    colocated), its time and parts (`planner.cost.refit.Refit`); None without a rollout."""
+    if refit is None:
+        return None
+    return {"mechanism": refit.mechanism, "time_s": refit.seconds, "send_s": refit.send_s,
+            "receive_s": refit.receive_s, "assemble_s": refit.assemble_s,
+            "per_tensor_s": refit.per_tensor_s}
 
 
 def plan_cost(sc: Scenario, ev: Evaluation) -> tuple[float | None, dict]:

@@ -8,8 +8,9 @@ s GPUs scores at least `lower_bound(c, s)`. Every task must run each of its stag
 so stage st lasts at least `floor[st]`, the fastest candidate of its slowest task; and at least
 c's own time in st. Staleness 0: T = GA + controller + sync + S_training, where GA = S_gen +
 S_assess, or under fusion GA ≥ max(S_gen, S_assess) (the fused phase ends no earlier than
-either). Staleness ≥ 1: T ≥ the busy time of c's group ≥ c's total, T ≥ the controller's host
-time, and T ≥ the sequential chain over s + 1.
+either), and sync ≥ c's own side of the refit in its cheapest placement (the actor's training
+and generation candidates; 0 for the others). Staleness ≥ 1: T ≥ the busy time of c's group ≥
+c's total, T ≥ the controller's host time, and T ≥ the sequential chain over s + 1.
 Cost objective: T × weighted GPUs ≥ T × s × w (w: the price weight of the candidate's pool);
 gpus objective: GPUs ≥ s.
 
@@ -52,7 +53,9 @@ def time_lower_bound(space: Space, cand: Candidate, floors: dict[str, int]) -> i
     S = {st: max(cand.time_ms.get(st, 0), floors[st]) for st in STAGES}
     fused = space.fusion and space.generation is not None
     ga = max(S["generation"], S["assessment"]) if fused else S["generation"] + S["assessment"]
-    sequential = ga + space.controller_ms + S["training"]
+    # the refit is no shorter than the candidate's own side (`choice.refit_ms`), wherever it is
+    refit = min(cand.refit_ms, default=0) if space.generation is not None else 0
+    sequential = ga + space.controller_ms + S["training"] + refit
     if space.staleness >= 1:
         t = max(sum(cand.time_ms.values()), space.controller_ms,
                 -(-sequential // (space.staleness + 1)))

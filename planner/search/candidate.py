@@ -61,7 +61,12 @@ class Candidate:
     persistent_mib: int  # kept between stages (model states; a rollout group's weights)
     transient_mib: dict[str, int]  # needed during a stage only
     host_mib: int = 0  # CPU memory per GPU holding offloaded state
-    reshard_ms: int = 0  # generation on the training group: re-laying the weights
+    # The actor's refit, this candidate's side (the generation's, or the actor's training's;
+    # `choice.refit_ms` combines them) by placement: [0] co-located, [1 + q] the other group
+    # a separate one on pool q. `refit_ms` its transfers and per-tensor work, `refit_fixed_ms`
+    # the per-tensor work alone (`planner.cost.refit.Refit`).
+    refit_ms: tuple[int, ...] = ()
+    refit_fixed_ms: tuple[int, ...] = ()
     reshard_mib: int = 0  # generation on the training group: the re-laying buffer (transient)
     done_ms: tuple[int, ...] = ()  # generation: when each of FUSION_POINTS' fractions is done
     # generation: no rollout at a smaller KV size, down to the next priced one, is faster than
@@ -75,7 +80,8 @@ class Candidate:
     def key(self) -> tuple:
         """Numbers a better candidate is no worse in (lower is better)."""
         done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
-        return (*(self.time_ms.get(s, 0) for s in STAGES), self.reshard_ms, self.reshard_mib,
+        return (*(self.time_ms.get(s, 0) for s in STAGES), *self.refit_ms, *self.refit_fixed_ms,
+                self.reshard_mib,
                 *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
                 *(self.transient_mib.get(s, 0) for s in STAGES))
 
@@ -112,7 +118,9 @@ def candidate_at(priced: Candidate, i: int, layout: Layout) -> Candidate:
     return Candidate(layout=layout, time_ms={s: num(v) for s, v in priced.time_ms.items()},
                      persistent_mib=num(priced.persistent_mib),
                      transient_mib={s: num(v) for s, v in priced.transient_mib.items()},
-                     host_mib=num(priced.host_mib), reshard_ms=num(priced.reshard_ms),
+                     host_mib=num(priced.host_mib),
+                     refit_ms=tuple(num(x) for x in priced.refit_ms),
+                     refit_fixed_ms=tuple(num(x) for x in priced.refit_fixed_ms),
                      reshard_mib=num(priced.reshard_mib),
                      done_ms=tuple(int(x) for x in (done[i] if done.ndim == 2 else done)),
                      floor_ms=num(priced.floor_ms))

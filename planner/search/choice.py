@@ -144,6 +144,18 @@ def meets_target(space: Space, ch: Choice) -> bool:
     return space.target_ms is None or iteration_ms(space, ch) <= space.target_ms
 
 
+def refit_ms(ch: Choice, gen: str) -> int:
+    """The actor's refit in ms (`iteration.refit_between`): both sides' transfers overlap,
+    their per-tensor parts add — max(training side + generation's per-tensor, training's
+    per-tensor + generation side), each side as priced for the placement (co-located, or
+    the two groups' pools: `Candidate.refit_ms`)."""
+    train, rollout = ch.candidate["actor.training"], ch.candidate[gen]
+    k = ch.slot[gen]
+    t, g = (0, 0) if k == 0 else (1 + ch.pool(k), 1 + ch.pool(0))
+    return max(train.refit_ms[t] + rollout.refit_fixed_ms[g],
+               train.refit_fixed_ms[t] + rollout.refit_ms[g])
+
+
 def iteration_ms(space: Space, ch: Choice) -> int:
     """The iteration time in ms: stage maxima over groups, the controller's host time, sync,
     fusion overlap, asynchrony (`iteration.evaluate`)."""
@@ -153,9 +165,7 @@ def iteration_ms(space: Space, ch: Choice) -> int:
     sync = 0
     gen_slot = ch.slot[gen.name] if gen else None
     if gen:
-        c = ch.candidate[gen.name]
-        sync = (c.reshard_ms if gen_slot == 0
-                else space.sync_ms[ch.pool(0), ch.pool(gen_slot)])
+        sync = refit_ms(ch, gen.name)
         if space.swap:
             held = sum(ch.candidate[t.name].persistent_mib for t in space.tasks
                        if t is not gen and ch.slot[t.name] == 0)

@@ -9,6 +9,7 @@ and `choice.score`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -235,8 +236,7 @@ class Model:
             m.Add(S[st] >= expr)
         sync = 0
         if gen is not None:
-            hybrid = sum(c.reshard_ms * v for v, c in self.terms(gen.name, 0))
-            sync = hybrid + self.weight_sync(gen.name)
+            sync = self.refit(gen.name, horizon)
             if sp.swap:
                 swap = m.NewIntVar(0, horizon, "swap")
                 held = sum(sp.pools[p].swap_q * c.persistent_mib * v for t in sp.tasks
@@ -282,24 +282,36 @@ class Model:
             self.objective = T
         m.Minimize(self.objective)
 
-    def weight_sync(self, gen: str):
-        """The sync to a separate rollout group (0 when generation is on slot 0): with one pool
-        its `sync_ms` times 'generation off slot 0'; with several, the time for (slot 0's pool,
-        the rollout group's pool), chosen by a literal per pair that is the conjunction of
-        both."""
+    def refit(self, gen: str, horizon: int):
+        """The actor's refit (`choice.refit_ms`): a variable no less than both sides' sums
+        for the placement chosen — co-located (generation on slot 0), else a literal per (slot
+        0's pool, the rollout group's pool), the conjunction of both — two linear constraints
+        each, enforced under that placement's literal."""
         sp, m = self.space, self.m
+        refit = m.NewIntVar(0, horizon, "refit")
+        train = self.pool_terms("actor.training", 0)
+
+        def at_least(i: int, g: int, rollout: list, when) -> None:
+            """refit ≥ training side [i] + rollout's per-tensor [g], and the other way."""
+            for t_part, g_part in (("refit_ms", "refit_fixed_ms"),
+                                   ("refit_fixed_ms", "refit_ms")):
+                m.Add(refit >= sum(getattr(c, t_part)[i] * v for v, c, _ in train)
+                      + sum(getattr(c, g_part)[g] * v for v, c, _ in rollout)
+                      ).OnlyEnforceIf(when)
+
+        at_least(0, 0, self.pool_terms(gen, 0), self.a[gen, 0])
+        away = [term for k in range(1, sp.slots) for term in self.pool_terms(gen, k)]
         if not self.multi:
-            return sp.sync_ms[0, 0] * (1 - self.a[gen, 0])
-        off = {p: sum(v for k in range(1, sp.slots) for v, _, q in self.pool_terms(gen, k)
-                      if q == p) for p in range(len(sp.pools))}
-        total = 0
-        for (p0, pg), ms in sp.sync_ms.items():
-            z = m.NewBoolVar(f"sync[{p0},{pg}]")
+            at_least(1, 1, away, self.a[gen, 0].Not())
+            return refit
+        for p0, pg in itertools.product(range(len(sp.pools)), repeat=2):
+            off = sum(v for v, _, q in away if q == pg)
+            z = m.NewBoolVar(f"refit[{p0},{pg}]")
             m.Add(z <= self.on[0, p0])
-            m.Add(z <= off[pg])
-            m.Add(z >= self.on[0, p0] + off[pg] - 1)
-            total = total + ms * z
-        return total
+            m.Add(z <= off)
+            m.Add(z >= self.on[0, p0] + off - 1)
+            at_least(1 + pg, 1 + p0, [t for t in away if t[2] == pg], z)
+        return refit
 
     def build(self) -> Model:
         check_range(self.space, _horizon(self.space))  # before any term is built
@@ -364,9 +376,9 @@ class Model:
 def _horizon(sp: Space) -> int:
     """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
     # python ints throughout: a numpy int64 here would wrap silently instead of growing
-    horizon = sum(max((int(sum(c.time_ms.values())) + int(c.reshard_ms) for c in cs), default=0)
-                  for cs in sp.candidates.values()) + max(sp.sync_ms.values()) \
-        + sp.controller_ms + 1
+    horizon = sum(max((int(sum(c.time_ms.values())) + max(map(int, c.refit_ms), default=0)
+                       for c in cs), default=0)
+                  for cs in sp.candidates.values()) + sp.controller_ms + 1
     if sp.swap:  # the swap of everything on slot 0, rounded up
         horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
             * max(pool.swap_q for pool in sp.pools) // SWAP_SCALE + 1

@@ -70,7 +70,7 @@ def kv_key(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> tuple
 
 
 def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVariants],
-              priced: list[tuple[Num, Num, Num, Num]], kept: list[Candidate]
+              priced: list[tuple[Num, Num, tuple, Num]], kept: list[Candidate]
               ) -> list[Candidate]:
     """Generation: a bound candidate for each gap between a shape's priced KV sizes a < b (and
     below the smallest, from one longest sequence): it stands for the layout with the largest
@@ -85,7 +85,8 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     optimum over the sizes it prices (the two largest). (Under
     inter-stage fusion the generation has its group to itself and the largest size fits: no
     bound is ever allowed, and none needs the fused completions, `done_ms`, bounded.)
-    `priced`: each shape's floors and transient MiB per priced size, resharding ms and MiB.
+    `priced`: each shape's floors and transient MiB per priced size, its refit side
+    (`Candidate.refit_ms`, `refit_fixed_ms`) and resharding MiB.
     Kept where they fit alone and no kept candidate is as good in every number."""
     if task.kind != "generation" or space.partial:
         return []
@@ -94,7 +95,7 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     spec = sc.roles[task.role]
     front = np.array([c.key() for c in kept], dtype=np.int64)
     out = []
-    for shape, (floor, need, reshard_ms, reshard_mib) in zip(shapes, priced, strict=True):
+    for shape, (floor, need, refit, reshard_mib) in zip(shapes, priced, strict=True):
         levels = [int(kv) for kv in shape.kv_cache_tokens]
         floor, need = (np.broadcast_to(x, len(levels)) for x in (floor, need))
         # (the gap's smallest size, the index of the priced size b that ends it)
@@ -112,7 +113,8 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
             c = Candidate(layout=lay, time_ms={"generation": int(floor[b])},
                           persistent_mib=int(persistent[i]),
                           transient_mib={"generation": int(transient[i])},
-                          reshard_ms=int(reshard_ms), reshard_mib=int(reshard_mib),
+                          refit_ms=tuple(map(int, refit[0])),
+                          refit_fixed_ms=tuple(map(int, refit[1])), reshard_mib=int(reshard_mib),
                           done_ms=(0,) * len(FUSION_POINTS), bound=True,
                           upper_mib=int(need[b]))
             dominated = bool(kept) and (front <= np.array(c.key())).all(axis=1).any()

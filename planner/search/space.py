@@ -20,6 +20,7 @@ score a choice with the same integer arithmetic (`choice.py`), so their optima c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,15 +28,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.cost.fit import budget_of, host_budget_of
+from planner.cost.flops import Num
 from planner.cost.generation import Rollout, bytes_resharding_buffer
 from planner.cost.iteration import (
     controller_seconds,
     generation_memory,
     generation_rollout,
-    resharding_time,
+    refit_generation_side,
+    refit_training_side,
     rollout_precision_of,
     runs_stage,
-    sync_between,
     task_memory,
     task_time,
     tokens_per_step,
@@ -93,8 +95,6 @@ class Space:
     pools: list[PoolSpace]
     slots: int
     total_gpus: int
-    # weight sync to a separate rollout group, by (slot 0's pool, the rollout group's pool)
-    sync_ms: dict[tuple[int, int], int]
     target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
     controller_ms: int = 0  # the controller's host time per step (`controller_seconds`)
     candidates: dict[tuple[str, int, int], list[Candidate]] = field(default_factory=dict)
@@ -151,7 +151,7 @@ def _price(space: Space, ps: PoolSpace, task: Task, lay: Layout | LayoutVariants
             layout=lay, time_ms={"generation": to_ms(np.array([r.seconds for r in rollouts]))},
             persistent_mib=to_mib(mem.persistent),
             transient_mib={"generation": to_mib(mem.transient)},
-            reshard_ms=to_ms(resharding_time(sc.actor, head, lay, sc.cluster.gpu)),
+            **_refit_side(space, ps, lay, head, refit_generation_side, train_first=False),
             reshard_mib=to_mib(bytes_resharding_buffer(sc.actor, lay,
                                                      rollout_precision_of(sc).weight_bytes)),
             done_ms=to_ms(np.array([[c for c, _ in r.completions] for r in rollouts])),
@@ -172,8 +172,28 @@ def _price(space: Space, ps: PoolSpace, task: Task, lay: Layout | LayoutVariants
         times["assessment"] = to_ms(task_time(sc, role, "assessment", lay, head)[0])
         transient["assessment"] = to_mib(task_memory(sc, role, "assessment", lay,
                                                    head).transient)
+    refit = (_refit_side(space, ps, lay, head, refit_training_side, train_first=True)
+             if space.generation is not None and role == "actor" else {})
     return Candidate(layout=lay, time_ms=times, persistent_mib=to_mib(train.persistent),
-                     transient_mib=transient, host_mib=to_mib(train.host_offload))
+                     transient_mib=transient, host_mib=to_mib(train.host_offload), **refit)
+
+
+def _refit_side(space: Space, ps: PoolSpace, lay: Layout | LayoutVariants, head: Head, side,
+                train_first: bool) -> dict[str, tuple[Num, ...]]:
+    """A candidate's side of the actor's refit in ms (`Candidate.refit_ms`), by placement:
+    co-located on pool `ps`, then with the other group on each pool in turn. `side` prices it
+    (`iteration.refit_training_side` or `refit_generation_side`, seconds)."""
+    sc, here = space.scenario, ps.scenario.cluster  # the whole scenario: the link between pools
+    priced = [side(sc, head, lay, here, here, True)]
+    for other in space.pools:
+        if other is ps and ps.total_gpus < 2:  # no second group on a one-GPU pool
+            priced.append((0.0, 0.0))
+            continue
+        clusters = ((here, other.scenario.cluster) if train_first
+                    else (other.scenario.cluster, here))
+        priced.append(side(sc, head, lay, *clusters, False))
+    return {"refit_ms": tuple(to_ms(np.add(transfers, fixed)) for transfers, fixed in priced),
+            "refit_fixed_ms": tuple(to_ms(fixed) for _, fixed in priced)}
 
 
 def _rollout(space: Space, ps: PoolSpace, layout: Layout) -> Rollout:
@@ -206,8 +226,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
                            or space.caps.mask(task.kind, c.layout, spec)])
         return by_time(kept + kv_bounds(space, ps, task, shapes, [
             (np.array([c.floor_ms for c in cs]),
-             np.array([c.transient_mib.get("generation", 0) for c in cs]), cs[0].reshard_ms,
-             cs[0].reshard_mib) for cs in each], kept))
+             np.array([c.transient_mib.get("generation", 0) for c in cs]),
+             (cs[0].refit_ms, cs[0].refit_fixed_ms), cs[0].reshard_mib) for cs in each], kept))
     priced = [_price(space, ps, task, variants, head) for variants in shapes]
     keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
     for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
@@ -222,8 +242,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     kept = [candidate_at(priced[k], i, shapes[k][i]) for k, i in
             (rows[r] for r in front_of(np.concatenate(keys)))]
     return by_time(kept + kv_bounds(space, ps, task, shapes, [
-        (c.floor_ms, c.transient_mib.get("generation", 0), c.reshard_ms, c.reshard_mib)
-        for c in priced], kept))
+        (c.floor_ms, c.transient_mib.get("generation", 0), (c.refit_ms, c.refit_fixed_ms),
+         c.reshard_mib) for c in priced], kept))
 
 
 def host_budget_mib(sc: Scenario) -> int:
@@ -274,13 +294,10 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     cache = PriceCache() if cache is None else cache
     pools = [pool_space(sc, p.name, caps, w)
              for p, w in zip(sc.pool_list, price_weights(sc), strict=True)]
-    sync = {(a, b): int(to_ms(sync_between(sc, heads["actor"], pa.scenario.cluster,
-                                         pb.scenario.cluster)))
-            for a, pa in enumerate(pools) for b, pb in enumerate(pools)}
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
         overlap_sync=overlap_sync, partial=partial, objective=sc.search.objective, tasks=tasks,
-        pools=pools, slots=min(slots, len(tasks)), total_gpus=sc.total_gpus, sync_ms=sync,
+        pools=pools, slots=min(slots, len(tasks)), total_gpus=sc.total_gpus,
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
                    if sc.search.objective == "gpus" else None), caps=caps,
         controller_ms=int(to_ms(controller_seconds(sc))), cache=cache)
@@ -302,7 +319,44 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     # in (task, pool, size) order whatever order they were priced in
     space.candidates = {(t.name, p, g): space.candidates[(t.name, p, g)] for t in tasks
                         for p, g in space.shapes if (t.name, p, g) in space.candidates}
+    _hide_refit(space)
     return space
+
+
+def _hide_refit(space: Space) -> None:
+    """Drop from the actor training's candidates the part of their refit side no choice sees
+    (`hide_refit`)."""
+    if space.generation is None:
+        return
+    for (name, p, g), cands in space.candidates.items():
+        if name == "actor.training":
+            space.candidates[(name, p, g)] = hide_refit(space, p, cands)
+
+
+def hide_refit(space: Space, p: int, cands: list[Candidate]) -> list[Candidate]:
+    """The actor training's candidates `cands` (on pool `p`) without the part of their refit
+    side no choice sees, pruned again.
+
+    The refit is the per-tensor parts plus the longer of the two sides' transfers
+    (`choice.refit_ms`): a training candidate whose transfers on a placement are no longer
+    than every rollout candidate's there is hidden by them, so counting them as 0 gives every
+    choice the same score — and training layouts that differed only there (the bytes a
+    domain's ranks hold, by ZeRO stage and expert layout) become duplicates `pareto` drops.
+    (Rollout candidates `refine` adds later are of the same shapes: the same refit sides.)"""
+    gen = space.generation
+    rollout: dict[int, list[Candidate]] = {}
+    for (name, q, _), those in space.candidates.items():
+        if gen is not None and name == gen.name:
+            rollout.setdefault(q, []).extend(those)
+    # entry i of a training candidate meets entry j of the rollout candidates on pool q
+    pairs = [(0, p)] + [(1 + p, q) for q in range(len(space.pools))]
+    floor = [min((c.refit_ms[j] - c.refit_fixed_ms[j] for c in rollout.get(q, [])),
+                 default=None) for j, q in pairs]
+    return pareto(space.pools[p], [
+        dataclasses.replace(c, refit_ms=tuple(
+            fixed if low is None or total - fixed <= low else total
+            for total, fixed, low in zip(c.refit_ms, c.refit_fixed_ms, floor, strict=True)))
+        for c in cands])
 
 
 def _cache_key(space: Space, task: Task, p: int, g: int) -> tuple:

@@ -18,6 +18,10 @@ TRAINING_PRECISIONS = {
 }
 """What the plan says training computes in, by runtime.training_states."""
 
+REFIT_MECHANISMS = ("sharded", "checkpoint_engine", "one_rank_broadcast")
+"""How a run moves the actor's weights to a rollout group of its own (`runtime.refit`;
+`planner/cost/refit.py` prices each)."""
+
 TRAINING_SOFTWARE = ("selective_recompute", "training_loss", "fp8_training", "training_states",
                      "attention_kernel", "ep_dispatch", "ep_comm_overlap")
 """The `RuntimeInput` fields naming the training software (README "Training software")."""
@@ -52,6 +56,13 @@ class RuntimeInput(BaseModel):
         "responses, the rule-based reward — in series with a synchronous step, overlapped by "
         "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's co-located "
         "rows imply 9.75 µs (NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted in bench/calibration.py)")
+    refit: Literal["sharded", "checkpoint_engine", "one_rank_broadcast"] = Field(
+        "checkpoint_engine", description="how the trained weights reach a rollout group of its "
+        "own: checkpoint_engine (default: one training rank gathers the model and broadcasts "
+        "it in buckets, verl's checkpoint engine), sharded (every training rank sends its "
+        "share at once, NeMo-RL's NCCL refit) or one_rank_broadcast (one rank, tensor by "
+        "tensor, each a synchronised round: OpenRLHF, verl's naive sync); a co-located rollout "
+        "re-lays through GPU memory whatever this says (README \"Weight refit\")")
     # The training software (planner/cost/software.py prices these names; bench/training.py
     # checks them against training_h100.md): memory and time of the assessment and training.
     selective_recompute: Literal["core_attn", "every_other_mm"] = Field(
@@ -91,7 +102,7 @@ class RuntimeInput(BaseModel):
         "micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm, DeepEP overlap): a "
         "MoE layer costs max(compute, all-to-alls) instead of their sum")
 
-    @field_validator("engine", "rollout_weights", "kv_cache_dtype", "old_log_probs",
+    @field_validator("engine", "rollout_weights", "kv_cache_dtype", "old_log_probs", "refit",
                      "selective_recompute", "training_loss", "fp8_training",
                      "training_states", "attention_kernel", "ep_dispatch", mode="before")
     @classmethod

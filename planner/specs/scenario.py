@@ -59,6 +59,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "kv_cache_dtype": "runtime.kv_cache_dtype",
     "old_log_probs": "runtime.old_log_probs",
     "controller_us_per_token": "runtime.controller_us_per_token",
+    "refit": "runtime.refit",
     "gpu": "cluster.gpu",
     "nodes": "cluster.nodes",
     "gpus_per_node": "cluster.gpus_per_node",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from planner.cost import comm
-from planner.cost.constants import WEIGHT_SYNC_BYTES_PER_S
 from planner.cost.iteration import evaluate
+from planner.cost.refit import REFIT_RATES
 from planner.plan import PlanInput
 from planner.specs.hardware import load_profile
 from planner.specs.scenario import load_scenario
@@ -72,28 +72,45 @@ def _disaggregated(gpus: int) -> PlanInput:
         "inter_model": {"placement": "disaggregated"}})
 
 
+QWEN_1_5B_TENSORS = 28 * (4 + 3 + 2 + 3) + 2
+"""qwen2.5-1.5b's checkpoint tensors: per layer q, k, v, o, the q/k/v biases, two norms, gate,
+up and down; the tied embedding and the final norm."""
+
+
+def _refit_per_tensor(mechanism: str) -> float:
+    """The per-tensor terms of a refit of qwen2.5-1.5b from a TP1·PP1 layout: the engine's
+    load of every tensor, and under the checkpoint engine its per-tensor generator."""
+    engine = REFIT_RATES.engine_tensor_s if mechanism == "checkpoint_engine" else 0.0
+    return QWEN_1_5B_TENSORS * (REFIT_RATES.tensor_s + engine)
+
+
 def test_a_weight_sync_across_nvl72_trays_runs_on_nvlink():
+    """8 + 8 GB200s of one rack: the checkpoint engine's one rank sends the bf16 weights over
+    NVLink; each rollout GPU takes them in over NVLink too."""
     sc = cluster_scenario("gb200", 4, 4)
     ev = evaluate(sc, _disaggregated(16))
     weights = sc.actor.params_total * 2  # bf16
-    # the measured sync (8.25 GB/s over a 50 GB/s NIC at the default efficiency 0.8) keeps its
-    # share of the link: 900 GB/s NVLink × 0.8 × 8.25 / 40
-    nvlink = 900e9 * sc.cluster.gpu.efficiency.intra_node * WEIGHT_SYNC_BYTES_PER_S / 40e9
-    assert ev.sync_s == pytest.approx(weights / nvlink)
+    nvlink = 900e9 * sc.cluster.gpu.efficiency.intra_node * REFIT_RATES.link_share
+    assert ev.refit.mechanism == "checkpoint_engine"
+    assert ev.sync_s == ev.refit.seconds == pytest.approx(
+        weights / nvlink + _refit_per_tensor("checkpoint_engine"))
 
 
-def test_the_same_weight_sync_across_two_h100_nodes_is_the_measured_network_sync():
+def test_the_same_weight_sync_across_two_h100_nodes_runs_on_the_network():
+    """8 + 8 H100s on two nodes: the one rank's NIC carries the weights (the rollout node takes
+    them over its 8 NICs, faster)."""
     sc = cluster_scenario("h100-sxm", 2, 8)
     ev = evaluate(sc, _disaggregated(16))
-    assert ev.sync_s == pytest.approx(sc.actor.params_total * 2 / WEIGHT_SYNC_BYTES_PER_S)
+    nic = 50e9 * sc.cluster.gpu.efficiency.inter_node * REFIT_RATES.link_share
+    assert ev.sync_s == pytest.approx(sc.actor.params_total * 2 / nic
+                                      + _refit_per_tensor("checkpoint_engine"))
 
 
 def test_resharding_across_nvl72_trays_gathers_over_nvlink():
-    """Co-located on 16 GB200s: generation dp 16 gathers the full bf16 weights from the 16
-    training shards — an all-gather over NVLink, not the trays' NICs."""
+    """Co-located on 16 GB200s: each GPU takes the whole bf16 tensors over NVLink, and the
+    rack holds every training shard, so no tray's NIC carries any."""
     sc = cluster_scenario("gb200", 4, 4)
-    plan = PlanInput.model_validate({
-        "groups": [{"name": "g0", "gpus": 16}],
+    plan = PlanInput.model_validate({        "groups": [{"name": "g0", "gpus": 16}],
         "layouts": {"actor": {"generation": {"group": "g0", "dp": 16},
                               "training": {"group": "g0", "dp": 16, "zero": 3,
                                            "checkpointing": "full", "micro_batch": 2}},
@@ -101,5 +118,6 @@ def test_resharding_across_nvl72_trays_gathers_over_nvlink():
         "inter_model": {"placement": "colocated"}})
     ev = evaluate(sc, plan)
     weights = sc.actor.params_total * 2
-    bandwidth = 900e9 * sc.cluster.gpu.efficiency.intra_node
-    assert ev.sync_s == pytest.approx(4.3e-6 + 15 * 1.4e-6 + 15 / 16 * weights / bandwidth)
+    nvlink = 900e9 * sc.cluster.gpu.efficiency.intra_node * REFIT_RATES.link_share
+    assert ev.refit.mechanism == "colocated" and ev.refit.send_s == 0
+    assert ev.sync_s == pytest.approx(weights / nvlink + _refit_per_tensor("colocated"))
