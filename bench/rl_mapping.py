@@ -34,12 +34,19 @@ VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
 
 
 ASYNC_SYNC_ASSUMPTION = (
-    "{}: two groups, staleness 1; weight sync at the planner's WEIGHT_SYNC_LINK_SHARE of the "
-    "link between the groups (NVLink inside one NVL72 rack, else the network), "
-    "blocking (generation pauses for it, one rollout copy): whether the recipe overlaps it "
-    "(NeMo-RL grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
+    "{}: two groups, staleness 1; the weight refit priced by planner/cost/refit.py as "
+    "runtime.refit {} (bench/refit.py checks it on the measured refits), blocking (generation "
+    "pauses for it, one rollout copy): whether the recipe overlaps it (NeMo-RL "
+    "grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
     "overlap_broadcast_and_consume) is not in the data; the overlapped mode (shadow copy) is "
     "printed as a sensitivity")
+NEMO_RL_REFIT = "sharded"
+"""NeMo-RL's refit to its own generation GPUs: every training rank sends its share over NCCL
+(rollout.md §6; `policy.generation.refit_transport` null = NCCL when not co-located,
+exports.md §5). Co-located rows re-lay through GPU memory whatever the option says."""
+VERL_REFIT = "checkpoint_engine"
+"""verl's fully-async recipe with its checkpoint engine (`async_training.checkpoint_engine`,
+exports.md §1.10), the configuration its document measures the speed-up with."""
 
 
 @dataclass
@@ -195,7 +202,8 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
         "workload.response_len": round(gen_len), "workload.max_response_len": t_max - prompt,
         "workload.mini_batches": g_gbs // t_gbs, "cluster.gpu": case.profile,
         "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node,
-        "runtime.controller_us_per_token": NEMO_RL_CONTROLLER_US_PER_TOKEN}
+        "runtime.controller_us_per_token": NEMO_RL_CONTROLLER_US_PER_TOKEN,
+        "runtime.refit": NEMO_RL_REFIT}
     case.assumptions.append(
         f"controller host time {NEMO_RL_CONTROLLER_US_PER_TOKEN:g} us per generated token "
         "(NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted on the co-located rows below; "
@@ -218,7 +226,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
                 f"generate ({t_nodes}+{g_nodes} nodes), as the README states for the H100 rows")
         groups = {"train": t_nodes * per_node, "rollout": g_nodes * per_node}
         train_group, gen_group, staleness = "train", "rollout", 1
-        case.assumptions.append(ASYNC_SYNC_ASSUMPTION.format("async 1-off"))
+        case.assumptions.append(ASYNC_SYNC_ASSUMPTION.format("async 1-off", NEMO_RL_REFIT))
     moe = model == "qwen3-30b-a3b"
     gen_tp = gen_deg.get("tp", 1)
     gen = _layout(gen_group, groups[gen_group], tp=gen_tp, pp=gen_deg.get("pp", 1))
@@ -301,7 +309,8 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         "workload.samples_per_prompt": samples, "workload.prompt_len": VERL_PROMPT_LEN,
         "workload.response_len": response_len, "workload.max_response_len": t_max,
         "workload.mini_batches": prompts // mini, "cluster.gpu": case.profile,
-        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node}
+        "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node,
+        "runtime.refit": VERL_REFIT}
     if r["placement"].startswith("colocated"):
         groups, staleness = {"g": gpus}, 0
         gen_group = train_group = "g"
@@ -310,9 +319,9 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         groups, staleness = {"train": train_n, "rollout": roll}, 1
         gen_group, train_group = "rollout", "train"
         case.assumptions.append(
-            ASYNC_SYNC_ASSUMPTION.format("fully async") + "; partial rollouts on (verl's "
-            "fully-async async_training.partial_rollout defaults to True, exports.md §1.10); "
-            "old log-probs from the rollout engine (runtime.old_log_probs rollout: 'old "
+            ASYNC_SYNC_ASSUMPTION.format("fully async", VERL_REFIT) + "; partial rollouts on "
+            "(verl's fully-async async_training.partial_rollout defaults to True, exports.md "
+            "§1.10); old log-probs from the rollout engine (runtime.old_log_probs rollout: 'old "
             "log-prob' is '-' in the measured row, and the recipe's "
             "async_training.use_rollout_log_probs defaults to True, exports.md §1.10), so the "
             "trainer group runs no old-log-prob pass")
