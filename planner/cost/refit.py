@@ -25,7 +25,8 @@ Mechanisms (the send side; the receive side above for all):
   model at once; the senders push W / G_t each.
 - `checkpoint_engine` (verl's checkpoint engine): one training rank gathers the model and
   broadcasts it in buckets: its inbound (the parts its domain lacks over its NIC) and its
-  outbound (the whole model over its link) overlap, bucket after bucket.
+  outbound (the whole model over its link) overlap, bucket after bucket; its per-tensor
+  generator assembles every tensor first (`RefitRates.engine_tensor_s`).
 - `one_rank_broadcast` (OpenRLHF, verl's naive NCCL sync): the same rank, tensor by tensor,
   gather then broadcast in series, each tensor a synchronised collective
   (`RefitRates.broadcast_tensor_s`).

@@ -4,9 +4,10 @@ A slot of the search chooses a *shape* — a pool and a group size on it — ins
 candidates are priced per (task, pool, size) on the pool's own view of the scenario
 (`Scenario.on_pool`), so one price per candidate stays true. Per pool the slots' sizes sum to
 at most its GPUs, memory budgets are its GPU's, and the cost objective weighs each GPU by its
-pool's price (`price_weights`: exact integers, 1 with one pool). The weight sync from the
-actor's training group (slot 0) to a rollout group depends on both pools (`sync_ms`): within a
-pool its own link, across pools the inter-pool link.
+pool's price (`price_weights`: exact integers, 1 with one pool). The weight refit from the
+actor's training group (slot 0) to a rollout group depends on both pools: each candidate carries
+its side priced for the other group on every pool (`Candidate.refit_ms`) — within a pool its own
+links, across pools the inter-pool link.
 """
 
 from __future__ import annotations
