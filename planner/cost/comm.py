@@ -51,11 +51,19 @@ LOCAL = Link(math.inf, 0.0, 0.0)
 """A group of one rank: nothing crosses a link (a profile without link figures prices 1 GPU)."""
 
 
-def link_intra_node(gpu: HardwareProfile) -> Link:
+def link_intra_node(gpu: HardwareProfile, ranks: int | None = None) -> Link:
+    """The scale-up link of a group of `ranks` GPUs in one domain (None: the whole domain). On a
+    full mesh (`intra_node_peer_gbps`: xGMI, no switch) a GPU reaches its n − 1 peers over n − 1
+    direct links, so a small group cannot use the whole fabric: a TP-2 pair of MI300Xs shares
+    one 64 GB/s link, not the 448 GB/s of all seven."""
     if gpu.intra_node_gbps is None:
         raise InputError(f"profile {gpu.name} has no intra_node_gbps; set it in a copy of the "
                          "profile and pass its path with --gpu")
-    return Link(gpu.intra_node_gbps * 1e9 * gpu.efficiency.intra_node,
+    gbps = gpu.intra_node_gbps
+    if gpu.intra_node_peer_gbps is not None:
+        peers = (ranks or gpu.scale_up_gpus) - 1
+        gbps = min(gbps, max(1, peers) * gpu.intra_node_peer_gbps)
+    return Link(gbps * 1e9 * gpu.efficiency.intra_node,
                 gpu.intra_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
@@ -93,12 +101,12 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     if ranks <= 1:
         return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
-        return link_intra_node(gpu)
+        return link_intra_node(gpu, ranks)
     inter = link_inter_node(gpu)
     r = ranks_per_domain(gpu, ranks, stride)
     bandwidth = r * inter.bandwidth
     if gpu.intra_node_gbps is not None and r > 1:
-        bandwidth = min(bandwidth, link_intra_node(gpu).bandwidth)
+        bandwidth = min(bandwidth, link_intra_node(gpu, r).bandwidth)
     return Link(bandwidth, inter.latency, inter.launch)
 
 
@@ -108,7 +116,7 @@ def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     if ranks <= 1:
         return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
-        return link_intra_node(gpu)
+        return link_intra_node(gpu, 2)  # a send goes to one peer
     return link_inter_node(gpu)
 
 
@@ -156,14 +164,14 @@ def time_alltoall_domains(nbytes: float, ranks: int, gpu: HardwareProfile, strid
         return 0.0
     steps = ranks - 1 if steps is None else steps
     if ranks * stride <= gpu.scale_up_gpus:
-        return time_alltoall(nbytes, ranks, link_intra_node(gpu), steps)
+        return time_alltoall(nbytes, ranks, link_intra_node(gpu, ranks), steps)
     r = ranks_per_domain(gpu, ranks, stride)
     inter = link_inter_node(gpu)
     if cross_bytes is None:
         cross, local = (ranks - r) / ranks * nbytes, (r - 1) / ranks * nbytes
     else:
         cross, local = cross_bytes, (ranks - 1) / ranks * nbytes
-    intra = local / link_intra_node(gpu).bandwidth if gpu.intra_node_gbps else 0.0
+    intra = local / link_intra_node(gpu, r).bandwidth if gpu.intra_node_gbps else 0.0
     # nbytes may be an array (layout variants of one shape)
     return inter.launch + steps * inter.latency + np.maximum(intra, cross / inter.bandwidth)
 
@@ -206,7 +214,7 @@ def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
     if ranks <= 1:
         return 0.0
     if ranks <= gpu.scale_up_gpus:
-        link = link_intra_node(gpu)
+        link = link_intra_node(gpu, ranks)
         if not custom:
             return time_allreduce(nbytes, ranks, link)
         return (link.launch + (ranks - 1) * ENGINE_ALLREDUCE_PEER_US * 1e-6
@@ -214,7 +222,7 @@ def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
     inter = link_inter_node(gpu)
     r = ranks_per_domain(gpu, ranks)
     domains = math.ceil(ranks / r)
-    intra = link_intra_node(gpu) if gpu.intra_node_gbps is not None and r > 1 else LOCAL
+    intra = link_intra_node(gpu, r) if gpu.intra_node_gbps is not None and r > 1 else LOCAL
     return (inter.launch + 2 * (r - 1) * intra.latency
             + 2 * math.ceil(math.log2(domains)) * inter.latency
             + 2 * (r - 1) / r * nbytes / intra.bandwidth

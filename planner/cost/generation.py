@@ -414,6 +414,7 @@ class Rollout:
     carried_tokens: float = 0.0  # partial rollouts: unfinished tokens carried per step
     span: int = 1  # partial rollouts: steps the longest response runs across (decode steps)
     running: tuple[tuple[float, float, int], ...] = ()
+    smaller_tp: tuple[int, int, float] | None = None  # (tp, dp, s): half the TP, priced
 
     @property
     def seconds(self) -> float:

@@ -125,6 +125,35 @@ def test_tp_across_nodes_pays_a_tree_of_network_hops_not_a_ring():
     assert extra == pytest.approx(2 * 7 / 8 * 8e6 / nvlink + 8e6 / 8 / nic)
 
 
+def test_a_mesh_gives_a_small_group_only_its_direct_links():
+    """MI300X: 8 GPUs fully connected by 7 xGMI links of 64 GB/s per direction, no switch. A
+    TP-2 pair shares one link, TP 4 three, TP 8 all seven (the profile's 448 GB/s); an
+    NVSwitch gives any group the whole 450 GB/s."""
+    mi = load_profile("mi300x")
+    eff = mi.efficiency.intra_node * 1e9
+    for tp, links in ((2, 1), (4, 3), (8, 7)):
+        assert comm.link_for(mi, tp).bandwidth == pytest.approx(links * 64 * eff)
+    assert comm.link_p2p(mi, 2).bandwidth == pytest.approx(64 * eff)
+    for tp in (2, 4, 8):
+        assert comm.link_for(H100, tp).bandwidth == pytest.approx(
+            450 * H100.efficiency.intra_node * 1e9)
+
+
+def test_a_small_model_decodes_more_per_gpu_at_tp1_on_a_mesh():
+    """rollout.md §4 (AMD: no TP above 1 for models ≤ 30B): 2,048 running sequences of a 7B on
+    8 MI300Xs at 2,000 tokens of context — TP 1 (8 replicas of 256) decodes more tokens per
+    GPU per second than TP 2 or TP 4 (the same sequences over fewer, larger replicas), by a
+    fifth at least: their all-reduces and logits cross 1 or 3 of the links."""
+    mi = load_profile("mi300x")
+    n, ctx = 2048, 2000
+    per_gpu = {}
+    for tp in (1, 2, 4):
+        s = G.decode_step(QWEN7B, lay(dp=8 // tp, tp=tp), mi, ENGINES["vllm-v1"])
+        b = n // (8 // tp)
+        per_gpu[tp] = b / float(s.seconds(b, b * ctx)) / tp
+    assert per_gpu[1] > 1.2 * max(per_gpu[2], per_gpu[4])
+
+
 def test_prefill_pays_the_same_allreduces_per_prompt_row():
     pre = G.prefill_cost(QWEN7B, lay(tp=4), H100)
     calls = 2 * QWEN7B.num_hidden_layers + 1
