@@ -19,15 +19,20 @@ of the pre-2025 engines (`vllm-v0`: the 2023–2024 rows).
 
 from __future__ import annotations
 
+import csv
 import itertools
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from planner.cost import comm
 from planner.cost.constants import ENGINES, Engine
 from planner.cost.generation import decode_step, kv_tokens_that_fit, prefill_cost, time_generation
+from planner.cost.iteration import generation_rollout
 from planner.cost.states import MIXED_PRECISION_ADAM, Precision
 from planner.plan import Layout
 from planner.specs.hardware import (
@@ -37,9 +42,21 @@ from planner.specs.hardware import (
     load_profile,
 )
 from planner.specs.model import load_model
+from planner.specs.scenario import load_scenario
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rl_mapping import NEMO_GPU_MEMORY_UTILIZATION, vllm_kv_tokens
+
+RUNS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "calibration" / "runs.csv"
+LARGE_MOE_ROWS = ("0", "1", "2", "3", "4", "5", "27")
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's own default, where NeMo-RL's 0.6 leaves no KV cache beside the weights (the
+performance recipes' value is not in the data)."""
+LARGE_MOE_MODELS = {"DeepSeek-V3": "deepseek-v3", "Qwen3-235B": "qwen3-235b-a22b"}
 
 FP8 = Precision(weight_bytes=1)  # FP8 weights, bf16 KV cache (vLLM's default kv_cache_dtype)
 FP8_KV = Precision(weight_bytes=1, kv_cache_bytes=1)
+FP8_MATMULS = Precision(weight_bytes=1, fp8_matmuls=True)  # W8A8 on FP8 tensor cores
 BF16 = MIXED_PRECISION_ADAM
 DECODE_HBM_GRID = np.round(np.arange(0.50, 0.901, 0.05), 2)
 V1_GRID = np.round(np.arange(0.0, 2.01e-3, 2.5e-4), 6)  # s per step (rollout.md §3: 0.3–2 ms)
@@ -81,14 +98,15 @@ def _gpu(name: str, decode_hbm: float, precision: Precision = BF16) -> HardwareP
     return gpu.model_copy(update=update)
 
 
-def itl(model: str, gpu: str, tp: int, batch: int, context: float, engine: str,
-        precision: Precision = BF16, arrivals: tuple[int, int] | None = None
-        ) -> Callable[[dict[str, Engine], float], float]:
-    """Inter-token latency: one decode step of `batch` sequences at `context` tokens each;
-    `arrivals` = (prompt, output) tokens of a fixed-concurrency benchmark, whose new prompts
-    (batch/output per step) the engine prefills between decode steps."""
+def itl(model: str, gpu: str, tp: int, batch: float, context: float, engine: str,
+        precision: Precision = BF16, arrivals: tuple[int, int] | None = None, dp: int = 1,
+        ep: int = 1) -> Callable[[dict[str, Engine], float], float]:
+    """Inter-token latency: one decode step of `batch` sequences per replica at `context`
+    tokens each (`dp` replicas; with `ep` > 1 the replicas share their experts, vLLM's
+    EP = dp·tp); `arrivals` = (prompt, output) tokens of a fixed-concurrency benchmark, whose
+    new prompts (batch/output per step) the engine prefills between decode steps."""
     spec = load_model(model)
-    layout = Layout(group="g", dp=1, tp=tp)
+    layout = Layout(group="g", dp=dp, tp=tp, ep=ep)
 
     def predict(engines: dict[str, Engine], decode_hbm: float) -> float:
         g = _gpu(gpu, decode_hbm, precision)
@@ -97,7 +115,7 @@ def itl(model: str, gpu: str, tp: int, batch: int, context: float, engine: str,
         if arrivals:
             prompt, output = arrivals
             new = batch / output
-            t += float(prefill_cost(spec, layout, g).seconds(
+            t += float(prefill_cost(spec, layout, g, precision).seconds(
                 np.array([new]), np.array([new * prompt]), np.array([new * prompt ** 2]))[0])
         return t
 
@@ -198,6 +216,18 @@ def rows() -> tuple[list[Point], list[Skipped]]:
                           "load); Llama-3-8B priced as llama-3.1-8b (the same architecture)"))
     skipped.append(Skipped("14", "Llama-8B vLLM V1 ~5 ms GPU time", "GPU time only, no batch or "
                            "context: not an inter-token latency"))
+    # 17: DeepSeek-V3 FP8, SGLang 0.4.1 (CUDA graphs, DP attention), 8× H200, 128 in / 256 out
+    for c, t in ((1, 33.0), (8, 39.0), (32, 42.0)):
+        pts.append(Point("17", f"DeepSeek-V3 FP8 H200 DP-attention x8 conc {c} (SGLang)",
+                         t * ms, itl("deepseek-v3", "h200-sxm", 1, c / 8, 128 + 128, "sglang",
+                                     FP8_MATMULS, arrivals=(128, 256), dp=8, ep=8),
+                         note="row 17 priced as attention data-parallel over the 8 GPUs with "
+                              "the experts spread over them (vLLM's EP = DP x TP; SGLang 0.4.1 "
+                              "split each expert over the 8 instead: the same bytes read per "
+                              "GPU); the concurrency spread evenly over the 8 attention ranks "
+                              "(c/8 per rank); FP8 W8A8 weights, bf16 KV cache"))
+    skipped.append(Skipped("17", "DeepSeek-V3 ShareGPT 5,000 prompts: 2,673.55 tok/s",
+                           "ShareGPT lengths and the concurrency are not given"))
     # 15, 16: NCCL all-reduce in CUDA graphs (the collective latencies were fitted on these)
     for gpu, ranks, figures in (("h100-sxm", 2, (0.007, 0.043, 0.046)),
                                 ("h100-sxm", 8, (0.023, 0.034, 0.074)),
@@ -343,3 +373,82 @@ def report(points: list[Point], skipped: list[Skipped], f: EngineFit, title: str
           f"{100 * stats['mean']:.1f}%, worst {100 * stats['max']:.1f}%; per row (median): "
           + ", ".join(f"{r} {100 * e:.0f}%" for r, e in per_row.items()))
     return stats
+
+
+# --- the large-MoE RL rows' rollouts (runs.csv rows 0-5, 27) ----------------------------------
+
+
+@dataclass(frozen=True)
+class MoeRollout:
+    row: str
+    label: str
+    measured_step_s: float
+    rollout_s: float
+    longest: int  # the longest response: the slowest replica's decode steps, at least
+    regime: str
+    kv_tokens: int
+    utilization: float
+
+
+def moe_rollouts(path: Path = RUNS) -> list[MoeRollout]:
+    """The rollout alone of each large-MoE NeMo-RL row (runs.csv rows 0-5, 27): the row's
+    generation layout (vLLM TP across nodes, PP 1, no EP), its G-GBS responses of G-avg mean
+    length (the planner's length distribution up to T-max minus the prompt), the prompt
+    derived from the row's throughput as bench/rl_mapping.py does, and the KV cache vLLM
+    allocates at NeMo-RL's gpu_memory_utilization (vLLM's 0.9 where 0.6 leaves too little
+    for one sequence beside the weights). The whole step (training, log-probs,
+    refit) is not priced here: the rollout must fit inside the measured step."""
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["id"] not in LARGE_MOE_ROWS:
+                continue
+            gpus, step = int(r["n_gpus"]), float(r["step_time_s"])
+            g_gbs = int(re.findall(r"(\d+)", r["batch"])[0])
+            gen_len, t_max = float(r["avg_gen_len"]), int(r["max_len"])
+            prompt = max(1, round(float(r["tok_per_s_per_gpu"]) * step * gpus / g_gbs - gen_len))
+            split = re.search(r"(\d+) gen nodes|\d+T\+(\d+)G nodes", r["placement"])
+            gen_gpus = 8 * int(split.group(1) or split.group(2)) if split else gpus
+            tp = int(re.search(r"\[(\d+),", r["gen_parallel"]).group(1))
+            sc = load_scenario(None, {
+                "algorithm": "grpo", "models.actor": LARGE_MOE_MODELS[r["model"]],
+                "models.reference": "none", "models.reward": "verifier",
+                "workload.prompts_per_step": g_gbs // 16, "workload.samples_per_prompt": 16,
+                "workload.prompt_len": prompt, "workload.response_len": round(gen_len),
+                "workload.max_response_len": t_max - prompt, "cluster.gpu": "h100-sxm",
+                "cluster.nodes": gen_gpus // 8, "cluster.gpus_per_node": 8})
+            gen = Layout(group="g", dp=gen_gpus // tp, tp=tp)
+            util = NEMO_GPU_MEMORY_UTILIZATION
+            if vllm_kv_tokens(sc, gen, util) < t_max:  # the recipe must have set more
+                util = VLLM_GPU_MEMORY_UTILIZATION
+            gen = gen.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(sc, gen, util)})
+            roll = generation_rollout(sc, gen)
+            mode = "colocated" if r["placement"].startswith("colocated") else "1-off"
+            out.append(MoeRollout(
+                r["id"], f"{r['model']} {gpus}g {mode} gen TP{tp} x{gen.dp} on {gen_gpus}",
+                step, roll.seconds, int(sc.response_lengths.max()), roll.regime,
+                int(gen.kv_cache_tokens), util))
+    return out
+
+
+def report_moe_rollouts() -> None:
+    print("\nLarge-MoE RL rows (runs.csv 0-5, 27): the rollout alone, against the whole measured "
+          "step (training, log-probs and refit not priced here)")
+    print("  ms/step: the rollout over its longest response (a mean over the slowest replica's "
+          "decode steps, prefill included)")
+    print(f"  {'row':>3} {'run':<48} {'step s':>7} {'rollout s':>9} {'share':>6} "
+          f"{'ms/step':>7} {'KV tokens (util)':>16}  regime")
+    for m in moe_rollouts():
+        print(f"  {m.row:>3} {m.label:<48} {m.measured_step_s:7.1f} {m.rollout_s:9.1f} "
+              f"{m.rollout_s / m.measured_step_s:6.0%} {1e3 * m.rollout_s / m.longest:7.1f} "
+              f"{m.kv_tokens:>10,} ({m.utilization:g})  {m.regime}")
+
+
+def main() -> None:
+    points, skipped = rows()
+    report(points, skipped, SHIPPED, "decode rows of rollout.md §2, shipped constants")
+    report_moe_rollouts()
+
+
+if __name__ == "__main__":
+    main()

@@ -95,8 +95,7 @@ def test_each_regime_has_its_sentence():
                   "more tensor parallelism", "fewer models resident on the group"):
         assert help_ in kv
     assert regime_sentence(rollout()) == (
-        "throughput-bound: the replicas run full batches; more GPUs for generation (or smaller "
-        "TP, more replicas) would cut it")
+        "throughput-bound: the replicas run full batches; more GPUs for generation would cut it")
     assert len({tail, kv, regime_sentence(rollout())}) == 3
 
 
@@ -160,3 +159,49 @@ def test_timeline_without_a_rollout_draws_the_lanes_alone(cli, write, tmp_path, 
     assert len(draw(old).axes) == 1
     assert len(draw(Plan.model_validate(priced)).axes) == 2
     assert RUNNING_LABEL.encode() not in render(old, "svg")
+
+
+def test_smaller_tp_is_advised_only_when_it_priced_faster():
+    faster = regime_sentence(rollout(smaller_tp={"tp": 1, "dp": 8, "time_s": 80.0}))
+    assert faster.endswith("more GPUs for generation would cut it, and so would TP 1 with 8 "
+                           "replicas (80.00 s)")
+    slower = regime_sentence(rollout(smaller_tp={"tp": 2, "dp": 4, "time_s": 120.0}))
+    assert slower.endswith("would cut it (TP 2 with 4 replicas prices slower: 120.00 s)")
+    assert "and so would" not in slower
+
+
+def test_the_advice_follows_what_was_priced(cli, write):
+    """issue 22: GRPO on a 7B over 8 MI300Xs, whose xGMI gives a TP-2 pair one 64 GB/s link.
+    With 2,048 rollouts TP 1 prices fastest: a TP 1 plan is told nothing about smaller TP, a
+    TP 2 plan is told TP 1 would be faster, with the time it was priced at. With 256 short
+    ones the replicas' batches are small and TP 2 wins: its plan says TP 1 prices slower."""
+    from tests.conftest import grpo_scenario
+
+    def rollouts(prompts: int, response: int) -> dict[int, dict]:
+        sc = write("sc.yaml", grpo_scenario(
+            models={"actor": "qwen2.5-7b", "reference": "none", "reward": "verifier"},
+            workload={"prompts_per_step": prompts, "samples_per_prompt": 8, "prompt_len": 256,
+                      "response_len": response, "max_response_len": 2 * response},
+            cluster={"gpu": "mi300x", "nodes": 1, "gpus_per_node": 8}))
+        out = {}
+        for tp in (1, 2):
+            plan = {"groups": [{"name": "g0", "gpus": 8}],
+                    "layouts": {"actor": {"generation": {"group": "g0", "dp": 8 // tp, "tp": tp},
+                                          "training": {"group": "g0", "dp": 8, "zero": 3}}},
+                    "inter_model": {"placement": "colocated"}}
+            result = cli("evaluate", str(sc), str(write(f"tp{tp}.json", plan)), "--json")
+            assert result.exit_code == 0, result.output
+            out[tp] = json.loads(result.stdout)["breakdown"]["rollout"]
+        return out
+
+    many, few = rollouts(256, 1024), rollouts(32, 512)
+    for out in (many, few):
+        assert out[1]["smaller_tp"] is None
+        assert "TP 1" not in regime_sentence(out[1]) and "smaller TP" not in regime_sentence(out[1])
+        alt = out[2]["smaller_tp"]
+        assert (alt["tp"], alt["dp"]) == (1, 8)
+        assert alt["time_s"] == pytest.approx(sum(out[1]["parts"].values()))
+    assert sum(many[1]["parts"].values()) < sum(many[2]["parts"].values())
+    assert "and so would TP 1 with 8 replicas" in regime_sentence(many[2])
+    assert sum(few[1]["parts"].values()) > sum(few[2]["parts"].values())
+    assert "(TP 1 with 8 replicas prices slower" in regime_sentence(few[2])

@@ -317,8 +317,20 @@ def regime_sentence(rollout: dict, im: InterModel | None = None) -> str:
         return f"KV-bound: {' and '.join(why)}; more KV memory would help: {_either(helps)}"
     if regime == "throughput-bound":
         return ("throughput-bound: the replicas run full batches; more GPUs for generation "
-                "(or smaller TP, more replicas) would cut it")
+                f"would cut it{_smaller_tp(rollout, total)}")
     return regime
+
+
+def _smaller_tp(rollout: dict, total: float) -> str:
+    """What half the tensor parallelism (twice the replicas) was priced at, as the advice's
+    tail: offered only when it is faster, said to be slower when it is not."""
+    alt = rollout.get("smaller_tp")
+    if not alt:
+        return ""
+    what = f"TP {alt['tp']} with {alt['dp']} replicas"
+    if alt["time_s"] < total:
+        return f", and so would {what} ({alt['time_s']:.2f} s)"
+    return f" ({what} prices slower: {alt['time_s']:.2f} s)"
 
 
 def _either(options: list[str]) -> str:

@@ -22,6 +22,9 @@ min(scale-up, r × NIC); r = 1 (one rank per node, e.g. DP across nodes under TP
 single NIC. Before this, a 16-rank TP group across two 8-GPU nodes was priced on one NIC and
 came out 3–4× slower than vTrain's measurements (bench/calibration.py). Point-to-point traffic
 (pipeline stages, the CP ring, all-to-all) leaves each rank through its own NIC (`link_p2p`).
+
+Inference engines run the collectives of a decode step otherwise (`time_allreduce_decode`,
+`time_alltoall_decode`): a few rows per call, so latency, not bandwidth, sets their time.
 """
 
 from __future__ import annotations
@@ -48,11 +51,19 @@ LOCAL = Link(math.inf, 0.0, 0.0)
 """A group of one rank: nothing crosses a link (a profile without link figures prices 1 GPU)."""
 
 
-def link_intra_node(gpu: HardwareProfile) -> Link:
+def link_intra_node(gpu: HardwareProfile, ranks: int | None = None) -> Link:
+    """The scale-up link of a group of `ranks` GPUs in one domain (None: the whole domain). On a
+    full mesh (`intra_node_peer_gbps`: xGMI, no switch) a GPU reaches its n − 1 peers over n − 1
+    direct links, so a small group cannot use the whole fabric: a TP-2 pair of MI300Xs shares
+    one 64 GB/s link, not the 448 GB/s of all seven."""
     if gpu.intra_node_gbps is None:
         raise InputError(f"profile {gpu.name} has no intra_node_gbps; set it in a copy of the "
                          "profile and pass its path with --gpu")
-    return Link(gpu.intra_node_gbps * 1e9 * gpu.efficiency.intra_node,
+    gbps = gpu.intra_node_gbps
+    if gpu.intra_node_peer_gbps is not None:
+        peers = (ranks or gpu.scale_up_gpus) - 1
+        gbps = min(gbps, max(1, peers) * gpu.intra_node_peer_gbps)
+    return Link(gbps * 1e9 * gpu.efficiency.intra_node,
                 gpu.intra_node_latency_us * 1e-6, gpu.collective_launch_us * 1e-6)
 
 
@@ -90,12 +101,12 @@ def link_for(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     if ranks <= 1:
         return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
-        return link_intra_node(gpu)
+        return link_intra_node(gpu, ranks)
     inter = link_inter_node(gpu)
     r = ranks_per_domain(gpu, ranks, stride)
     bandwidth = r * inter.bandwidth
     if gpu.intra_node_gbps is not None and r > 1:
-        bandwidth = min(bandwidth, link_intra_node(gpu).bandwidth)
+        bandwidth = min(bandwidth, link_intra_node(gpu, r).bandwidth)
     return Link(bandwidth, inter.latency, inter.launch)
 
 
@@ -105,7 +116,7 @@ def link_p2p(gpu: HardwareProfile, ranks: int, stride: int = 1) -> Link:
     if ranks <= 1:
         return LOCAL
     if ranks * stride <= gpu.scale_up_gpus:
-        return link_intra_node(gpu)
+        return link_intra_node(gpu, 2)  # a send goes to one peer
     return link_inter_node(gpu)
 
 
@@ -129,15 +140,17 @@ def time_reducescatter(nbytes: float, ranks: int, link: Link) -> float:
     return time_allgather(nbytes, ranks, link)
 
 
-def time_alltoall(nbytes: float, ranks: int, link: Link) -> float:
-    """All-to-all where each rank holds `nbytes` and keeps 1/n of it."""
+def time_alltoall(nbytes: float, ranks: int, link: Link, steps: int | None = None) -> float:
+    """All-to-all where each rank holds `nbytes` and keeps 1/n of it, in `steps` latencies
+    (default n − 1: one peer after another)."""
     if ranks <= 1:
         return 0.0
-    return link.launch + (ranks - 1) * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
+    steps = ranks - 1 if steps is None else steps
+    return link.launch + steps * link.latency + (ranks - 1) / ranks * nbytes / link.bandwidth
 
 
 def time_alltoall_domains(nbytes: float, ranks: int, gpu: HardwareProfile, stride: int = 1,
-                          cross_bytes: float | None = None) -> float:
+                          cross_bytes: float | None = None, steps: int | None = None) -> float:
     """All-to-all where each rank holds `nbytes` and keeps 1/n of it, the n ranks `stride`
     apart possibly spanning scale-up domains. A rank's sends go to its r − 1 peers in its own
     domain over the scale-up link and to the n − r others over its own NIC, at the same time
@@ -145,22 +158,84 @@ def time_alltoall_domains(nbytes: float, ranks: int, gpu: HardwareProfile, strid
     latency. `cross_bytes` replaces the (n − r)/n · nbytes that cross the domain boundary
     (a hierarchical dispatch, DeepEP / HybridEP, sends a token once per remote domain, then
     forwards it inside the domain: every remote copy also crosses the scale-up link once, so
-    intra = (n − 1)/n · nbytes). Inside one domain this is `time_alltoall` on its link."""
+    intra = (n − 1)/n · nbytes). Inside one domain this is `time_alltoall` on its link.
+    `steps`: the network latencies paid (default n − 1, `time_alltoall`)."""
     if ranks <= 1:
         return 0.0
+    steps = ranks - 1 if steps is None else steps
     if ranks * stride <= gpu.scale_up_gpus:
-        return time_alltoall(nbytes, ranks, link_intra_node(gpu))
+        return time_alltoall(nbytes, ranks, link_intra_node(gpu, ranks), steps)
     r = ranks_per_domain(gpu, ranks, stride)
     inter = link_inter_node(gpu)
     if cross_bytes is None:
         cross, local = (ranks - r) / ranks * nbytes, (r - 1) / ranks * nbytes
     else:
         cross, local = cross_bytes, (ranks - 1) / ranks * nbytes
-    intra = local / link_intra_node(gpu).bandwidth if gpu.intra_node_gbps else 0.0
+    intra = local / link_intra_node(gpu, r).bandwidth if gpu.intra_node_gbps else 0.0
     # nbytes may be an array (layout variants of one shape)
-    return inter.launch + (ranks - 1) * inter.latency + np.maximum(intra, cross / inter.bandwidth)
+    return inter.launch + steps * inter.latency + np.maximum(intra, cross / inter.bandwidth)
 
 
 def time_p2p(nbytes: float, link: Link) -> float:
     """One point-to-point send (pipeline stage boundary, CP ring step)."""
     return link.launch + link.latency + nbytes / link.bandwidth
+
+
+# --- collectives at decode sizes (inference engines) -------------------------------------------
+
+ENGINE_ALLREDUCE_PEER_US = 0.13
+"""Latency an inference engine's own all-reduce adds per peer inside one scale-up domain, µs.
+vLLM, SGLang and TensorRT-LLM replace NCCL there by a custom all-reduce: each rank writes its
+rows to a buffer its peers map, one barrier (a flag written to every peer at once), then each
+reads the others' rows over the scale-up link (one-shot; two-shot — reduce-scatter then
+all-gather, the ring's volume — for larger buffers). No ring of 2(n − 1) steps: its latency is
+the launch plus a little per peer. Fitted on ../shared/data/calibration/rollout.md §2 row 18
+(vLLM 0.24's all-reduce of one row on an H100: 4.4 / 4.8 / 5.2 µs at TP 2 / 4 / 8) with the
+launch the profile's `collective_launch_us` (4.3 µs, fitted on rows 15–16): least squares of
+(t − 4.3) against the n − 1 peers gives 0.134 µs; predicted 4.4 / 4.7 / 5.2 µs."""
+
+
+def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
+                          custom: bool = True) -> float:
+    """One all-reduce of an inference engine's tensor-parallel group (`ranks` consecutive
+    GPUs) over an `nbytes` buffer (a decode step's rows, or a prefill chunk's). Seconds.
+
+    Inside one scale-up domain: the engine's custom all-reduce when `custom`
+    (`ENGINE_ALLREDUCE_PEER_US`: the launch, a little per peer, the two-shot volume
+    2(n − 1)/n · nbytes over the scale-up link), else NCCL's ring (`time_allreduce`, the
+    engines of 2023). Across domains the engines call NCCL (their custom all-reduce is
+    single-node), which runs small buffers hierarchically: reduce-scatter along the r ranks of
+    each domain, all-reduce of each rank's 1/r across the D domains — the r ranks of a domain
+    on their r NICs at once —, all-gather back; latency the launch, 2(r − 1) scale-up hops and
+    2⌈log₂ D⌉ network hops (NCCL's tree across nodes, one hop per tree level up and down; a
+    ring over domains would pay 2(D − 1)). A TP16 group on two 8-GPU H100 nodes pays ≈ 54 µs
+    for one row (rollout.md §2 row 18: 51 µs), not a 30-step ring's 450 µs.
+    """
+    if ranks <= 1:
+        return 0.0
+    if ranks <= gpu.scale_up_gpus:
+        link = link_intra_node(gpu, ranks)
+        if not custom:
+            return time_allreduce(nbytes, ranks, link)
+        return (link.launch + (ranks - 1) * ENGINE_ALLREDUCE_PEER_US * 1e-6
+                + 2 * (ranks - 1) / ranks * nbytes / link.bandwidth)
+    inter = link_inter_node(gpu)
+    r = ranks_per_domain(gpu, ranks)
+    domains = math.ceil(ranks / r)
+    intra = link_intra_node(gpu, r) if gpu.intra_node_gbps is not None and r > 1 else LOCAL
+    return (inter.launch + 2 * (r - 1) * intra.latency
+            + 2 * math.ceil(math.log2(domains)) * inter.latency
+            + 2 * (r - 1) / r * nbytes / intra.bandwidth
+            + 2 * (domains - 1) / domains * nbytes / r / inter.bandwidth)
+
+
+def time_alltoall_decode(nbytes: float, ranks: int, gpu: HardwareProfile) -> float:
+    """One dispatch or combine of an expert-parallel decode step: each of `ranks` consecutive
+    GPUs sends `nbytes` (its tokens' copies, one per routed expert) spread evenly over the
+    ranks. Seconds. The engines' expert-parallel kernels (DeepEP's low-latency mode, pplx)
+    post every peer's send at once and wait once: the launch, one hop's latency, then the
+    busiest link — the scale-up link's share inside the domain or the NIC's share across it,
+    at the same time (`time_alltoall_domains` with one latency step). More ranks spread the
+    same tokens over more links; nothing in it grows with the rank count but the share that
+    crosses the network."""
+    return time_alltoall_domains(nbytes, ranks, gpu, steps=1)

@@ -291,12 +291,15 @@ class Engine:
     layer_floor_s: the least time a layer's decode kernels take however little work they
         have (launch and synchronisation; eager engines issue them one by one from Python):
         a step lasts at least this × the layers, whatever the tensor parallelism.
+    custom_allreduce: the TP all-reduces inside a scale-up domain run on the engine's own
+        one-shot kernel (`comm.time_allreduce_decode`), not NCCL's ring.
     """
 
     name: str
     step_overhead_s: float
     per_seq_s: float
     layer_floor_s: float = 0.0
+    custom_allreduce: bool = True
 
 
 VLLM_V1_PER_SEQ_S = 1.1e-6
@@ -308,7 +311,7 @@ ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", step_overhead_s=0.0, per_seq_s=0.0),
     "vllm-v0": Engine("vllm-v0", step_overhead_s=0.008, per_seq_s=VLLM_V1_PER_SEQ_S),
     "eager": Engine("eager", step_overhead_s=0.0005, per_seq_s=VLLM_V1_PER_SEQ_S,
-                    layer_floor_s=4e-4),
+                    layer_floor_s=4e-4, custom_allreduce=False),
 }
 """The engines a scenario's `runtime.engine` names (rollout.md §3):
 - vllm-v1 (default): vLLM V1, persistent batch and CUDA graphs, "near-zero CPU overhead":
@@ -322,6 +325,7 @@ ENGINES: dict[str, Engine] = {
 - eager: no CUDA graphs (e.g. vLLM on ROCm multi-node, verl's AMD guide; the 2023 engines of
   rows 3–7): kernels issued one by one, at least 0.4 ms per layer per step — fitted by
   bench/decode.py on rows 3, 4, 5 and 7 (Llama-2-70B: a step that stops shrinking past TP 4,
-  30–45 ms at batch 1), 2026-11-30.
+  30–45 ms at batch 1), 2026-11-30. Its TP all-reduces are NCCL's (the 2023 engines predate the
+  custom all-reduce vLLM added in 2024); the others run their own inside a node.
 
 Per-step figures are from ../shared/data/calibration/rollout.md §2–3."""

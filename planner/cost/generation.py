@@ -18,6 +18,7 @@ Memory assumptions:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +35,6 @@ from planner.cost.constants import (
     BYTES_FP8,
     CAUSAL_KEY_VISIT_FRACTION,
     DEFAULT_PREFILL_CHUNK_TOKENS,
-    EP_ALLTOALLS_PER_LAYER_PASS,
     TP_ALLREDUCES_PER_LAYER_PASS,
     Engine,
 )
@@ -282,28 +282,11 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
     matmul_rate = tp * pp * compute_rate(gpu, fp8=precision.fp8_matmuls)
     hbm = decode_hbm_rate(gpu)
     kv_split = 1 if spec.mla else min(tp, spec.num_key_value_heads)  # replicated past a_kv
-    comm_fixed = comm_seq = 0.0
-    act = spec.hidden_size * BYTES_BF16  # one sequence's activation row
-    if tp > 1:  # two all-reduces per layer, each micro-batch: 2L calls of b/pp rows per step
-        link = comm.link_for(gpu, tp)
-        latency = comm.time_allreduce(0.0, tp, link)
-        calls = TP_ALLREDUCES_PER_LAYER_PASS * L
-        comm_fixed += calls * latency
-        comm_seq += calls * (comm.time_allreduce(act, tp, link) - latency) / pp
+    comm_fixed, comm_seq = decode_collectives(spec, layout, gpu, engine, precision)
     ep = layout.ep if spec.moe else 1
     expert_rate, expert_tokens = 0.0, 1.0
-    if ep > 1:  # EP = dp·tp (vLLM): dispatch and combine each MoE layer's routed tokens
-        link = comm.link_for(gpu, ep)
-        latency = comm.time_alltoall(0.0, ep, link)
-        calls = EP_ALLTOALLS_PER_LAYER_PASS * moe_layer_count(spec)
-        routed = act * spec.moe.experts_per_token / tp  # each TP rank sends 1/tp of a row
-        comm_fixed += calls * latency
-        comm_seq += calls * (comm.time_alltoall(routed, ep, link) - latency) / pp
+    if ep > 1:  # EP = dp·tp (vLLM): the replicas' tokens share the experts of all ep GPUs
         expert_rate, expert_tokens = ep * hbm, ep / tp
-    if pp > 1:  # each stage sends its pp micro-batches on
-        link = comm.link_p2p(gpu, pp, stride=tp)
-        comm_fixed += pp * comm.time_p2p(0.0, link)
-        comm_seq += comm.time_p2p(act, link) - comm.time_p2p(0.0, link)
     head = flops_fwd_per_token_head(spec, Head.POLICY)  # BF16 in FP8 checkpoints too
     matmuls = flops_decode_step(spec, 0.0).total - head
     return DecodeStep(
@@ -314,6 +297,57 @@ def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareP
         flop_kv=flops_fwd_per_key_attn_scores(spec, mla_absorbed=True) / flops_rate,
         byte_kv=bytes_kv_cache_per_token(spec, precision.kv_cache_bytes) / (kv_split * pp * hbm),
         host=L * engine.layer_floor_s, expert_rate=expert_rate, expert_tokens=expert_tokens)
+
+
+def decode_collectives(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+                       engine: Engine, precision: Precision = MIXED_PRECISION_ADAM
+                       ) -> tuple[float, float]:
+    """Seconds of one decode step's collectives, as (fixed, per running sequence): what the
+    engine calls, at the sizes it calls them, on the links its group spans (README "Rollouts").
+
+    Each GPU runs its stage's layers for the pp micro-batches of b/pp rows, so 2L/pp calls per
+    micro-batch × pp micro-batches pay 2L latencies and carry 2L·b/pp rows. With tp > 1:
+    - an all-reduce of the rows after attention's output projection and after the MLP (or the
+      MoE layer), per layer (`TP_ALLREDUCES_PER_LAYER_PASS`); one after the vocabulary-parallel
+      embedding (first stage); the vocabulary-parallel logits, V per row in BF16, gathered
+      (last stage) — each on `comm.time_allreduce_decode` (the engine's own kernel inside a
+      scale-up domain, NCCL's hierarchical all-reduce across) or NCCL's all-gather;
+    - with expert parallelism (ep > 1, vLLM's EP = dp·tp, attention data-parallel): a dispatch
+      and a combine per MoE layer (`comm.time_alltoall_decode`), each TP rank sending 1/tp of
+      the rows, one copy per routed expert — in FP8 when the expert matmuls run in FP8
+      (the engines quantize before dispatching), combined back in BF16;
+    - with pp > 1: each stage sends its micro-batches' rows on.
+    Every term is affine in b; the fixed part is the latencies."""
+    tp, pp, L = layout.tp, layout.pp, spec.num_hidden_layers
+    act = spec.hidden_size * BYTES_BF16  # one sequence's activation row
+    fixed = per_seq = 0.0
+
+    def add(calls: float, seconds: Callable[[float], float], row_bytes: float) -> None:
+        nonlocal fixed, per_seq
+        latency = seconds(0.0)
+        fixed += calls * latency
+        per_seq += calls * (seconds(row_bytes) - latency) / pp
+
+    if tp > 1:
+        def allreduce(n: float) -> float:
+            return comm.time_allreduce_decode(n, tp, gpu, engine.custom_allreduce)
+        add(TP_ALLREDUCES_PER_LAYER_PASS * L + pp, allreduce, act)  # layers; embedding
+        link = comm.link_for(gpu, tp)
+        add(pp, lambda n: comm.time_allgather(n, tp, link), spec.vocab_size * BYTES_BF16)
+    ep = layout.ep if spec.moe else 1
+    if ep > 1:
+        def alltoall(n: float) -> float:
+            return float(comm.time_alltoall_decode(n, ep, gpu))
+        copies = spec.moe.experts_per_token / tp
+        dispatch = BYTES_FP8 if precision.fp8_matmuls else BYTES_BF16
+        calls = moe_layer_count(spec)
+        add(calls, alltoall, copies * spec.hidden_size * dispatch)
+        add(calls, alltoall, copies * act)
+    if pp > 1:  # each stage sends its pp micro-batches on
+        link = comm.link_p2p(gpu, pp, stride=tp)
+        fixed += pp * comm.time_p2p(0.0, link)
+        per_seq += comm.time_p2p(act, link) - comm.time_p2p(0.0, link)
+    return fixed, per_seq
 
 
 def decode_hbm_rate(gpu: HardwareProfile) -> float:
@@ -347,12 +381,11 @@ def prefill_cost(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardware
     head = flops_fwd_per_token_head(spec, Head.POLICY)
     per_token = flops_prefill(spec, 1.0).total - head - flops_fwd_per_key_attn_scores(spec) / 2
     latency = per_row = 0.0
-    if layout.tp > 1:
-        link = comm.link_for(gpu, layout.tp)
-        calls = TP_ALLREDUCES_PER_LAYER_PASS * spec.num_hidden_layers
-        latency = calls * comm.time_allreduce(0.0, layout.tp, link)
-        per_row = calls * comm.time_allreduce(spec.hidden_size * BYTES_BF16, layout.tp,
-                                              link) - latency
+    if layout.tp > 1:  # the engine's all-reduces, as in decode; a prompt's row each
+        calls = TP_ALLREDUCES_PER_LAYER_PASS * spec.num_hidden_layers + 1
+        latency = calls * comm.time_allreduce_decode(0.0, layout.tp, gpu)
+        per_row = calls * comm.time_allreduce_decode(spec.hidden_size * BYTES_BF16, layout.tp,
+                                                     gpu) - latency
     return PrefillCost(per_seq=head / rate, per_token=per_token / matmul_rate + per_row,
                     per_sq=CAUSAL_KEY_VISIT_FRACTION * flops_fwd_per_key_attn_scores(spec) / rate,
                     per_batch=latency)
@@ -381,6 +414,7 @@ class Rollout:
     carried_tokens: float = 0.0  # partial rollouts: unfinished tokens carried per step
     span: int = 1  # partial rollouts: steps the longest response runs across (decode steps)
     running: tuple[tuple[float, float, int], ...] = ()
+    smaller_tp: tuple[int, int, float] | None = None  # (tp, dp, s): half the TP, priced
 
     @property
     def seconds(self) -> float:

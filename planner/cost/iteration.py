@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -365,6 +365,8 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
             resident[t.layout.group].append(("actor rollout copy", float(t.memory.persistent)))
         rollout = generation_rollout(on, t.layout, partial)
+        rollout = replace(rollout, smaller_tp=smaller_tp_rollout(
+            on, t.layout, held, shadow, hybrid, swap_out, partial))
         t.seconds, t.parts = rollout.seconds, rollout.time.as_dict()
 
     for t in (x for x in tasks if x.stage != "generation"):
@@ -561,6 +563,27 @@ def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: b
                            sc.response_lengths, sc.workload.prompt_len,
                            int(layout.kv_cache_tokens), max_seqs(sc, layout), partial,
                            rollout_precision_of(sc))
+
+
+def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: bool,
+                       hybrid: bool, swap_out: bool, partial: bool
+                       ) -> tuple[int, int, float] | None:
+    """The rollout on the same GPUs with half the tensor parallelism and twice the replicas —
+    the KV cache what the group then leaves free, experts as before (EP = dp·tp unchanged) —
+    as (tp, dp, seconds), what the plan's advice compares with (README "Rollouts"); None when
+    tp is 1, the heads do not split that way, or it does not fit in memory."""
+    tp = layout.tp // 2
+    if tp < 1 or sc.actor.num_attention_heads % tp:
+        return None
+    alt = layout.model_copy(update={"tp": tp, "dp": layout.dp * 2, "kv_cache_tokens": None,
+                                    "etp": layout.etp if layout.ep > 1 else None})
+    try:
+        load = generation_load(sc, alt, shadow, hybrid)
+        alt = kv_cache_layout(sc, alt, shadow, kv_room_mib(
+            held, load, budget_of(sc.cluster.gpu), swap_out))
+    except InfeasibleError:
+        return None
+    return tp, alt.dp, generation_rollout(sc, alt, partial).seconds
 
 
 def fused_generation_assessment(gen_s: float, assess_s: float,

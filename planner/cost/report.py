@@ -146,6 +146,8 @@ def rollout_summary(sc: Scenario, r: Rollout) -> dict:
         "parts": r.time.as_dict(), "tail_s": r.tail_s, "preemptions": r.preemptions,
         "recomputed_tokens": r.recomputed_tokens,
         "carried_tokens_per_step": r.carried_tokens, "steps_spanned": r.span,
+        "smaller_tp": (dict(zip(("tp", "dp", "time_s"), r.smaller_tp, strict=True))
+                       if r.smaller_tp else None),
         "response_lengths": {"mean": float(lengths.mean()),
                              "p50": float(np.percentile(lengths, 50)),
                              "p90": float(np.percentile(lengths, 90)),

@@ -91,6 +91,12 @@ class HardwareProfile(BaseModel):
     intra_node_gbps: float | None = Field(
         None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
         description="scale-up link (NVLink, xGMI, ICI) per GPU per direction, GB/s")
+    intra_node_peer_gbps: float | None = Field(
+        None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
+        description="a scale-up fabric without a switch (a full mesh: xGMI, Gaudi's "
+        "all-to-all RoCE): the direct link to each peer per direction, GB/s — a group of n "
+        "GPUs moves at most (n − 1) × this per GPU; none: a switch gives any group "
+        "intra_node_gbps")
     inter_node_gbps: float | None = Field(
         None, ge=lim.MIN_RATE, le=lim.MAX_RATE,
         description="scale-out network per GPU per direction, GB/s")

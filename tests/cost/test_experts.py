@@ -89,10 +89,12 @@ def test_generation_ep_reads_the_experts_all_replicas_touch_and_dispatches_token
         plain.weights(b) - routed(QWEN_MOE, b) / plain.weight_rate
         + routed(QWEN_MOE, 4 * b) / ep.expert_rate)
     assert ep.expert_rate == pytest.approx(4 * plain.weight_rate)  # 8 GPUs' HBM vs 2
-    # the a2a's latency, twice per MoE layer per step, on the 8 GPUs' NVLink
-    link = comm.link_for(H100, 8)
+    # a dispatch and a combine per MoE layer per step on the 8 GPUs' NVLink, each posted at
+    # once: one launch and one hop's latency, not seven
     calls = 2 * QWEN_MOE.moe.moe_layers.count()
-    assert ep.comm - plain.comm == pytest.approx(calls * comm.time_alltoall(0.0, 8, link))
+    assert ep.comm - plain.comm == pytest.approx(calls * comm.time_alltoall_decode(0.0, 8, H100))
+    assert comm.time_alltoall_decode(0.0, 8, H100) == pytest.approx(
+        (H100.collective_launch_us + H100.intra_node_latency_us) * 1e-6)
 
 
 def test_training_etp_adds_the_expert_collectives():

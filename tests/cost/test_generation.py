@@ -5,6 +5,8 @@ never slower than waiting for the tail)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,7 @@ from planner.cost import generation as G
 from planner.cost.constants import ENGINES, Engine
 from planner.cost.flops import bytes_weights_read_fwd, flops_decode_step, flops_prefill
 from planner.cost.rollout import replica_chunks, schedule
+from planner.cost.states import MIXED_PRECISION_ADAM, Precision
 from planner.cost.time import compute_rate
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
@@ -76,14 +79,121 @@ def test_decode_turns_compute_bound_at_large_batch_on_a_low_flop_gpu():
 
 
 def test_tp_allreduces_are_latency_bound_at_decode_sizes():
-    # two all-reduces per layer; a few KB each, so the launch and hop latencies dominate
+    # an all-reduce per layer after attention and after the MLP, one after the embedding, and
+    # the logits gathered: a few KB each, so the launch and hop latencies dominate
     s2 = step(QWEN7B, lay(tp=2))
-    link = comm.link_for(H100, 2)
-    calls = 2 * QWEN7B.num_hidden_layers
-    assert s2.comm == pytest.approx(calls * comm.time_allreduce(0.0, 2, link))
+    L = QWEN7B.num_hidden_layers
+    allreduce = comm.time_allreduce_decode(0.0, 2, H100)
+    gather = comm.time_allgather(0.0, 2, comm.link_for(H100, 2))
+    assert s2.comm == pytest.approx((2 * L + 1) * allreduce + gather)
     assert s2.comm_per_seq * 8 < s2.comm / 10  # bandwidth: under a tenth at batch 8
-    # rollout.md §2 row 15: a TP-2 all-reduce of 10k fp16 elements takes 7 µs on an H100 DGX
-    assert s2.comm == pytest.approx(calls * 7e-6, rel=0.1)
+    row = QWEN7B.hidden_size * 2  # one sequence's bf16 row
+    assert s2.comm_per_seq == pytest.approx(
+        (2 * L + 1) * (comm.time_allreduce_decode(row, 2, H100) - allreduce)
+        + comm.time_allgather(QWEN7B.vocab_size * 2, 2, comm.link_for(H100, 2)) - gather)
+
+
+@pytest.mark.parametrize(("tp", "measured_us"), [(2, 4.4), (4, 4.8), (8, 5.2)])
+def test_the_engines_own_allreduce_inside_a_node(tp, measured_us):
+    """rollout.md §2 row 18: vLLM's custom all-reduce of one row on an H100, 4.4 / 4.8 /
+    5.2 µs at TP 2 / 4 / 8 — a launch and a little per peer, not NCCL's 2(n − 1) ring steps
+    (row 15: 23 µs for TP 8), which the engines of 2023 (`eager`) still pay."""
+    custom = comm.time_allreduce_decode(1024.0, tp, H100)
+    assert custom * 1e6 == pytest.approx(measured_us, rel=0.1)
+    ring = comm.time_allreduce_decode(1024.0, tp, H100, custom=False)
+    assert ring == pytest.approx(comm.time_allreduce(1024.0, tp, comm.link_for(H100, tp)))
+    assert ring > custom
+    eager = step(QWEN7B, lay(tp=tp), engine=ENGINES["eager"])
+    assert eager.comm > step(QWEN7B, lay(tp=tp)).comm
+
+
+def test_tp_across_nodes_pays_a_tree_of_network_hops_not_a_ring():
+    """TP16 on two 8-GPU nodes: NCCL's hierarchical all-reduce, 2·7 NVLink hops and 2 network
+    hops for one row (rollout.md §2 row 18: 51 µs), where a 16-rank ring took 30 network
+    steps (450 µs, the 100–130 ms decode steps of issue 22); across D nodes 2⌈log₂ D⌉ hops."""
+    intra, inter = H100.intra_node_latency_us, H100.inter_node_latency_us
+    launch = H100.collective_launch_us
+    for tp, hops in ((16, 2), (32, 4), (64, 6)):
+        t = comm.time_allreduce_decode(0.0, tp, H100) * 1e6
+        assert t == pytest.approx(launch + 2 * 7 * intra + hops * inter)
+        assert t < comm.time_allreduce(0.0, tp, comm.link_for(H100, tp)) * 1e6 / 3
+    assert comm.time_allreduce_decode(2 * 8192.0, 16, H100) * 1e6 == pytest.approx(51, rel=0.1)
+    # a bigger buffer splits over the 8 ranks' NICs: the network carries 1/8 of it each
+    extra = comm.time_allreduce_decode(8e6, 16, H100) - comm.time_allreduce_decode(0.0, 16, H100)
+    nic = comm.link_inter_node(H100).bandwidth
+    nvlink = comm.link_intra_node(H100).bandwidth
+    assert extra == pytest.approx(2 * 7 / 8 * 8e6 / nvlink + 8e6 / 8 / nic)
+
+
+def test_a_mesh_gives_a_small_group_only_its_direct_links():
+    """MI300X: 8 GPUs fully connected by 7 xGMI links of 64 GB/s per direction, no switch. A
+    TP-2 pair shares one link, TP 4 three, TP 8 all seven (the profile's 448 GB/s); an
+    NVSwitch gives any group the whole 450 GB/s."""
+    mi = load_profile("mi300x")
+    eff = mi.efficiency.intra_node * 1e9
+    for tp, links in ((2, 1), (4, 3), (8, 7)):
+        assert comm.link_for(mi, tp).bandwidth == pytest.approx(links * 64 * eff)
+    assert comm.link_p2p(mi, 2).bandwidth == pytest.approx(64 * eff)
+    for tp in (2, 4, 8):
+        assert comm.link_for(H100, tp).bandwidth == pytest.approx(
+            450 * H100.efficiency.intra_node * 1e9)
+
+
+def test_a_small_model_decodes_more_per_gpu_at_tp1_on_a_mesh():
+    """rollout.md §4 (AMD: no TP above 1 for models ≤ 30B): 2,048 running sequences of a 7B on
+    8 MI300Xs at 2,000 tokens of context — TP 1 (8 replicas of 256) decodes more tokens per
+    GPU per second than TP 2 or TP 4 (the same sequences over fewer, larger replicas), by a
+    fifth at least: their all-reduces and logits cross 1 or 3 of the links."""
+    mi = load_profile("mi300x")
+    n, ctx = 2048, 2000
+    per_gpu = {}
+    for tp in (1, 2, 4):
+        s = G.decode_step(QWEN7B, lay(dp=8 // tp, tp=tp), mi, ENGINES["vllm-v1"])
+        b = n // (8 // tp)
+        per_gpu[tp] = b / float(s.seconds(b, b * ctx)) / tp
+    assert per_gpu[1] > 1.2 * max(per_gpu[2], per_gpu[4])
+
+
+def test_prefill_pays_the_same_allreduces_per_prompt_row():
+    pre = G.prefill_cost(QWEN7B, lay(tp=4), H100)
+    calls = 2 * QWEN7B.num_hidden_layers + 1
+    assert pre.per_batch == pytest.approx(calls * comm.time_allreduce_decode(0.0, 4, H100))
+
+
+def test_expert_parallel_decode_is_not_slower_on_more_gpus():
+    """DeepSeek-V3 under vLLM's EP (EP = DP × TP, attention data-parallel) on 8 … 256 H100s
+    for the same 512 running sequences: more replicas share the sequences, more GPUs share the
+    experts' reads, and each dispatch/combine is posted at once (one launch, one hop) however
+    many ranks — so the step never grows (it grew with the ranks under n − 1 sequential
+    all-to-all steps: issue 22, the verl plan leaving 192 of 256 GPUs idle)."""
+    v3 = load_model("deepseek-v3")
+    n, ctx = 512, 1000
+    steps = []
+    for dp in (1, 2, 4, 8, 16, 32):
+        s = G.decode_step(v3, lay(dp=dp, tp=8, ep=8 * dp), H100, ENGINES["vllm-v1"])
+        b = n / dp
+        steps.append(float(s.seconds(b, b * ctx)))
+        # the dispatch/combine latency does not grow with the ranks past one node
+        if dp > 1:
+            assert comm.time_alltoall_decode(0.0, 8 * dp, H100) == pytest.approx(
+                (H100.collective_launch_us + H100.inter_node_latency_us) * 1e-6)
+    assert all(later <= earlier for earlier, later in itertools.pairwise(steps))
+    assert steps[-1] < steps[0] / 2
+
+
+def test_expert_parallel_dispatch_sends_each_routed_copy_once():
+    """Per MoE layer a dispatch and a combine of b/tp rows × k copies from each rank; FP8
+    matmuls dispatch in FP8, the combine comes back in BF16."""
+    moe = load_model("qwen3-30b-a3b")
+    k, H, n_moe = moe.moe.experts_per_token, moe.hidden_size, moe.moe.moe_layers.count()
+    fp8 = Precision(weight_bytes=1, fp8_matmuls=True)
+    for precision, dispatch in ((MIXED_PRECISION_ADAM, 2), (fp8, 1)):
+        base = G.decode_step(moe, lay(dp=4, tp=2), H100, NO_ENGINE, precision)
+        ep = G.decode_step(moe, lay(dp=4, tp=2, ep=8), H100, NO_ENGINE, precision)
+        a2a = comm.time_alltoall_decode
+        per_seq = n_moe * sum(a2a(k / 2 * H * nbytes, 8, H100) - a2a(0.0, 8, H100)
+                              for nbytes in (dispatch, 2))
+        assert ep.comm_per_seq - base.comm_per_seq == pytest.approx(per_seq)
 
 
 def test_pipeline_stages_add_room_not_weight_bandwidth():
