@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from planner.cost.flops import (
     flops_prefill,
     moe_layer_count,
 )
+from planner.cost.memo import memo
 from planner.cost.memory import MemoryBreakdown, peak_stage
 from planner.cost.rollout import PARTIAL_PERIODS, replica_chunks, schedule
 from planner.cost.states import (
@@ -413,8 +415,13 @@ class Rollout:
     recomputed_tokens: int
     carried_tokens: float = 0.0  # partial rollouts: unfinished tokens carried per step
     span: int = 1  # partial rollouts: steps the longest response runs across (decode steps)
-    running: tuple[tuple[float, float, int], ...] = ()
     smaller_tp: tuple[int, int, float] | None = None  # (tp, dp, s): half the TP, priced
+    # `running` as arrays (start, end, sequences): turned into tuples only when a report asks
+    segments: tuple[np.ndarray, ...] = field(default=(), compare=False, repr=False)
+
+    @cached_property
+    def running(self) -> tuple[tuple[float, float, int], ...]:
+        return tuple(zip(*(a.tolist() for a in self.segments), strict=True))
 
     @property
     def seconds(self) -> float:
@@ -434,6 +441,7 @@ class Rollout:
         return "throughput-bound"
 
 
+@memo
 def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                     engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: int,
                     max_seqs: int, partial: bool = False,
@@ -496,5 +504,4 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
         preemptions=sched.preemptions, recomputed_tokens=int(sched.re_tokens.sum()),
         carried_tokens=float(np.mean(sched.carried)) if sched.carried else 0.0,
         span=int(np.ceil(lengths.max() / (f * steps.sum()))) if partial else 1,
-        running=tuple(zip(start[shown].tolist(), end[shown].tolist(),
-                          sched.batch[shown].tolist(), strict=True)))
+        segments=(start[shown], end[shown], sched.batch[shown]))

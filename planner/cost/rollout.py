@@ -23,6 +23,12 @@ Between two events (a completion, a preemption, an admission) the running batch 
 its KV grows by one token per sequence per step, so each such run of steps is one *segment*
 with a closed-form cost: the simulation costs events, not tokens.
 
+Each replica is simulated on its own, and only where the cache binds: a run in which the KV
+cache never bound (no preemption, no admission held back, no segment cut short) is the run of
+every larger cache too, so it is kept by what it depends on (the replica's lengths, the
+prompt, the concurrency cap, partial or not) and serves every KV size above its peak demand
+without simulating — the search's larger KV sizes, and any size it asks for lazily.
+
 Partial rollouts (`partial`): the stream of requests never runs dry (the next step's prompts
 are already queued) and the step ends when the replica's share of sequences has finished;
 whatever is still running is interrupted (KV dropped when the weights change) and continues
@@ -76,10 +82,6 @@ class Schedule:
     carried: tuple[int, ...] = ()  # tokens of unfinished responses at each step boundary
 
 
-_FIELDS = ("replica", "steps", "batch", "kv", "fresh", "fresh_tokens", "fresh_sq", "re",
-           "re_tokens", "re_sq", "done", "period")
-
-
 def replica_chunks(n: int, dp: int) -> list[slice]:
     """The sequences each of `dp` replicas receives: contiguous, sizes differing by at most one
     (`numpy.array_split`); sequences are prompt-major, so a prompt's samples stay together
@@ -104,139 +106,200 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
     if kv_tokens < prompt_len + longest:
         raise ValueError(f"kv_tokens {kv_tokens} cannot hold one sequence of "
                          f"{prompt_len + longest} tokens")
-    rows: list[tuple] = []
-    preemptions, carried = 0, [0] * (PARTIAL_PERIODS - 1) if partial else []
-    for r, chunk in enumerate(replica_chunks(len(lengths), dp)):
-        mine = lengths[chunk].tolist()
-        if not partial and len(mine) <= max_seqs and sum(mine) + len(mine) * prompt_len <= (
-                kv_tokens):
-            _all_fit(mine, prompt_len, r, rows)
-            continue
-        p, c = _simulate(mine, prompt_len, kv_tokens, max(1, max_seqs), r, rows,
-                         PARTIAL_PERIODS if partial else 0)
-        preemptions += p
-        carried = [a + b for a, b in zip(carried, c, strict=True)] if partial else carried
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(_FIELDS)
-    arrays = {name: np.array(col, dtype=np.int64) for name, col in zip(_FIELDS, cols,
-                                                                        strict=True)}
-    return Schedule(**arrays, preemptions=preemptions, carried=tuple(carried))
+    periods = PARTIAL_PERIODS if partial else 0
+    runs = [_replica(lengths[chunk], prompt_len, kv_tokens, max(1, max_seqs), periods)
+            for chunk in replica_chunks(len(lengths), dp)]
+    return _assemble(runs, periods)
 
 
-def _all_fit(lengths: list[int], prompt: int, replica: int, rows: list[tuple]) -> None:
-    """A replica whose every sequence fits at its full length together: all start at step 0,
-    never preempted; a segment ends at each distinct length."""
-    order = sorted(lengths)
-    n, start, k = len(order), 0, 0
-    while k < n:
-        end = order[k]
-        done = 1
-        while k + done < n and order[k + done] == end:
-            done += 1
-        b = n - k
-        fresh = (n, n * prompt, n * prompt * prompt) if k == 0 else (0, 0, 0)
-        rows.append((replica, end - start, b, b * (prompt + start + 1), *fresh, 0, 0, 0,
-                     done, 0))
-        start, k = end, k + done
+@dataclass(frozen=True)
+class _Run:
+    """One replica's segments: `seg` rows (steps, batch, kv, done); `pre` rows (segment,
+    fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq) for the segments that start with
+    prefills; `ends` the segment count at each step boundary (partial rollouts); `peak` the
+    most KV tokens the run ever asked for (above `kv_tokens` when the cache bound it)."""
+
+    seg: np.ndarray
+    pre: np.ndarray
+    ends: tuple[int, ...]
+    preemptions: int
+    carried: tuple[int, ...]
+    peak: int
 
 
-def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, replica: int,
-              rows: list[tuple], periods: int = 0) -> tuple[int, list[int]]:
-    """One engine replica's event loop (module docstring); appends its segments to `rows` and
-    returns (preemptions, tokens of the unfinished responses at each step boundary).
-    `periods` > 0: partial rollouts over that many steps."""
+_UNBOUND: dict[tuple, _Run] = {}  # (chunk, prompt, max_seqs, periods) -> a run the KV never bound
+_UNBOUND_ROWS = 1 << 21  # segments kept at most (tens of MB), then the store starts afresh
+
+
+def _replica(lengths: np.ndarray, prompt: int, capacity: int, max_seqs: int, periods: int
+             ) -> _Run:
+    """One replica's run. A run the KV cache never bound (no preemption, no admission held
+    back, no segment cut short by it) is the run of every larger cache: it is kept, by what
+    the schedule depends on, and serves every `capacity` ≥ its peak without simulating."""
+    key = (lengths.tobytes(), prompt, max_seqs, periods)
+    free = _UNBOUND.get(key)
+    if free is not None and capacity >= free.peak:
+        return free
+    run = _simulate(lengths.tolist(), prompt, capacity, max_seqs, periods)
+    if run.peak <= capacity:
+        if sum(len(r.seg) for r in _UNBOUND.values()) + len(run.seg) > _UNBOUND_ROWS:
+            _UNBOUND.clear()
+        _UNBOUND[key] = run
+    return run
+
+
+def _assemble(runs: list[_Run], periods: int) -> Schedule:
+    """The replicas' runs as one `Schedule` (replica after replica)."""
+    counts = np.array([len(r.seg) for r in runs])
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    seg = np.concatenate([r.seg for r in runs])
+    n = len(seg)
+    cols = {name: np.zeros(n, dtype=np.int64) for name in _PREFILL}
+    pre = np.concatenate([r.pre for r in runs])
+    if len(pre):
+        at = np.repeat(first, [len(r.pre) for r in runs]) + pre[:, 0]
+        for k, name in enumerate(_PREFILL, start=1):
+            cols[name][at] = pre[:, k]
+    period = (np.concatenate([np.repeat(np.arange(periods), np.diff((0, *r.ends)))
+                              for r in runs]) if periods else np.zeros(n, dtype=np.int64))
+    carried = [sum(c) for c in zip(*(r.carried for r in runs), strict=True)] if periods else []
+    return Schedule(replica=np.repeat(np.arange(len(runs)), counts), steps=seg[:, 0],
+                    batch=seg[:, 1], kv=seg[:, 2], **cols, done=seg[:, 3],
+                    period=period.astype(np.int64), preemptions=sum(r.preemptions for r in runs),
+                    carried=tuple(carried))
+
+
+_PREFILL = ("fresh", "fresh_tokens", "fresh_sq", "re", "re_tokens", "re_sq")
+
+
+def _simulate(lengths: list[int], prompt: int, capacity: int, max_seqs: int, periods: int
+              ) -> _Run:
+    """One engine replica's event loop (module docstring). `periods` > 0: partial rollouts
+    over that many steps.
+
+    Requests are numbered in the order they are queued (request i has length
+    lengths[i % share]); the running ones are always the first alive ones in that order (a
+    preempted or interrupted request returns to the front of the queue, ahead of younger
+    ones), so a request with no progress has never run. A running request's tokens are
+    `now − base`; a waiting one's, `progress`."""
     share = len(lengths)
-    length: list[int] = []  # response tokens, per request id
-    progress: list[int] = []  # tokens generated before the current admission
-    admitted: list[int] = []  # step of the current admission (-1: not running)
-    due: list[int] = []  # step the current admission finishes at (-1: not running)
-    started: list[bool] = []  # admitted at least once
-    waiting: deque[int] = deque()
-    stack: list[int] = []  # running, in admission order (lazily pruned)
-    heap: list[tuple[int, int]] = []  # (due step, id), lazily pruned
-    now = used = running = preemptions = period = completed = 0
-    carried: list[int] = []
-    push, pop = heapq.heappush, heapq.heappop
-
-    supply = itertools.cycle(lengths)
-    unstarted = 0  # queued, never admitted
-
-    def add(count: int) -> None:
-        nonlocal unstarted
-        for _ in range(count):
-            length.append(next(supply))
-            progress.append(0)
-            admitted.append(-1)
-            due.append(-1)
-            started.append(False)
-            waiting.append(len(length) - 1)
-        unstarted += count
-
     # partial rollouts: the next prompts are always queued (a step admits at most its share
     # plus a full batch), so the engine never drains
     ahead = share + min(max_seqs, share) if periods else share
-    add(ahead)
-    while waiting or running:
-        preempted = False
-        while used + running > capacity:  # reserve the running sequences' new slots
-            i = stack.pop()
-            if admitted[i] < 0:
-                continue  # finished since it was admitted
-            g = progress[i] + now - admitted[i]
-            used -= prompt + g
-            progress[i], admitted[i], due[i] = g, -1, -1
-            running -= 1
-            preemptions += 1
-            waiting.appendleft(i)
-            preempted = True
-        fresh = fresh_tokens = fresh_sq = re = re_tokens = re_sq = 0
-        while not preempted and waiting and running < max_seqs:
-            i = waiting[0]
-            c = prompt + progress[i]
-            if used + running + c + 1 > capacity:
-                break
-            waiting.popleft()
-            if progress[i]:
-                re, re_tokens, re_sq = re + 1, re_tokens + c, re_sq + c * c
-            else:
-                fresh, fresh_tokens, fresh_sq = fresh + 1, fresh_tokens + c, fresh_sq + c * c
-            if not started[i]:
-                started[i] = True
-                unstarted -= 1
-            admitted[i] = now
-            d = due[i] = now + length[i] - progress[i]
-            push(heap, (d, i))
-            stack.append(i)
-            used += c
-            running += 1
-        top, i = heap[0]
-        while due[i] != top:  # finished or preempted since it was pushed
+    length = (lengths * (ahead // share + 1))[:ahead]
+    progress = [0] * ahead  # tokens generated before the current admission
+    base = [_IDLE] * ahead  # running: the step it would have started at, never interrupted
+    waiting = deque(range(ahead))
+    stack: list[int] = []  # running, in admission order (lazily pruned)
+    heap: list[int] = []  # due step << shift | request, lazily pruned
+    shift = (ahead * max(1, periods)).bit_length()
+    mask = (1 << shift) - 1
+    seg: list[int] = []  # steps, batch, kv, done per segment
+    pre: list[int] = []  # segment, fresh, fresh tokens, fresh squares, re, re tokens, re squares
+    ends: list[int] = []
+    carried: list[int] = []
+    now = used = running = preemptions = period = completed = peak = 0
+    unstarted = ahead  # queued, never admitted
+    bound = capacity + 1  # the peak of a run the cache bound
+    push, pop = heapq.heappush, heapq.heappop
+    requeue, admit, started, unstack = (waiting.appendleft, waiting.popleft, stack.append,
+                                        stack.pop)
+    while True:
+        if used + running > capacity:  # reserve the running sequences' new slots
+            peak = bound
+            while used + running > capacity:
+                i = unstack()
+                a = base[i]
+                if a == _IDLE:
+                    continue  # finished since it was admitted
+                g = now - a
+                used -= prompt + g
+                progress[i] = g
+                base[i] = _IDLE
+                running -= 1
+                preemptions += 1
+                requeue(i)
+        elif waiting and running < max_seqs:
+            fresh = fresh_tokens = fresh_sq = re = re_tokens = re_sq = 0
+            while waiting and running < max_seqs:
+                i = waiting[0]
+                g = progress[i]
+                c = prompt + g
+                need = used + running + c + 1
+                if need > capacity:
+                    peak = bound
+                    break
+                if need > peak:
+                    peak = need
+                admit()
+                if g:
+                    re, re_tokens, re_sq = re + 1, re_tokens + c, re_sq + c * c
+                else:
+                    fresh, fresh_tokens, fresh_sq = fresh + 1, fresh_tokens + c, fresh_sq + c * c
+                    unstarted -= 1
+                a = base[i] = now - g
+                push(heap, (a + length[i]) << shift | i)
+                started(i)
+                used += c
+                running += 1
+            if fresh or re:
+                pre += (len(seg) >> 2, fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq)
+        top = heap[0]
+        i = top & mask
+        while base[i] + length[i] != top >> shift:  # finished or preempted since pushed
             pop(heap)
-            top, i = heap[0]
+            top = heap[0]
+            i = top & mask
         b = running
-        steps = min(top - now, (capacity - used) // b)
+        steps = (top >> shift) - now
+        if used + b * steps > capacity:  # the cache fills first
+            steps = (capacity - used) // b
+            peak = bound
+            kv = used + b
+            now += steps
+            used += b * steps
+            seg += (steps, b, kv, 0)
+            continue
+        if used + b * steps > peak:
+            peak = used + b * steps
         kv = used + b
         now += steps
         used += b * steps
         done = 0
-        while heap and heap[0][0] == now:
-            _, i = pop(heap)
-            if due[i] == now:
+        last = (now + 1) << shift
+        while heap and heap[0] < last:
+            i = pop(heap) & mask
+            if base[i] + length[i] == now:
                 used -= prompt + length[i]
-                progress[i], admitted[i], due[i] = length[i], -1, -1
+                base[i] = _IDLE
                 running -= 1
                 done += 1
-        rows.append((replica, steps, b, kv, fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq,
-                     done, period))
+        seg += (steps, b, kv, done)
         completed += done
         if periods and completed >= share:  # a step boundary (partial rollouts)
             period, completed = period + 1, 0
+            ends.append(len(seg) >> 2)
             if period == periods:
                 break
-            alive = [i for i in stack if admitted[i] >= 0]  # interrupted: wait in front
+            alive = [i for i in stack if base[i] != _IDLE]  # interrupted: wait in front
             for i in alive:
-                progress[i], admitted[i], due[i] = progress[i] + now - admitted[i], -1, -1
+                progress[i], base[i] = now - base[i], _IDLE
             waiting.extendleft(reversed(alive))
             carried.append(sum(progress[i] for i in waiting))
-            stack, heap, used, running = [], [], 0, 0
-            add(ahead - unstarted)
-    return preemptions, carried
+            stack.clear()
+            heap.clear()
+            used = running = 0
+            n, more = len(length), ahead - unstarted
+            length += [lengths[k % share] for k in range(n, n + more)]
+            progress += [0] * more
+            base += [_IDLE] * more
+            waiting.extend(range(n, n + more))
+            unstarted += more
+        elif not running and not waiting:
+            break
+    return _Run(seg=np.array(seg, dtype=np.int64).reshape(-1, 4),
+                pre=np.array(pre, dtype=np.int64).reshape(-1, 7), ends=tuple(ends),
+                preemptions=preemptions, carried=tuple(carried), peak=peak)
+
+
+_IDLE = -(1 << 62)  # `base` of a request not running
