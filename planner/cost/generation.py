@@ -256,12 +256,18 @@ def _sum_max(lines: list[tuple[Num, Num]], m: np.ndarray) -> np.ndarray:
     """Σ_{j=0}^{m−1} max_k (a_k + b_k·j), exactly, element-wise: split [0, m) where two lines
     cross (the max is one line between crossings) and sum each piece in closed form."""
     m = np.asarray(m, dtype=float)
-    cuts = [np.zeros_like(m), m]
+    inner = []
     for (a1, b1), (a2, b2) in itertools.combinations(lines, 2):
         with np.errstate(divide="ignore", invalid="ignore"):
             cross = np.where(np.asarray(b1 - b2) != 0, (a2 - a1) / (b1 - b2), 0.0)
-        cuts.append(np.clip(np.ceil(cross), 0, m))
-    cuts = np.sort(np.stack(np.broadcast_arrays(*cuts)), axis=0)
+        inner.append(np.broadcast_to(np.clip(np.ceil(cross), 0, m), m.shape))
+    # every crossing lies in [0, m]: only they need sorting, a few rows (a sorting network:
+    # numpy's sort along a short axis costs far more)
+    for n in range(len(inner) - 1, 0, -1):
+        for k in range(n):
+            inner[k], inner[k + 1] = (np.minimum(inner[k], inner[k + 1]),
+                                      np.maximum(inner[k], inner[k + 1]))
+    cuts = [np.zeros_like(m), *inner, m]
     total = np.zeros_like(m)
     for lo, hi in itertools.pairwise(cuts):
         mid = (lo + hi - 1) / 2
