@@ -1,8 +1,19 @@
-"""Search speed: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
+"""Search speed.
+
+Default: the targets of issue 25 — the 1,024-GPU PPO case (four Llama-3.1-70B roles, 512
+prompts × 4 samples, prompt 1,024, response 2,048, max 4,096, 128 nodes × 8 H100; `rlplan
+plan`'s defaults otherwise: staleness 0, so its what-ifs search staleness 1 with partial
+rollouts and a shared critic) and the 8-GPU example (`examples/grpo-qwen2.5-7b.yaml --nodes
+1`). Each run in a fresh process (no warm caches), `--runs` times: min / median / max.
+`search` is the search proper (`plan(explain=False)`: every inter-model option priced, solved
+and proven), `command` `rlplan plan --json` as run, with its what-ifs: `search.wall_s`, the
+command's own clock, and `process`, the process with Python's start-up and imports.
+Run: .venv/bin/python bench/search_speed.py [--runs 3]
+
+`--matrix`: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
 7B, a 70B and a 235B MoE actor; candidates before and after pruning; CP-SAT against brute
 force where brute force can finish.
-
-Not a test: prints a table. Run: .venv/bin/python bench/search_speed.py [--quick]
+Run: .venv/bin/python bench/search_speed.py --matrix [--quick]
 Columns: `cands` candidates priced, `kept` undominated, `model` left in the base option's
 CP-SAT model by the bounds; `search s` is the search proper (`plan(explain=False)`: every
 inter-model option priced, solved and proven); `+why s` (with --explained) is `rlplan plan`
@@ -19,14 +30,92 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import math
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+import yaml
 
 from planner.search import brute, cpsat
 from planner.search.choice import Choice, fits, score, valid
 from planner.search.solve import default_workers, plan
 from planner.search.space import Space, build_space
 from planner.specs.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+PPO_1024 = {  # issue 25's case, as a scenario file (the rest: rlplan's defaults)
+    "algorithm": "ppo",
+    "models": {"actor": "llama-3.1-70b", "reference": "actor", "reward": "llama-3.1-70b",
+               "critic": "llama-3.1-70b"},
+    "workload": {"prompts_per_step": 512, "samples_per_prompt": 4, "prompt_len": 1024,
+                 "response_len": 2048, "max_response_len": 4096, "mini_batches": 4},
+    "cluster": {"gpu": "h100-sxm", "nodes": 128, "gpus_per_node": 8}}
+EXAMPLE_8 = ROOT / "examples" / "grpo-qwen2.5-7b.yaml"
+TARGETS = [  # (label, scenario, `rlplan plan` flags, what is timed, target s)
+    ("PPO 4×70B on 1,024 H100s", PPO_1024, [], "search", 2.0),
+    ("PPO 4×70B on 1,024 H100s", PPO_1024, [], "command", 5.0),
+    ("GRPO 7B example --nodes 1 (8 GPUs)", EXAMPLE_8, ["--nodes", "1"], "command", 0.5),
+]
+SEARCH_PROPER = """
+import sys, time
+from pathlib import Path
+from planner.search.solve import plan
+from planner.specs.scenario import load_scenario
+sc = load_scenario(Path(sys.argv[1]), {})
+started = time.monotonic()
+plan(sc, explain=False)
+print(time.monotonic() - started)
+"""
+
+
+def run_once(path: Path, flags: list[str], what: str) -> tuple[float, float, float]:
+    """One fresh process: `rlplan plan --json` ("command"), or the search proper of the same
+    scenario ("search"): (the seconds it reports itself, the process's, its CPU seconds)."""
+    if what == "search":  # the scenario file as is (no flags): `plan(explain=False)`
+        assert not flags
+        command = [sys.executable, "-c", SEARCH_PROPER, str(path)]
+    else:
+        command = [sys.executable, "-c", "from planner.cli.main import main; main()", "plan",
+                   str(path), *flags, "--json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    process = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if out.returncode != 0:
+        raise SystemExit(f"exit {out.returncode}: {out.stderr.strip()[-300:]}")
+    if what == "search":
+        return float(out.stdout), process, cpu
+    return json.loads(out.stdout)["search"]["wall_s"], process, cpu
+
+
+def targets(runs: int) -> None:
+    """The issue's three rows: min / median / max over `runs` fresh processes."""
+    def spread(xs: list[float]) -> str:
+        return f"{min(xs):5.2f} / {statistics.median(xs):5.2f} / {max(xs):5.2f}"
+
+    print(f"{runs} runs each, seconds min / median / max (a shared machine: rerun to judge; "
+          "cpu: the process's CPU time, CP-SAT's worker threads included)")
+    print(f"{'case':36} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
+          f"{'target':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, scenario_, flags, what, target in TARGETS:
+            path = scenario_
+            if isinstance(scenario_, dict):
+                path = Path(tmp) / "ppo-1024.yaml"
+                path.write_text(yaml.safe_dump(scenario_))
+            times = [run_once(path, flags, what) for _ in range(runs)]
+            inside, process, cpu = ([t[k] for t in times] for k in range(3))
+            print(f"{label:36} {what:8} {spread(inside):>21} {spread(process):>21} "
+                  f"{spread(cpu):>21} {target:6.1f}", flush=True)
+
 
 ACTORS = {"7B": "qwen2.5-7b", "70B": "llama-3.1-70b", "235B-MoE": "qwen3-235b-a22b"}
 GPUS = (8, 64, 512, 1024, 4096)
@@ -66,6 +155,9 @@ def brute_count(space: Space) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes per target row")
+    parser.add_argument("--matrix", action="store_true",
+                        help="the table over algorithms, actors and GPU counts instead")
     parser.add_argument("--quick", action="store_true", help="8 and 64 GPUs only")
     parser.add_argument("--algos", default=",".join(ALGOS), help="e.g. ppo,grpo")
     parser.add_argument("--actors", default=",".join(ACTORS), help="e.g. 7B,70B")
@@ -77,6 +169,9 @@ def main() -> None:
     parser.add_argument("--explained", action="store_true",
                         help="also time `rlplan plan` as run (with its what-if searches)")
     args = parser.parse_args()
+    if not args.matrix:
+        targets(args.runs)
+        return
     gpus_list = ([int(g) for g in args.gpus.split(",")] if args.gpus else
                  GPUS[:2] if args.quick else GPUS)
     actors = {k: v for k, v in ACTORS.items() if k in args.actors.split(",")}
