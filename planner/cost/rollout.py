@@ -127,24 +127,45 @@ class _Run:
     peak: int
 
 
-_UNBOUND: dict[tuple, _Run] = {}  # (chunk, prompt, max_seqs, periods) -> a run the KV never bound
-_UNBOUND_ROWS = 1 << 21  # segments kept at most (tens of MB), then the store starts afresh
+class _Unbound:
+    """Replica runs the KV cache never bound, by what a run depends on besides the cache (the
+    replica's lengths, the prompt, the concurrency cap, the periods): each is the run of every
+    cache at or above its peak. At most `ROWS` segments are kept (tens of MB), then afresh."""
+
+    ROWS = 1 << 21
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple, _Run] = {}
+        self.rows = 0
+
+    def get(self, key: tuple, capacity: int) -> _Run | None:
+        run = self.runs.get(key)
+        return run if run is not None and capacity >= run.peak else None
+
+    def put(self, key: tuple, run: _Run) -> None:
+        if self.rows + len(run.seg) > self.ROWS:
+            self.clear()
+        self.runs[key] = run
+        self.rows += len(run.seg)
+
+    def clear(self) -> None:
+        self.runs.clear()
+        self.rows = 0
+
+
+_UNBOUND = _Unbound()
 
 
 def _replica(lengths: np.ndarray, prompt: int, capacity: int, max_seqs: int, periods: int
              ) -> _Run:
-    """One replica's run. A run the KV cache never bound (no preemption, no admission held
-    back, no segment cut short by it) is the run of every larger cache: it is kept, by what
-    the schedule depends on, and serves every `capacity` ≥ its peak without simulating."""
+    """One replica's run: simulated, unless a run the cache never bound serves it (`_Unbound`,
+    module docstring)."""
     key = (lengths.tobytes(), prompt, max_seqs, periods)
-    free = _UNBOUND.get(key)
-    if free is not None and capacity >= free.peak:
-        return free
-    run = _simulate(lengths.tolist(), prompt, capacity, max_seqs, periods)
-    if run.peak <= capacity:
-        if sum(len(r.seg) for r in _UNBOUND.values()) + len(run.seg) > _UNBOUND_ROWS:
-            _UNBOUND.clear()
-        _UNBOUND[key] = run
+    run = _UNBOUND.get(key, capacity)
+    if run is None:
+        run = _simulate(lengths.tolist(), prompt, capacity, max_seqs, periods)
+        if run.peak <= capacity:
+            _UNBOUND.put(key, run)
     return run
 
 

@@ -44,7 +44,7 @@ def test_a_run_the_cache_never_bound_serves_larger_caches():
     roomy = 64 * (50 + 400)  # every sequence at once, never preempted
     for kv in (roomy, 4 * roomy, roomy // 8, 2 * roomy, 450):
         assert_same(lengths, 2, 50, kv, 64, False)
-    free = list(rollout._UNBOUND.values())
+    free = list(rollout._UNBOUND.runs.values())
     assert len(free) == 2 and all(run.peak <= roomy for run in free)  # one per replica
 
 
