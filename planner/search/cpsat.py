@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -139,7 +139,7 @@ class Model:
             m.AddExactlyOne(self.a[t.name, k] for k in range(sp.slots))
             for k in range(sp.slots):
                 lits = [v for v, _ in self.terms(t.name, k)]
-                m.Add(sum(lits) == self.a[t.name, k])
+                m.Add(cp_model.LinearExpr.sum(lits) == self.a[t.name, k])
                 m.AddImplication(self.a[t.name, k], self.used[k])
         for (_, k, p, s, _), v in self.x.items():
             m.AddImplication(v, self.y[k, p, s])
@@ -198,22 +198,22 @@ class Model:
                         return self.terms(task, k)
                     return [(v, c) for v, c, q in self.pool_terms(task, k) if q == p]
 
-                resident = sum(c.persistent_mib * v for t in sp.tasks if t is not gen
-                               for v, c in terms(t.name))
-                rollout = (sum(c.persistent_mib * v for v, c in terms(gen.name))
+                resident = _weighted((v, c.persistent_mib) for t in sp.tasks if t is not gen
+                                     for v, c in terms(t.name))
+                rollout = (_weighted((v, c.persistent_mib) for v, c in terms(gen.name))
                            if gen is not None and k != 0 else 0)
                 m.Add(resident + rollout <= pool.budget_mib)
                 swapped = sp.swap and k == 0
-                m.Add(sum(c.host_mib * v for t in sp.tasks for v, c in terms(t.name))
+                m.Add(_weighted((v, c.host_mib) for t in sp.tasks for v, c in terms(t.name))
                       + (resident if swapped else 0) <= pool.host_budget_mib)
                 for t in sp.tasks:
                     for stage in t.stages:
                         own_terms = terms(t.name)
-                        need = sum((c.transient_mib.get(stage, 0)
-                                    + (c.reshard_mib if t is gen and k == 0 else 0)) * v
-                                   for v, c in own_terms)
-                        own = (sum(c.persistent_mib * v for v, c in own_terms) if t is gen
-                               else rollout)
+                        need = _weighted((v, c.transient_mib.get(stage, 0)
+                                          + (c.reshard_mib if t is gen and k == 0 else 0))
+                                         for v, c in own_terms)
+                        own = (_weighted((v, c.persistent_mib) for v, c in own_terms)
+                               if t is gen else rollout)
                         held = 0 if (swapped and t is gen) else resident
                         m.Add(held + own + need <= pool.budget_mib)
                         if t is gen:  # a bound: the size above its gap does not fit here
@@ -228,8 +228,8 @@ class Model:
         overlap, asynchrony."""
         sp, m, gen = self.space, self.m, self.space.generation
         horizon = _horizon(sp)
-        load = {(k, st): sum(c.time_ms.get(st, 0) * v for t in sp.tasks
-                             for v, c in self.terms(t.name, k))
+        load = {(k, st): _weighted((v, c.time_ms.get(st, 0)) for t in sp.tasks
+                                   for v, c in self.terms(t.name, k))
                 for k in range(sp.slots) for st in STAGES}
         S = {st: m.NewIntVar(0, horizon, f"S[{st}]") for st in STAGES}
         for (_, st), expr in load.items():
@@ -239,8 +239,8 @@ class Model:
             sync = self.refit(gen.name, horizon)
             if sp.swap:
                 swap = m.NewIntVar(0, horizon, "swap")
-                held = sum(sp.pools[p].swap_q * c.persistent_mib * v for t in sp.tasks
-                           if t is not gen for v, c, p in self.pool_terms(t.name, 0))
+                held = _weighted((v, sp.pools[p].swap_q * c.persistent_mib) for t in sp.tasks
+                                 if t is not gen for v, c, p in self.pool_terms(t.name, 0))
                 m.Add(SWAP_SCALE * swap >= held)
                 sync = sync + swap
         ga = S["generation"] + S["assessment"]
@@ -371,6 +371,14 @@ class Model:
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
         return Choice(sizes, slot, candidate, on)
+
+
+def _weighted(terms: Iterable[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+    """Σ coefficient × literal as one expression: the constraint CP-SAT gets is the same as
+    from a Python sum of products (it flattens both, by variable), built in a fraction of the
+    time."""
+    pairs = list(terms)
+    return cp_model.LinearExpr.weighted_sum([v for v, _ in pairs], [c for _, c in pairs])
 
 
 def _horizon(sp: Space) -> int:
