@@ -447,7 +447,7 @@ class Rollout:
         return "throughput-bound"
 
 
-@memo
+@memo  # the search asks again for the variants of an option (shadow copy, shared critic)
 def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                     engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: int,
                     max_seqs: int, partial: bool = False,
