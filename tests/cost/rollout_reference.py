@@ -17,18 +17,9 @@ FIELDS = ("replica", "steps", "batch", "kv", "fresh", "fresh_tokens", "fresh_sq"
           "re_tokens", "re_sq", "done", "period")
 
 
-def reference_schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_seqs: int,
-             partial: bool = False) -> Schedule:
-    """The continuous-batching schedule of `lengths` (response tokens per sequence, prompt
-    major) on `dp` replicas of `kv_tokens` KV tokens and at most `max_seqs` running sequences
-    each; under `partial` the steady stream of partial rollouts (module docstring).
-
-    Raises ValueError when one sequence at its full length does not fit the KV cache (the
-    engine would refuse it; callers check memory first)."""
-    longest = int(lengths.max())
-    if kv_tokens < prompt_len + longest:
-        raise ValueError(f"kv_tokens {kv_tokens} cannot hold one sequence of "
-                         f"{prompt_len + longest} tokens")
+def reference_schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int,
+                       max_seqs: int, partial: bool = False) -> Schedule:
+    """`rollout.schedule` as it was (its callers keep kv_tokens ≥ one longest sequence)."""
     rows: list[tuple] = []
     preemptions, carried = 0, [0] * (PARTIAL_PERIODS - 1) if partial else []
     for r, chunk in enumerate(replica_chunks(len(lengths), dp)):
