@@ -294,9 +294,13 @@ class Plan(PlanInput):
     explanation: dict[str, Any] = Field(default_factory=dict)
     breakdown: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
-    framework: str | None = Field(None, description="`plan --framework`: the framework@version "
-                                  "the search was restricted to (what `export` targets when "
-                                  "no --format is given)")
+    framework: str | None = Field(None, description="the scenario's `framework` (`--framework`): "
+                                  "the framework@version the search was restricted to and "
+                                  "priced as (what `export` targets when no --format is given)")
+    frameworks: list[dict[str, Any]] | None = Field(
+        None, description="with no framework named: each shipped release (`framework`, "
+        "`label`), whether it runs the plan as it is (`runs_as_is`) and what it would change "
+        "or refuse (`changes`)")
     baseline: dict[str, Any] | None = Field(None, description="`plan --baseline`: the given "
                                             "plan priced (iteration_time_s, tokens_per_s, "
                                             "cost_per_step_usd), the gain over it and what "

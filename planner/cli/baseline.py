@@ -9,16 +9,21 @@ from typing import Any
 from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
+from planner.frameworks import parse_name
 from planner.importers import import_config
 from planner.plan import Plan, PlanInput
 from planner.specs.files import parse_json, read_text, validate_as
-from planner.specs.scenario import Scenario
+from planner.specs.scenario import Scenario, load_scenario
 
 LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing",
                  "micro_batch")
 
 
-def load_baseline(path: Path, sc: Scenario) -> PlanInput:
+def load_baseline(path: Path, sc: Scenario, scenario_path: Path | None = None,
+                  flags: dict[str, Any] | None = None) -> tuple[Scenario, PlanInput]:
+    """The baseline plan, and the scenario to search: the baseline's framework (an imported
+    script's, or a plan JSON's `framework`) restricts the search unless the scenario names one
+    itself (`scenario_path` and `flags` rebuild it with the framework)."""
     try:
         text = read_text(path, "plan JSON or launch config")
     except InputError as err:
@@ -26,9 +31,26 @@ def load_baseline(path: Path, sc: Scenario) -> PlanInput:
     # a JSON document is a plan JSON (parsed within the limits on nesting and numbers);
     # anything else is a config `rlplan import` reads
     data = parse_json(text, f"--baseline {path}") if text.lstrip()[:1] in ("{", "[") else None
-    if not isinstance(data, dict):
-        data = import_config(text, sc).plan
-    return validate_as(PlanInput, data, f"--baseline {path}")
+    framework: str | None = None
+    if isinstance(data, dict):
+        recorded = data.get("framework")
+        if recorded is not None:
+            framework = parse_name(str(recorded), f"--baseline {path}: field 'framework'")
+    else:
+        imported = import_config(text, sc)
+        data = imported.plan
+        framework = framework_of(imported.fmt, imported.reading.release
+                                 if imported.reading else "")
+    base = validate_as(PlanInput, data, f"--baseline {path}")
+    if framework is None or sc.framework is not None:
+        return sc, base
+    return load_scenario(scenario_path, {**(flags or {}), "framework": framework}), base
+
+
+def framework_of(fmt: str, release: str) -> str:
+    """The preset of the release an imported script is written for (`Reading.release`):
+    OpenRLHF's flat flags are ≤ v0.9.5's, the others the newest preset's."""
+    return parse_name("openrlhf@0.9.5" if fmt == "openrlhf" and "flat" in release else fmt)
 
 
 def changes(best: PlanInput, base: PlanInput) -> list[str]:

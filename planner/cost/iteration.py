@@ -359,7 +359,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             swap_bytes = others
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.layout = kv_cache_layout(on, t.layout, shadow, kv_room_mib(
-            held, gen_load, budget_of(gpu), swap_out))
+            held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out))
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
@@ -430,8 +430,9 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     memory = group_memory(tasks, resident, capacity, swapped)
     for g, loads in task_loads(tasks, homes, gen_load).items():
         gpu = view[g].cluster.gpu
-        if (over := overflow(loads, budget_of(gpu), host_budget_of(gpu), g in swapped)):
-            raise InfeasibleError(fit_error(g, over, gpu, memory[g]))
+        headroom = sc.search.memory_headroom
+        if (over := overflow(loads, budget_of(gpu, headroom), host_budget_of(gpu), g in swapped)):
+            raise InfeasibleError(fit_error(g, over, gpu, memory[g], headroom))
     per_pool: dict[str, list] = {}  # pool → [GPUs the plan uses there, its profile]
     for g, size in sizes.items():
         c = view[g].cluster

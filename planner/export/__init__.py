@@ -12,13 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from planner.errors import InputError
-from planner.export import deepspeed, megatron, openrlhf, verl
 from planner.export.base import Export, ExportError, training_software_notes
-from planner.export.capabilities import Capabilities
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
-from planner.export.openrlhf import FLAT_VERSIONS, export_openrlhf
+from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
 from planner.specs.scenario import Scenario
 
@@ -26,23 +24,15 @@ FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
              "megatron": export_megatron}
 
-__all__ = ["FORMATS", "VERSIONS", "Capabilities", "Export", "ExportError", "capabilities",
-           "export", "parse_framework"]
-
-
-def capabilities(fmt: str, version: str) -> Capabilities:
-    """What `fmt` at `version` runs as planned (each exporter module's `CAPS`)."""
-    if fmt == "openrlhf" and version in FLAT_VERSIONS:
-        return openrlhf.FLAT_CAPS
-    return {"verl": verl.CAPS, "openrlhf": openrlhf.CAPS, "deepspeed": deepspeed.CAPS,
-            "megatron": megatron.CAPS}[fmt]
+__all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export", "parse_framework"]
 
 
 def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
-    """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given)."""
+    """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given), for a format
+    `export` writes."""
     fmt, _, version = text.partition("@")
     if fmt not in FORMATS:
-        raise InputError(f"{flag}: unknown framework '{fmt}'; choose one of "
+        raise InputError(f"{flag}: unknown format '{fmt}'; choose one of "
                          f"{', '.join(FORMATS)} (optionally @VERSION)")
     return fmt, check_version(fmt, version or None)
 
@@ -58,10 +48,22 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         done = EXPORTERS[fmt](plan, sc, version)
         return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
     except ExportError as err:
-        others = accepting(plan, sc, exclude=fmt)
-        where = (f"--format {' or '.join(others)} accepts this plan" if others else
-                 "no other format accepts this plan")
-        raise ExportError(f"{err}; {where}") from None
+        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version)}") from None
+
+
+TRAINER_ONLY = ("deepspeed", "megatron")  # their exports configure training alone
+
+
+def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> str:
+    """What fixes a refused export: the flag that re-plans for the format (unless the plan
+    was already searched for it), and the formats that accept the plan as it is, a
+    trainer-only one said so."""
+    fix = (f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
+           "runs)" if plan.get("framework") != f"{fmt}@{version}" else
+           "the scenario has changed since the plan was made: re-plan it")
+    others = [f"{o} (training only)" if o in TRAINER_ONLY else o
+              for o in accepting(plan, sc, exclude=fmt)]
+    return fix + (f"; --format {' or '.join(others)} accepts it as it is" if others else "")
 
 
 def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str

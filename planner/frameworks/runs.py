@@ -1,0 +1,75 @@
+"""Which framework releases run a plan as it is, and what each would change: the plan JSON's
+`frameworks` and the view's lines on them, for a plan made without a framework named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.frameworks.capabilities import Capabilities
+from planner.frameworks.presets import all_presets
+from planner.plan import PlanInput
+from planner.specs.scenario import Scenario
+
+KIND = {"generation": "generation", "training": "training", "assessment": "forward"}
+"""A layout's stage → the kind of task the search prices it as (and rules name)."""
+
+
+def task_of(role: str, stage: str) -> str | None:
+    """The search's task a (role, stage) layout belongs to; None where it is part of another
+    (the actor's old log-probs and the critic's values run with their training layouts)."""
+    if stage == "assessment":
+        return None if role in ("actor", "critic") else f"{role}.forward"
+    return f"{role}.{stage}"
+
+
+def differences(caps: Capabilities, sc: Scenario, plan: PlanInput) -> list[str]:
+    """What release `caps` would change in (or refuse of) `plan`, in words; empty when it runs
+    the plan as it is."""
+    out = []
+    if sc.algorithm not in caps.algorithms:
+        out.append(f"no {sc.algorithm} trainer")
+    if sc.reward_kind == "model" and not caps.reward_model:
+        out.append("no reward model (rule-based rewards only)")
+    groups: dict[str, set[str]] = {}
+    for role, stages in plan.layouts.items():
+        spec = sc.roles.get(role)
+        for stage, layout in stages.items():
+            task = task_of(role, stage)
+            if task is None:
+                continue
+            groups.setdefault(layout.group, set()).add(task)
+            out += caps.differences(KIND[stage], layout, spec, f"layouts.{role}.{stage}")
+    tasks = frozenset(t for g in groups.values() for t in g)
+    im = plan.inter_model
+    if caps.groups is not None:
+        for name, held in groups.items():
+            if not caps.group_ok(frozenset(held), tasks, im.staleness):
+                out.append(f"group {name} ({', '.join(sorted(held))}): not a placement it has")
+    per_node = {g.name: sc.pool(g.pool).cluster.gpus_per_node for g in plan.groups}
+    out += [f"group {g.name}: {g.gpus} GPUs are not whole nodes of {per_node[g.name]}"
+            for g in plan.groups if not caps.size_ok(g.gpus, per_node[g.name])]
+    o = caps.options
+    for on, allowed, what in ((im.inter_stage_fusion, o.fusion, "inter-stage fusion"),
+                              (im.overlap_weight_sync, o.overlap_weight_sync,
+                               "an overlapped weight sync"),
+                              (im.shared_actor_critic, o.shared_actor_critic,
+                               "a shared actor–critic")):
+        if on and not allowed:
+            out.append(f"no {what}")
+    if not o.partial(im.staleness, im.partial_rollout):
+        out.append(f"partial rollouts {'on' if im.partial_rollout else 'off'} at staleness "
+                   f"{im.staleness}: not how it runs")
+    return out
+
+
+def frameworks_running(sc: Scenario, plan: PlanInput) -> list[dict[str, Any]]:
+    """Every shipped release: does it run `plan` as it is, and what would it change
+    (`training_only`: its export configures the training alone, placement and generation
+    are not in it)."""
+    out = []
+    for preset in all_presets():
+        changes = differences(preset.caps(), sc, plan)
+        out.append({"framework": preset.name, "label": preset.label,
+                    "training_only": preset.caps().groups is None,
+                    "runs_as_is": not changes, "changes": changes})
+    return out
