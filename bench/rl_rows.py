@@ -32,6 +32,7 @@ from calibration import (
 from rl_mapping import (
     H20_INTER_NODE_GBPS,
     MODELS,
+    NEMO_RL_CONTROLLER_US_PER_TOKEN,
     VERL_RESPONSE_SENSITIVITY,
     RLCase,
     _map_verl,
@@ -39,7 +40,6 @@ from rl_mapping import (
     vllm_kv_tokens,
 )
 
-from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.flops import params_with_head
 from planner.cost.iteration import Evaluation, evaluate, generated_tokens_per_step
 from planner.errors import InfeasibleError, InputError
