@@ -134,8 +134,9 @@ def test_partial_rollouts_per_release():
 
 
 def test_layout_rules_work_on_one_layout_and_on_arrays():
-    import numpy as np
     from types import SimpleNamespace
+
+    import numpy as np
 
     caps = capabilities("verl")
     spec = scenario().actor

@@ -100,6 +100,16 @@ def task_loads(tasks: list[Task], homes: dict[str, str], generation: Load | None
     return out
 
 
+def headroom_words(gpu: HardwareProfile, headroom: float) -> str:
+    """' with the memory headroom of 0.05 (…)' naming the setting and how to check against
+    the full capacity; '' without a headroom."""
+    if not headroom:
+        return ""
+    return (f" with the memory headroom of {headroom:g} (search.memory_headroom: "
+            f"{gpu.memory_gib * headroom:.1f} of its {gpu.memory_gib:.0f} GiB left free; "
+            "--memory-headroom 0 checks against the full capacity)")
+
+
 def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
               report: dict[str, float | str], headroom: float = 0.0) -> str:
     """The message for a group that breaks the memory rule (`fit.overflow`); `report`: its
@@ -112,13 +122,9 @@ def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
     stage = over.stage or str(report["stage"])
     what = str(report["what"]) if stage == report["stage"] else over.where
     if headroom:
-        left = gpu.memory_gib * headroom
         return (f"group {group}, stage {stage}: {what} needs {gib:.1f} GiB per GPU more than "
-                f"a {gpu.name} may hold with the memory headroom of {headroom:g} "
-                f"(search.memory_headroom: {left:.1f} of its {gpu.memory_gib:.0f} GiB left "
-                "free); shard more (ZeRO, TP, PP), checkpoint "
-                "activations, offload or use smaller micro-batches, or pass --memory-headroom 0 "
-                "to check against the full capacity")
+                f"a {gpu.name} may hold{headroom_words(gpu, headroom)}; shard more (ZeRO, TP, "
+                "PP), checkpoint activations, offload or use smaller micro-batches")
     return (f"group {group}, stage {stage}: {gpu.memory_gib + gib:.1f} GiB per GPU ({what}) is "
             f"{gib:.1f} GiB over the {gpu.memory_gib:.0f} GiB of a {gpu.name}; shard more (ZeRO, "
             "TP, PP), checkpoint activations, offload, or use smaller micro-batches")

@@ -57,6 +57,7 @@ from planner.cost.generation import (
 from planner.cost.groups import (
     fit_error,
     group_memory,
+    headroom_words,
     inter_pool_link,
     plan_bounds,
     task_loads,
@@ -551,8 +552,10 @@ def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -
             f"group {layout.group}, stage generation: the actor's rollouts need "
             f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
             f"{(wanted - room_mib) / 1024:.1f} GiB over what the group leaves free of the "
-            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}; use more tensor parallelism, offload, a "
-            "larger group" + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
+            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}"
+            f"{headroom_words(gpu, sc.search.memory_headroom)}; use more tensor parallelism, "
+            "offload, a larger group"
+            + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
     return layout.model_copy(update={"kv_cache_tokens": kv})
 
 
