@@ -298,9 +298,9 @@ class Plan(PlanInput):
                                   "the framework@version the search was restricted to and "
                                   "priced as (what `export` targets when no --format is given)")
     frameworks: list[dict[str, Any]] | None = Field(
-        None, description="with no framework named: each shipped release (`framework`, "
-        "`label`), whether it runs the plan as it is (`runs_as_is`) and what it would change "
-        "or refuse (`changes`)")
+        None, description="each shipped release (the scenario's alone when it names one: "
+        "`framework`, `label`, `training_only`), whether it runs the plan as it is "
+        "(`runs_as_is`) and what it would change or refuse (`changes`)")
     baseline: dict[str, Any] | None = Field(None, description="`plan --baseline`: the given "
                                             "plan priced (iteration_time_s, tokens_per_s, "
                                             "cost_per_step_usd), the gain over it and what "

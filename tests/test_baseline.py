@@ -68,7 +68,8 @@ def test_an_imported_baseline_restricts_the_search_to_its_framework(cli, write):
                  "--time-limit", "20", "--workers", "1", "--json")
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
-    assert plan["framework"] == "verl@0.9.1" and plan["frameworks"] is None
+    assert plan["framework"] == "verl@0.9.1"
+    assert [f["runs_as_is"] for f in plan["frameworks"]] == [True]  # searched for it
     assert plan["scenario"]["framework"] == "verl@0.9.1"
     assert plan["baseline"]["fits"]
 

@@ -194,3 +194,22 @@ def test_which_frameworks_run_a_plan_and_what_each_changes():
     assert differences(capabilities("megatron"), sc, _colocated(0)) == [
         "layouts.actor.training.zero 3: --use-distributed-optimizer shards optimizer state "
         "only (ZeRO-1); re-plan with zero 0 or 1"]
+
+
+def test_evaluate_says_what_the_named_framework_would_change(cli, write):
+    import json
+
+    from tests.conftest import grpo_scenario
+
+    sc = write("s.yaml", grpo_scenario())
+    plan = write("p.json", _colocated(0).model_dump(mode="json"))
+    done = cli("evaluate", str(sc), str(plan), "--framework", "verl", "--json")
+    assert done.exit_code == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["framework"] == "verl@0.9.1"
+    (verl,) = data["frameworks"]
+    assert not verl["runs_as_is"]
+    assert verl["changes"][0].startswith("layouts.reference.assessment.zero 0")
+    view = cli("evaluate", str(sc), str(plan))  # none named: every release, in the view
+    assert "frameworks that run it as is: " in view.stdout
+    assert "  verl 0.9.1: layouts.reference.assessment.zero 0" in view.stdout

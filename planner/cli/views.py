@@ -261,10 +261,14 @@ FRAMEWORK_CHANGES_SHOWN = 2
 def framework_lines(plan: Plan) -> list[str]:
     """The framework the plan was searched and priced for, or which releases run it as it is
     and what each of the others would change."""
-    if plan.framework:
-        return [f"framework: {plan.framework} (searched and priced as it runs it)"]
     if not plan.frameworks:
         return []
+    if plan.framework:
+        (mine,) = plan.frameworks
+        if mine["runs_as_is"]:
+            return [f"framework: {plan.framework} runs it as is (priced with its preset)"]
+        return [f"framework: {plan.framework} (priced with its preset) would change: "
+                + "; ".join(mine["changes"])]
     runs = [f["label"] + (" (training only)" if f.get("training_only") else "")
             for f in plan.frameworks if f["runs_as_is"]]
     out = [f"frameworks that run it as is: {', '.join(runs) if runs else 'none'} "

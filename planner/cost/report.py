@@ -48,7 +48,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                   if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
         framework=sc.framework,
-        frameworks=None if sc.framework else frameworks_running(sc, plan),
+        frameworks=frameworks_running(sc, plan),
         precision=sc.precisions,
         explanation={"bottleneck": bottleneck,
                      "binding_constraint": f"group {peak_group} in {binding['stage']}: "

@@ -63,11 +63,13 @@ def differences(caps: Capabilities, sc: Scenario, plan: PlanInput) -> list[str]:
 
 
 def frameworks_running(sc: Scenario, plan: PlanInput) -> list[dict[str, Any]]:
-    """Every shipped release: does it run `plan` as it is, and what would it change
-    (`training_only`: its export configures the training alone, placement and generation
-    are not in it)."""
+    """Every shipped release (the scenario's alone when it names one): does it run `plan` as
+    it is, and what would it change (`training_only`: its export configures the training
+    alone, placement and generation are not in it)."""
     out = []
     for preset in all_presets():
+        if sc.framework is not None and preset.name != sc.framework:
+            continue
         changes = differences(preset.caps(), sc, plan)
         out.append({"framework": preset.name, "label": preset.label,
                     "training_only": preset.caps().groups is None,
