@@ -248,9 +248,11 @@ def memory_line(plan: Plan) -> str:
     headroom = plan.memory.get("headroom_gib") or 0.0
     left = (f"; {headroom:.1f} GiB per GPU left free (search.memory_headroom, "
             "--memory-headroom)" if headroom else "")
-    if memory_binds(peak, capacity):
+    usable = capacity - headroom
+    if memory_binds(peak, capacity, headroom):
         return f"binding memory: {where}{left}"
-    return (f"memory does not bind ({peak / capacity:.0%} of capacity at the peak, below the "
+    what = "of capacity" if not headroom else "of the capacity less the headroom"
+    return (f"memory does not bind ({peak / usable:.0%} {what} at the peak, below the "
             f"{1 - BINDING_MARGIN:.0%} that binds): {where}{left}")
 
 

@@ -224,7 +224,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
-                                               result.memory["capacity_gib"])
+                                               result.memory["capacity_gib"],
+                                               result.memory["headroom_gib"])
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
