@@ -18,6 +18,7 @@ from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
 from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
+from planner.frameworks import capabilities
 from planner.specs.scenario import Scenario
 
 FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
@@ -44,7 +45,7 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     version = check_version(fmt, version)
     try:
-        sc, pool_notes = pools_for_export(plan, sc, fmt)
+        sc, pool_notes = pools_for_export(plan, sc, fmt, version)
         done = EXPORTERS[fmt](plan, sc, version)
         return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
     except ExportError as err:
@@ -66,11 +67,12 @@ def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> 
     return fix + (f"; --format {' or '.join(others)} accepts it as it is" if others else "")
 
 
-def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str
+def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str
                      ) -> tuple[Scenario, tuple[str, ...]]:
     """A plan on several pools: on one of them only, that pool's scenario (a plain cluster);
     across GPU types, verl's resource pools (one per group, so one per GPU type) with a note
-    on what verl does not pin; the other frameworks launch one job on one GPU type: refused."""
+    on what verl does not pin; a framework that launches one job on one GPU type (its
+    preset's `mixed_pools`): refused."""
     if not sc.multi_pool:
         return sc, ()
     groups = plan.get("groups") or []
@@ -80,10 +82,9 @@ def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str
         return sc.on_pool(pool.name), (f"the plan runs on pool {pool.name} "
                                        f"({pool.cluster.gpu.name}) alone: exported for it",)
     named = ", ".join(f"{p.name} ({p.cluster.gpu.name})" for p in sc.pools if p.name in used)
-    if fmt != "verl":
+    if not capabilities(f"{fmt}@{version}").mixed_pools:
         raise ExportError(f"groups: the plan runs on pools {named}; {fmt} launches its roles "
-                          "as one job on one GPU type and cannot place them by GPU type — "
-                          "plan on one pool, or export to verl (a resource pool per group)")
+                          "as one job on one GPU type and cannot place them by GPU type")
     where = "; ".join(f"group {g['name']} on {g['pool']}" for g in groups)
     return sc, (f"pools {named}: verl gets a resource pool per group ({where}); its "
                 "resource_pool_spec counts nodes × GPUs and names no GPU type, so Ray places "
@@ -98,7 +99,8 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
         if fmt == exclude:
             continue
         try:
-            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt)[0], VERSIONS[fmt][0])
+            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt, VERSIONS[fmt][0])[0],
+                           VERSIONS[fmt][0])
         except ExportError:
             continue
         out.append(fmt)

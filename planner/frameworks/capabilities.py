@@ -83,6 +83,7 @@ class Capabilities:
     algorithms: frozenset[str]  # scenario algorithms the framework trains
     label: str = ""  # the release in words, e.g. "verl 0.9.1"
     reward_model: bool = True  # runs a reward model (else rule-based rewards only)
+    mixed_pools: bool = True  # places groups on pools of different GPU types
     rules: tuple[Rule, ...] = ()
     options: Options = field(default_factory=Options)
     groups: tuple[GroupPattern, ...] | None = None  # None: any placement

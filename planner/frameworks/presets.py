@@ -175,6 +175,7 @@ class Algorithms(Fact):
 class CapabilitiesInput(_Strict):
     algorithms: Algorithms
     reward_model: Flag  # runs a reward model (else rewards come from rule-based verifiers)
+    mixed_pools: Flag  # places groups on pools of different GPU types
     whole_nodes: Flag
     options: OptionsInput
     rules: list[RuleInput] = []
@@ -222,7 +223,7 @@ class Preset(_Strict):
         o = c.options
         return Capabilities(
             framework=self.name, label=self.label, algorithms=frozenset(c.algorithms.value),
-            reward_model=c.reward_model.value,
+            reward_model=c.reward_model.value, mixed_pools=c.mixed_pools.value,
             rules=tuple(r.rule() for r in c.rules),
             options=Options(fusion=o.fusion.value, overlap_weight_sync=o.overlap_weight_sync.value,
                             shared_actor_critic=o.shared_actor_critic.value,

@@ -45,6 +45,10 @@ def differences(caps: Capabilities, sc: Scenario, plan: PlanInput) -> list[str]:
         for name, held in groups.items():
             if not caps.group_ok(frozenset(held), tasks, im.staleness):
                 out.append(f"group {name} ({', '.join(sorted(held))}): not a placement it has")
+    pools = {g.pool for g in plan.groups}
+    if len(pools) > 1 and not caps.mixed_pools:
+        out.append(f"groups on pools {', '.join(sorted(str(p) for p in pools))}: it runs on "
+                   "one GPU type")
     per_node = {g.name: sc.pool(g.pool).cluster.gpus_per_node for g in plan.groups}
     out += [f"group {g.name}: {g.gpus} GPUs are not whole nodes of {per_node[g.name]}"
             for g in plan.groups if not caps.size_ok(g.gpus, per_node[g.name])]

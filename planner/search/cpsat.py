@@ -151,9 +151,14 @@ class Model:
 
     def add_framework_groups(self) -> None:
         """`plan --framework`: each used slot holds exactly one of the task sets the framework
-        runs on one group (`choice.allowed_groups`)."""
+        runs on one group (`choice.allowed_groups`), and all on one pool unless it places
+        groups by GPU type (`Capabilities.mixed_pools`)."""
         sp, m = self.space, self.m
         groups = allowed_groups(sp)
+        if self.multi and not sp.caps.mixed_pools:  # one GPU type: every group on slot 0's
+            for k in range(1, sp.slots):
+                for p in range(len(sp.pools)):
+                    m.Add(self.on[k, p] == self.on[0, p]).OnlyEnforceIf(self.used[k])
         for k in range(sp.slots):
             z = [m.NewBoolVar(f"group[{k},{j}]") for j in range(len(groups))]
             m.Add(sum(z) == self.used[k])
