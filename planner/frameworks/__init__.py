@@ -7,10 +7,11 @@ from planner.frameworks.presets import (
     Preset,
     all_presets,
     capabilities,
+    framework_runtime,
     load_preset,
     parse_name,
     releases,
 )
 
 __all__ = ["Capabilities", "GroupPattern", "Options", "Preset", "Rule", "all_presets",
-           "capabilities", "load_preset", "parse_name", "releases"]
+           "capabilities", "framework_runtime", "load_preset", "parse_name", "releases"]

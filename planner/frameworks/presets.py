@@ -288,3 +288,27 @@ def all_presets() -> list[Preset]:
 def capabilities(name: str) -> Capabilities:
     """What release `name` runs as planned (its preset's `capabilities`)."""
     return load_preset(name).caps()
+
+
+def framework_runtime(name: str, algorithm: str, reward_kind: str, runtime: RuntimeInput,
+                      where: str) -> tuple[RuntimeInput, list[str]]:
+    """The runtime a scenario naming release `name` is priced with — its preset's runtime
+    defaults under the fields the scenario sets itself (`runtime.model_fields_set`) — and the
+    note saying what the preset set; refuses (InputError, `where` first) an algorithm or a
+    reward model the release does not run."""
+    caps = capabilities(name)
+    if algorithm not in caps.algorithms:
+        raise InputError(f"{where}: {caps.label} has no {algorithm} trainer (it runs "
+                         f"{', '.join(sorted(caps.algorithms))}); choose another framework "
+                         "(--framework) or algorithm (--algo)")
+    if reward_kind == "model" and not caps.reward_model:
+        raise InputError(f"{where}: {caps.label} runs no reward model (its rewards come from "
+                         "rule-based verifiers); set models.reward to verifier (--reward "
+                         "verifier) or choose another framework (--framework)")
+    taken = {k: v for k, v in load_preset(name).runtime_defaults().items()
+             if k not in runtime.model_fields_set}
+    changed = [f"{k} {v}" for k, v in taken.items()
+               if v != RuntimeInput.model_fields[k].default]
+    notes = ([f"runtime from the {name} preset: {', '.join(changed)} (a runtime field the "
+              "scenario sets wins)"] if changed else [])
+    return RuntimeInput(**(runtime.model_dump() | taken)), notes

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
-from planner.frameworks import capabilities, load_preset, parse_name
+from planner.frameworks import framework_runtime, parse_name
 from planner.specs import bounds as lim
 from planner.specs.files import (
     looks_like_path,
@@ -478,7 +478,9 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
 
     runtime = inp.runtime
     if inp.framework is not None:
-        runtime = _framework_runtime(inp, reward_kind, source, notes)
+        runtime, said = framework_runtime(inp.framework, inp.algorithm, reward_kind, inp.runtime,
+                                          f"{source}: field 'framework' ({inp.framework})")
+        notes += said
     roles = {"actor": actor, "reference": reference, "reward": reward, "critic": critic}
     notes += _model_notes(roles, inp.runtime.rollout_weights)
     for role, spec in roles.items():
@@ -507,33 +509,6 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
                     pools=pools if len(pools) > 1 else (), inter_pool_gbps=inter_pool,
                     search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
                     source_input=inp, **roles)
-
-
-def _framework_runtime(inp: ScenarioInput, reward_kind: str, source: str, notes: list[str]
-                       ) -> RuntimeInput:
-    """The runtime a scenario naming a framework is priced with: its preset's runtime defaults
-    under the fields the scenario sets itself; refuses an algorithm or a reward model the
-    framework does not run."""
-    name = str(inp.framework)
-    caps = capabilities(name)
-    where = f"{source}: field 'framework' ({name})"
-    if inp.algorithm not in caps.algorithms:
-        raise InputError(f"{where}: {caps.label} has no {inp.algorithm} trainer (it runs "
-                         f"{', '.join(sorted(caps.algorithms))}); choose another framework "
-                         "(--framework) or algorithm (--algo)")
-    if reward_kind == "model" and not caps.reward_model:
-        raise InputError(f"{where}: {caps.label} runs no reward model (its rewards come from "
-                         "rule-based verifiers); set models.reward to verifier (--reward "
-                         "verifier) or choose another framework (--framework)")
-    preset = load_preset(name)
-    own = inp.runtime.model_fields_set
-    taken = {k: v for k, v in preset.runtime_defaults().items() if k not in own}
-    changed = [f"{k} {v}" for k, v in taken.items()
-               if v != RuntimeInput.model_fields[k].default]
-    if changed:
-        notes.append(f"runtime from the {name} preset: {', '.join(changed)} (a runtime "
-                     "field the scenario sets wins)")
-    return RuntimeInput(**(inp.runtime.model_dump() | taken))
 
 
 def source_name(path: Path | Mapping[str, Any] | None) -> str:
