@@ -213,3 +213,19 @@ def test_evaluate_says_what_the_named_framework_would_change(cli, write):
     view = cli("evaluate", str(sc), str(plan))  # none named: every release, in the view
     assert "frameworks that run it as is: " in view.stdout
     assert "  verl 0.9.1: layouts.reference.assessment.zero 0" in view.stdout
+
+
+def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(cli, write):
+    import json
+
+    from tests.conftest import grpo_scenario
+
+    out = write("p.json", {})
+    done = cli("plan", str(write("s.yaml", grpo_scenario())), "--framework", "nemo-rl",
+               "--workers", "1", "--out", str(out), "--json")
+    assert done.exit_code == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["framework"] == "nemo-rl@0.6" and data["stages"]["controller"]["time_s"] > 0
+    refused = cli("export", str(out))
+    assert refused.exit_code == 2
+    assert "nemo-rl is planned and priced but has no exporter yet" in refused.stderr

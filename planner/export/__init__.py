@@ -18,7 +18,7 @@ from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
 from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
-from planner.frameworks import capabilities
+from planner.frameworks import capabilities, releases
 from planner.specs.scenario import Scenario
 
 FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
@@ -32,6 +32,9 @@ def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
     """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given), for a format
     `export` writes."""
     fmt, _, version = text.partition("@")
+    if fmt in releases() and fmt not in FORMATS:  # a preset without an exporter (nemo-rl)
+        raise InputError(f"{flag}: {fmt} is planned and priced but has no exporter yet; "
+                         f"choose --format {', '.join(FORMATS)}")
     if fmt not in FORMATS:
         raise InputError(f"{flag}: unknown format '{fmt}'; choose one of "
                          f"{', '.join(FORMATS)} (optionally @VERSION)")
