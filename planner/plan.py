@@ -300,7 +300,8 @@ class Plan(PlanInput):
     frameworks: list[dict[str, Any]] | None = Field(
         None, description="each shipped release (the scenario's alone when it names one: "
         "`framework`, `label`, `training_only`), whether it runs the plan as it is "
-        "(`runs_as_is`) and what it would change or refuse (`changes`)")
+        "(`runs_as_is`), what it would change or refuse (`changes`), and what its layouts "
+        "as it runs them change in peak memory and step time (`as_it_runs`)")
     baseline: dict[str, Any] | None = Field(None, description="`plan --baseline`: the given "
                                             "plan priced (iteration_time_s, tokens_per_s, "
                                             "cost_per_step_usd), the gain over it and what "

@@ -210,6 +210,8 @@ def test_evaluate_says_what_the_named_framework_would_change(cli, write):
     (verl,) = data["frameworks"]
     assert not verl["runs_as_is"]
     assert verl["changes"][0].startswith("layouts.reference.assessment.zero 0")
+    # as verl runs it, the reference is sharded (ZeRO-3): less memory per GPU
+    assert verl["as_it_runs"].startswith("as it runs it: -")
     view = cli("evaluate", str(sc), str(plan))  # none named: every release, in the view
     assert "frameworks that run it as is: " in view.stdout
     assert "  verl 0.9.1: layouts.reference.assessment.zero 0" in view.stdout

@@ -270,7 +270,8 @@ def framework_lines(plan: Plan) -> list[str]:
         if mine["runs_as_is"]:
             return [f"framework: {plan.framework} runs it as is (priced with its preset)"]
         return [f"framework: {plan.framework} (priced with its preset) would change: "
-                + "; ".join(mine["changes"])]
+                + "; ".join(mine["changes"])
+                + (f"; {mine['as_it_runs']}" if mine.get("as_it_runs") else "")]
     runs = [f["label"] + (" (training only)" if f.get("training_only") else "")
             for f in plan.frameworks if f["runs_as_is"]]
     out = [f"frameworks that run it as is: {', '.join(runs) if runs else 'none'} "
@@ -281,7 +282,8 @@ def framework_lines(plan: Plan) -> list[str]:
         changes = f["changes"]
         more = len(changes) - FRAMEWORK_CHANGES_SHOWN
         out.append(f"  {f['label']}: {'; '.join(changes[:FRAMEWORK_CHANGES_SHOWN])}"
-                   + (f" (+{more} more in the JSON)" if more > 0 else ""))
+                   + (f" (+{more} more in the JSON)" if more > 0 else "")
+                   + (f"; {f['as_it_runs']}" if f.get("as_it_runs") else ""))
     return out
 
 

@@ -48,7 +48,8 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                   if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
         framework=sc.framework,
-        frameworks=frameworks_running(sc, plan),
+        frameworks=frameworks_running(sc, plan, float(binding["peak_bytes"]) / GIB,
+                                      ev.iteration_time_s),
         precision=sc.precisions,
         explanation={"bottleneck": bottleneck,
                      "binding_constraint": f"group {peak_group} in {binding['stage']}: "

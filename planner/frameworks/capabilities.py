@@ -33,6 +33,7 @@ class Rule:
     ok: Callable[[Any, ModelSpec | None], Any]
     why: Callable[[str, Any], str]
     refuse: bool = True
+    fix: dict[str, Any] | None = None  # the layout fields that make it run (None: no one fix)
 
 
 PARTIAL_ROLLOUTS = {
@@ -100,7 +101,10 @@ class Capabilities:
     def differences(self, kind: str, layout: Any, spec: ModelSpec | None, where: str
                     ) -> list[str]:
         """Every rule `layout` breaks, refused or approximated, in words."""
-        return [rule.why(where, layout) for rule in self.rules
+        return [rule.why(where, layout) for rule in self.broken(kind, layout, spec)]
+
+    def broken(self, kind: str, layout: Any, spec: ModelSpec | None) -> list[Rule]:
+        return [rule for rule in self.rules
                 if rule.kind == kind and not bool(np.all(rule.ok(layout, spec)))]
 
     def mask(self, kind: str, variants: Any, spec: ModelSpec) -> Any:

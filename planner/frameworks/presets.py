@@ -122,7 +122,22 @@ class RuleInput(_Strict):
         def say(where: str, x: Any) -> str:
             return why.format(where=where, **{f: getattr(x, f) for f in FIELDS})
 
-        return Rule(self.kind, ok, say, self.refuse)
+        return Rule(self.kind, ok, say, self.refuse, self.fix())
+
+    def fix(self) -> dict[str, Any] | None:
+        """The layout fields that satisfy `require` when it names fields alone, each at its
+        value or bound (`zero: 3`, `zero: {max: 1}` → zero 1); None otherwise."""
+        out: dict[str, Any] = {}
+        for key, want in self.require.items():
+            if key not in FIELDS:
+                return None
+            if not isinstance(want, dict):
+                out[key] = want
+            elif "max" in want or "min" in want:
+                out[key] = want.get("max", want.get("min"))
+            else:
+                return None
+        return out
 
 
 def _array(value: Any) -> Any:

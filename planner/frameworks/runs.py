@@ -66,16 +66,59 @@ def differences(caps: Capabilities, sc: Scenario, plan: PlanInput) -> list[str]:
     return out
 
 
-def frameworks_running(sc: Scenario, plan: PlanInput) -> list[dict[str, Any]]:
+def converted(caps: Capabilities, sc: Scenario, plan: PlanInput) -> PlanInput | None:
+    """`plan` with each layout the release would run differently set as it runs it (each
+    broken rule's `fix`; the actor's and critic's assessment follow their training); None
+    when a broken rule has no one fix, or nothing changes."""
+    layouts: dict[str, dict[str, Any]] = {}
+    changed = False
+    for role, stages in plan.layouts.items():
+        spec = sc.roles.get(role)
+        for stage, layout in stages.items():
+            kind = "training" if task_of(role, stage) is None else KIND[stage]
+            fixes = [rule.fix for rule in caps.broken(kind, layout, spec)]
+            if any(f is None for f in fixes):
+                return None
+            update = {k: v for f in fixes for k, v in (f or {}).items()}
+            changed |= bool(update)
+            layouts.setdefault(role, {})[stage] = layout.model_copy(update=update)
+    return plan.model_copy(update={"layouts": layouts}) if changed else None
+
+
+def as_it_runs(caps: Capabilities, sc: Scenario, plan: PlanInput, peak_gib: float,
+               step_s: float) -> str | None:
+    """What running `plan` as the release does changes in memory and time (its layouts
+    converted, `converted`, and priced), in words; None when that cannot be said."""
+    from planner.cost.iteration import evaluate  # the cost model prices the converted plan
+    from planner.errors import InfeasibleError
+
+    plan2 = converted(caps, sc, plan)
+    if plan2 is None:
+        return None
+    try:
+        ev = evaluate(sc, plan2)
+    except InfeasibleError as exc:
+        return f"as it runs it, the plan does not fit: {exc}"
+    peak = max(float(m["peak_bytes"]) for m in ev.memory.values()) / 2**30
+    return (f"as it runs it: {peak - peak_gib:+.1f} GiB per GPU at the peak, step "
+            f"{ev.iteration_time_s / step_s - 1:+.1%}")
+
+
+def frameworks_running(sc: Scenario, plan: PlanInput, peak_gib: float | None = None,
+                       step_s: float | None = None) -> list[dict[str, Any]]:
     """Every shipped release (the scenario's alone when it names one): does it run `plan` as
     it is, and what would it change (`training_only`: its export configures the training
-    alone, placement and generation are not in it)."""
+    alone, placement and generation are not in it); given the plan's peak and step, what its
+    layouts as the release runs them change in both (`as_it_runs`, None when unknown)."""
     out = []
     for preset in all_presets():
         if sc.framework is not None and preset.name != sc.framework:
             continue
-        changes = differences(preset.caps(), sc, plan)
+        caps = preset.caps()
+        changes = differences(caps, sc, plan)
+        cost = (as_it_runs(caps, sc, plan, peak_gib, step_s)
+                if changes and peak_gib is not None and step_s is not None else None)
         out.append({"framework": preset.name, "label": preset.label,
-                    "training_only": preset.caps().groups is None,
-                    "runs_as_is": not changes, "changes": changes})
+                    "training_only": caps.groups is None,
+                    "runs_as_is": not changes, "changes": changes, "as_it_runs": cost})
     return out
