@@ -88,3 +88,15 @@ def test_a_plan_json_baseline_brings_its_framework_and_a_named_one_wins(cli, wri
     bad = write("bad.json", {**BASELINE, "framework": "trl"})
     result = cli("plan", str(sc), "--baseline", str(bad))
     assert result.exit_code == 2 and "field 'framework'" in result.stderr
+
+
+def test_import_writes_the_scripts_framework(cli, write, tmp_path):
+    out, scenario = tmp_path / "today.json", tmp_path / "s.yaml"
+    result = cli("import", str(write("run.sh", _verl_script())), "--scenario",
+                 str(_scenario(write)), "--out", str(out), "--out-scenario", str(scenario))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(out.read_text())["framework"] == "verl@0.9.1"
+    assert "framework: verl@0.9.1" in scenario.read_text()
+    evaluated = cli("evaluate", str(scenario), str(out), "--json")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["framework"] == "verl@0.9.1"

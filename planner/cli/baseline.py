@@ -9,7 +9,7 @@ from typing import Any
 from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
-from planner.frameworks import parse_name
+from planner.frameworks import parse_name, release_of
 from planner.importers import import_config
 from planner.plan import Plan, PlanInput
 from planner.specs.files import parse_json, read_text, validate_as
@@ -39,18 +39,12 @@ def load_baseline(path: Path, sc: Scenario, scenario_path: Path | None = None,
     else:
         imported = import_config(text, sc)
         data = imported.plan
-        framework = framework_of(imported.fmt, imported.reading.release
-                                 if imported.reading else "")
+        framework = (release_of(imported.fmt, imported.reading.release)
+                     if imported.reading else None)
     base = validate_as(PlanInput, data, f"--baseline {path}")
     if framework is None or sc.framework is not None:
         return sc, base
     return load_scenario(scenario_path, {**(flags or {}), "framework": framework}), base
-
-
-def framework_of(fmt: str, release: str) -> str:
-    """The preset of the release an imported script is written for (`Reading.release`):
-    OpenRLHF's flat flags are ≤ v0.9.5's, the others the newest preset's."""
-    return parse_name("openrlhf@0.9.5" if fmt == "openrlhf" and "flat" in release else fmt)
 
 
 def changes(best: PlanInput, base: PlanInput) -> list[str]:

@@ -10,8 +10,10 @@ from planner.frameworks.presets import (
     framework_runtime,
     load_preset,
     parse_name,
+    release_of,
     releases,
 )
 
 __all__ = ["Capabilities", "GroupPattern", "Options", "Preset", "Rule", "all_presets",
-           "capabilities", "framework_runtime", "load_preset", "parse_name", "releases"]
+           "capabilities", "framework_runtime", "load_preset", "parse_name", "release_of",
+           "releases"]

@@ -294,6 +294,13 @@ def load_preset(name: str) -> Preset:
     return preset
 
 
+def release_of(fmt: str, release: str) -> str:
+    """The preset of the release an imported script is written for (its reader's `fmt` and
+    `Reading.release` words): OpenRLHF's flat flags are ≤ v0.9.5's, the others the newest
+    preset's."""
+    return parse_name("openrlhf@0.9.5" if fmt == "openrlhf" and "flat" in release else fmt)
+
+
 def all_presets() -> list[Preset]:
     """Every shipped release's preset, by framework, newest first."""
     return [load_preset(f"{f}@{v}") for f, versions in releases().items() for v in versions]

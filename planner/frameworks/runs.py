@@ -90,7 +90,7 @@ def as_it_runs(caps: Capabilities, sc: Scenario, plan: PlanInput, peak_gib: floa
     """What running `plan` as the release does changes in memory and time (its layouts
     converted, `converted`, and priced), in words; None when that cannot be said."""
     from planner.cost.iteration import evaluate  # the cost model prices the converted plan
-    from planner.errors import InfeasibleError
+    from planner.errors import InfeasibleError, InputError
 
     plan2 = converted(caps, sc, plan)
     if plan2 is None:
@@ -99,6 +99,8 @@ def as_it_runs(caps: Capabilities, sc: Scenario, plan: PlanInput, peak_gib: floa
         ev = evaluate(sc, plan2)
     except InfeasibleError as exc:
         return f"as it runs it, the plan does not fit: {exc}"
+    except InputError:  # the fix alone makes no plan (pp 1 under an interleaved pipeline)
+        return None
     peak = max(float(m["peak_bytes"]) for m in ev.memory.values()) / 2**30
     return (f"as it runs it: {peak - peak_gib:+.1f} GiB per GPU at the peak, step "
             f"{ev.iteration_time_s / step_s - 1:+.1%}")
