@@ -86,15 +86,25 @@ def converted(caps: Capabilities, sc: Scenario, plan: PlanInput) -> PlanInput | 
 
 
 def as_it_runs(caps: Capabilities, sc: Scenario, plan: PlanInput, peak_gib: float,
-               step_s: float) -> str | None:
+               step_s: float, said: dict[str, str | None] | None = None) -> str | None:
     """What running `plan` as the release does changes in memory and time (its layouts
-    converted, `converted`, and priced), in words; None when that cannot be said."""
-    from planner.cost.iteration import evaluate  # the cost model prices the converted plan
-    from planner.errors import InfeasibleError, InputError
-
+    converted, `converted`, and priced), in words; None when that cannot be said. `said`:
+    the words already found for a converted plan (releases that convert alike price once)."""
     plan2 = converted(caps, sc, plan)
     if plan2 is None:
         return None
+    said = {} if said is None else said
+    key = plan2.model_dump_json()
+    if key not in said:
+        said[key] = _priced_words(sc, plan2, peak_gib, step_s)
+    return said[key]
+
+
+def _priced_words(sc: Scenario, plan2: PlanInput, peak_gib: float, step_s: float
+                  ) -> str | None:
+    from planner.cost.iteration import evaluate  # the cost model prices the converted plan
+    from planner.errors import InfeasibleError, InputError
+
     try:
         ev = evaluate(sc, plan2)
     except InfeasibleError as exc:
@@ -112,13 +122,14 @@ def frameworks_running(sc: Scenario, plan: PlanInput, peak_gib: float | None = N
     it is, and what would it change (`training_only`: its export configures the training
     alone, placement and generation are not in it); given the plan's peak and step, what its
     layouts as the release runs them change in both (`as_it_runs`, None when unknown)."""
-    out = []
+    out: list[dict[str, Any]] = []
+    said: dict[str, str | None] = {}
     for preset in all_presets():
         if sc.framework is not None and preset.name != sc.framework:
             continue
         caps = preset.caps()
         changes = differences(caps, sc, plan)
-        cost = (as_it_runs(caps, sc, plan, peak_gib, step_s)
+        cost = (as_it_runs(caps, sc, plan, peak_gib, step_s, said)
                 if changes and peak_gib is not None and step_s is not None else None)
         out.append({"framework": preset.name, "label": preset.label,
                     "training_only": caps.groups is None,
