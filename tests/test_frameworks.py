@@ -228,6 +228,12 @@ def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(
     assert done.exit_code == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["framework"] == "nemo-rl@0.6" and data["stages"]["controller"]["time_s"] > 0
+    # the plan carries the runtime fields the scenario set, not the preset's: read back, the
+    # preset fills them again
+    from planner.specs.scenario import scenario_from_plan
+
+    assert "runtime" not in data["scenario"]
+    assert scenario_from_plan(data, "p.json").runtime.controller_us_per_token == 9.75
     refused = cli("export", str(out))
     assert refused.exit_code == 2
     assert "nemo-rl is planned and priced but has no exporter yet" in refused.stderr

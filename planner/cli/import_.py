@@ -77,7 +77,7 @@ def _import(file: Path, scenario: Path | None, fmt: str | None, pairs: list[str]
     got = lay_out(reading, sc)
     plan = validate_as(PlanInput, got.plan, f"import {file}").model_dump(mode="json",
                                                                            exclude_none=True)
-    written = sc.source_input.model_dump(mode="json", exclude_none=True)
+    written = sc.source_input.written()
     written["models"] = _absolute(written["models"])
     # the script's release: `evaluate` prices the plan as it runs it, `plan --baseline`
     # searches only what it runs (unless the scenario names another)

@@ -44,7 +44,7 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
                                **pool_figures(sc, plan, g, m)}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
-        scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
+        scenario=(sc.source_input.written()
                   if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
         framework=sc.framework,

@@ -132,6 +132,15 @@ class ScenarioInput(BaseModel):
     cluster: ClusterInput
     search: SearchInput = SearchInput()
 
+    def written(self) -> dict[str, Any]:
+        """The scenario as a plan JSON carries it: the runtime fields it sets itself only, so
+        a framework's preset fills the rest again when it is read back."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        out["runtime"] = self.runtime.model_dump(mode="json", exclude_unset=True)
+        if not out["runtime"]:
+            del out["runtime"]
+        return out
+
     @field_validator("framework")
     @classmethod
     def _known_framework(cls, value: str | None) -> str | None:
