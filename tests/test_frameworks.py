@@ -237,3 +237,12 @@ def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(
     refused = cli("export", str(out))
     assert refused.exit_code == 2
     assert "nemo-rl is planned and priced but has no exporter yet" in refused.stderr
+
+
+def test_the_python_api_plans_for_a_framework():
+    import planner
+    from tests.conftest import grpo_scenario
+
+    found = planner.plan(grpo_scenario(), framework="openrlhf@0.9.5", workers=1, time_limit=30)
+    assert found.framework == "openrlhf@0.9.5"
+    assert [f["framework"] for f in found.frameworks] == ["openrlhf@0.9.5"]

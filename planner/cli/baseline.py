@@ -3,6 +3,7 @@ import` reads), priced by `evaluate`, and what the best plan gains over it and c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,11 @@ LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "chec
                  "micro_batch")
 
 
-def load_baseline(path: Path, sc: Scenario, scenario_path: Path | None = None,
+def load_baseline(path: Path, sc: Scenario, source: Path | Mapping[str, Any] | None = None,
                   flags: dict[str, Any] | None = None) -> tuple[Scenario, PlanInput]:
     """The baseline plan, and the scenario to search: the baseline's framework (an imported
     script's, or a plan JSON's `framework`) restricts the search unless the scenario names one
-    itself (`scenario_path` and `flags` rebuild it with the framework)."""
+    itself (`source` — its file or fields — and `flags` rebuild it with the framework)."""
     try:
         text = read_text(path, "plan JSON or launch config")
     except InputError as err:
@@ -44,7 +45,7 @@ def load_baseline(path: Path, sc: Scenario, scenario_path: Path | None = None,
     base = validate_as(PlanInput, data, f"--baseline {path}")
     if framework is None or sc.framework is not None:
         return sc, base
-    return load_scenario(scenario_path, {**(flags or {}), "framework": framework}), base
+    return load_scenario(source, {**(flags or {}), "framework": framework}), base
 
 
 def changes(best: PlanInput, base: PlanInput) -> list[str]:
