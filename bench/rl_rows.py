@@ -428,7 +428,7 @@ def _controller_report(cases: list[RLCase], control: ControllerFit,
           "co-located rows: (measured - predicted without it) per generated token")
     print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
           + f"  -> median {control.fitted:.2f} us (shipped "
-          f"NEMO_RL_CONTROLLER_US_PER_TOKEN {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
+          f"in the nemo-rl preset {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
     by_id = {c.id: c for c in cases}
     spread = {}  # the gaps in other units: the unit with the least spread is the mechanism's
     for unit, per in (("per generated token", _generated_tokens),
