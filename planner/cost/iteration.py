@@ -584,7 +584,7 @@ def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: b
     try:
         load = generation_load(sc, alt, shadow, hybrid)
         alt = kv_cache_layout(sc, alt, shadow, kv_room_mib(
-            held, load, budget_of(sc.cluster.gpu), swap_out))
+            held, load, budget_of(sc.cluster.gpu, sc.search.memory_headroom), swap_out))
     except InfeasibleError:
         return None
     return tp, alt.dp, generation_rollout(sc, alt, partial).seconds

@@ -33,10 +33,6 @@ from planner.specs.workload import ALGORITHMS
 TASKS = ("actor.generation", "actor.training", "critic.training", "reference.forward",
          "reward.forward")
 """The search's task names, which placement patterns list."""
-PENDING_RUNTIME = ("refit",)
-"""Runtime fields a preset declares before `RuntimeInput` prices them (`runtime.refit`, the
-weight-refit mechanism another change adds): kept in the preset, applied once the field
-exists."""
 
 
 class _Strict(BaseModel):
@@ -215,7 +211,7 @@ class Preset(_Strict):
     @field_validator("runtime")
     @classmethod
     def _runtime_fields(cls, value: dict[str, Fact]) -> dict[str, Fact]:
-        known = set(RuntimeInput.model_fields) | set(PENDING_RUNTIME)
+        known = set(RuntimeInput.model_fields)
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(f"unknown runtime field(s) {', '.join(unknown)}; a preset sets "
@@ -228,9 +224,8 @@ class Preset(_Strict):
         return f"{self.framework}@{self.version}"
 
     def runtime_defaults(self) -> dict[str, Any]:
-        """The `runtime:` fields the framework sets, as scenario values (those the cost model
-        does not price yet left out: `PENDING_RUNTIME`)."""
-        return {k: f.value for k, f in self.runtime.items() if k in RuntimeInput.model_fields}
+        """The `runtime:` fields the framework sets, as scenario values."""
+        return {k: f.value for k, f in self.runtime.items()}
 
     def caps(self) -> Capabilities:
         """The capabilities the search and the exporters use (`capabilities` caches them)."""
