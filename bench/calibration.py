@@ -53,9 +53,9 @@ from planner.cost.constants import (  # noqa: E402
     DP_COMM_OVERLAP,
     ENGINES,
     HOST_SECONDS_PER_LAYER_PASS,
-    NEMO_RL_CONTROLLER_US_PER_TOKEN,
 )
 from planner.cost.flops import Head  # noqa: E402
+from planner.frameworks import load_preset  # noqa: E402
 from planner.plan import Layout  # noqa: E402
 from planner.specs.hardware import (  # noqa: E402
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -515,8 +515,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{verdict}; rows: {rows}")
     print("profiles without calibration rows keep the schema defaults "
           f"(compute {Efficiency().compute}, hbm {Efficiency().hbm}).")
-    controller = NEMO_RL_CONTROLLER_US_PER_TOKEN
-    print("NeMo-RL controller rate -> planner/cost/constants.py NEMO_RL_CONTROLLER_US_PER_TOKEN "
+    controller = load_preset("nemo-rl").runtime["controller_us_per_token"].value
+    print("NeMo-RL controller rate -> planner/frameworks/presets/nemo-rl@*.yaml "
+          "runtime.controller_us_per_token "
           f"(the median of its co-located rows, section 2b): fitted {rl_err['controller']:.2f} "
           f"us, shipped {controller:g} us"
           + ("" if math.isclose(rl_err["controller"], controller, abs_tol=0.005)

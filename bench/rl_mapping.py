@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.generation import kv_tokens_that_fit
 from planner.cost.iteration import evaluate, max_seqs
 from planner.errors import InfeasibleError
+from planner.frameworks import load_preset
 from planner.plan import Layout, PlanInput
 from planner.specs.hardware import GIB, load_profile
 from planner.specs.scenario import Scenario, load_scenario
@@ -21,13 +21,22 @@ MODELS = {"qwen3-30b-a3b": "qwen3-30b-a3b", "llama3.1-8b": "llama-3.1-8b",
           "qwen3-32b": "qwen3-32b", "qwen2.5-math-7b": "qwen2.5-7b"}
 H20_INTER_NODE_GBPS = 50.0
 NEMO_PROMPTS, NEMO_SAMPLES = 64, 32
-NEMO_GPU_MEMORY_UTILIZATION = 0.6
-"""NeMo-RL's `policy.generation.vllm_cfg.gpu_memory_utilization` default
-(examples/configs/grpo_math_1B.yaml; ../shared/data/exports.md §5)."""
-VERL_ROLLOUT_TP, VERL_GPU_MEMORY_UTILIZATION, VERL_MAX_NUM_SEQS = 2, 0.5, 256
+# The frameworks' behaviour comes from their presets (planner/frameworks/presets/, each value
+# with its source): the rows name the framework, whose runtime defaults (NeMo-RL's controller
+# host time) price them; the engine settings below size the KV cache as the framework does.
+NEMO, VERL = load_preset("nemo-rl"), load_preset("verl")
+NEMO_GPU_MEMORY_UTILIZATION = NEMO.engine.gpu_memory_utilization.value
+"""NeMo-RL's `policy.generation.vllm_cfg.gpu_memory_utilization` default (its preset)."""
+VERL_ROLLOUT_TP, VERL_GPU_MEMORY_UTILIZATION, VERL_MAX_NUM_SEQS = (
+    VERL.engine.tensor_parallel_size.value, VERL.engine.gpu_memory_utilization.value,
+    VERL.engine.max_num_seqs.value)
 """verl's `actor_rollout_ref.rollout.{tensor_model_parallel_size, gpu_memory_utilization,
-max_num_seqs}` defaults (../shared/data/exports.md §1, the rollout table): the fully-async
-document's runs do not give theirs."""
+max_num_seqs}` defaults (its preset): the fully-async document's runs do not give theirs."""
+NEMO_RL_CONTROLLER_US_PER_TOKEN = NEMO.runtime["controller_us_per_token"].value
+"""The host time NeMo-RL's preset prices per generated token (fitted by bench/calibration.py;
+the preset says how)."""
+PUBLISHED = {"search.memory_headroom": 0}
+"""The published runs ran at their own memory: priced against the full capacity, no headroom."""
 VERL_PROMPT_LEN = 128
 VERL_RESPONSE_LEN = 1500
 VERL_RESPONSE_SENSITIVITY = (1000, 2000, 3000)
@@ -40,13 +49,13 @@ ASYNC_SYNC_ASSUMPTION = (
     "grpo.async_grpo.in_flight_weight_updates, verl checkpoint_engine."
     "overlap_broadcast_and_consume) is not in the data; the overlapped mode (shadow copy) is "
     "printed as a sensitivity")
-NEMO_RL_REFIT = "sharded"
-"""NeMo-RL's refit to its own generation GPUs: every training rank sends its share over NCCL
-(rollout.md §6; `policy.generation.refit_transport` null = NCCL when not co-located,
-exports.md §5). Co-located rows re-lay through GPU memory whatever the option says."""
-VERL_REFIT = "checkpoint_engine"
-"""verl's fully-async recipe with its checkpoint engine (`async_training.checkpoint_engine`,
-exports.md §1.10), the configuration its document measures the speed-up with."""
+NEMO_RL_REFIT = NEMO.runtime["refit"].value
+"""NeMo-RL's refit to its own generation GPUs (its preset: every training rank sends its share
+over NCCL, rollout.md §6). Co-located rows re-lay through GPU memory whatever it says."""
+VERL_REFIT = VERL.runtime["refit"].value
+"""verl's refit to a rollout group of its own (its preset: the checkpoint engine, as the
+fully-async recipe's `async_training.checkpoint_engine` runs it, the configuration its document
+measures the speed-up with)."""
 
 
 @dataclass
@@ -202,12 +211,11 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
         "workload.response_len": round(gen_len), "workload.max_response_len": t_max - prompt,
         "workload.mini_batches": g_gbs // t_gbs, "cluster.gpu": case.profile,
         "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node,
-        "runtime.controller_us_per_token": NEMO_RL_CONTROLLER_US_PER_TOKEN,
-        "runtime.refit": NEMO_RL_REFIT}
+        "framework": NEMO.name, **PUBLISHED}
     case.assumptions.append(
         f"controller host time {NEMO_RL_CONTROLLER_US_PER_TOKEN:g} us per generated token "
-        "(NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted on the co-located rows below; "
-        "leave-one-out errors printed)")
+        f"(the {NEMO.name} preset's runtime.controller_us_per_token, fitted on the co-located "
+        "rows below; leave-one-out errors printed)")
     train_deg = _degrees(r["train_parallel"])
     gen_deg = _degrees(r["gen_parallel"]) or {"tp": 1, "pp": 1}
     placement = r["placement"]
@@ -300,7 +308,7 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         "micro_batch = 2 sequences (verl packs micro-batches by tokens; 2 maximum-length "
         "sequences is the token budget the memory model can express)",
         f"rollout: vLLM as verl configures it by default (the runs do not give theirs; "
-        f"exports.md §1): TP {VERL_ROLLOUT_TP}, gpu_memory_utilization "
+        f"the {VERL.name} preset): TP {VERL_ROLLOUT_TP}, gpu_memory_utilization "
         f"{VERL_GPU_MEMORY_UTILIZATION:g}, max_num_seqs {VERL_MAX_NUM_SEQS}",
     ]
     case.overrides = {
@@ -310,7 +318,7 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
         "workload.response_len": response_len, "workload.max_response_len": t_max,
         "workload.mini_batches": prompts // mini, "cluster.gpu": case.profile,
         "cluster.nodes": gpus // per_node, "cluster.gpus_per_node": per_node,
-        "runtime.refit": VERL_REFIT}
+        "framework": VERL.name, **PUBLISHED}
     if r["placement"].startswith("colocated"):
         groups, staleness = {"g": gpus}, 0
         gen_group = train_group = "g"

@@ -32,6 +32,7 @@ from calibration import (
 from rl_mapping import (
     H20_INTER_NODE_GBPS,
     MODELS,
+    NEMO_RL_CONTROLLER_US_PER_TOKEN,
     VERL_RESPONSE_SENSITIVITY,
     RLCase,
     _map_verl,
@@ -39,7 +40,6 @@ from rl_mapping import (
     vllm_kv_tokens,
 )
 
-from planner.cost.constants import NEMO_RL_CONTROLLER_US_PER_TOKEN
 from planner.cost.flops import params_with_head
 from planner.cost.iteration import Evaluation, evaluate, generated_tokens_per_step
 from planner.errors import InfeasibleError, InputError
@@ -428,7 +428,7 @@ def _controller_report(cases: list[RLCase], control: ControllerFit,
           "co-located rows: (measured - predicted without it) per generated token")
     print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
           + f"  -> median {control.fitted:.2f} us (shipped "
-          f"NEMO_RL_CONTROLLER_US_PER_TOKEN {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
+          f"in the nemo-rl preset {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
     by_id = {c.id: c for c in cases}
     spread = {}  # the gaps in other units: the unit with the least spread is the mechanism's
     for unit, per in (("per generated token", _generated_tokens),

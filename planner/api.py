@@ -49,16 +49,18 @@ def plan(scenario: ScenarioSource, *, workers: int | None = None, framework: str
     plan JSON or launch config to report the gain over. The time limit (`time_limit=`, else
     the scenario's) counts from the call."""
     from planner.cli.baseline import load_baseline, with_baseline
-    from planner.export import parse_framework
     from planner.search.deadline import Deadline
     from planner.search.solve import plan as search
 
     started = Deadline.start()
+    if framework is not None:  # the scenario's `framework` field, as `--framework` sets it
+        flags = {**flags, "framework": framework}
     sc = _scenario(scenario, flags, "plan")
-    target = parse_framework(framework) if framework else None
-    base = load_baseline(Path(baseline), sc) if baseline is not None else None
-    found = search(sc, workers=workers, deadline=started.within(sc.search.time_limit_s),
-                   framework=target)
+    base = None
+    if baseline is not None:  # its framework restricts the search unless the scenario names one
+        sc, base = load_baseline(Path(baseline), sc, _source(scenario),
+                                 _overrides(flags, "plan"))
+    found = search(sc, workers=workers, deadline=started.within(sc.search.time_limit_s))
     return found if base is None else with_baseline(found, base, sc)
 
 
@@ -148,7 +150,7 @@ def _source(scenario: ScenarioSource) -> Path | Mapping[str, Any]:
         if scenario.source_input is None:
             raise InputError("scenario: this Scenario keeps no fields as written; load it with "
                              "load_scenario() to apply flags or sweep it")
-        return scenario.source_input.model_dump(mode="json", exclude_none=True)
+        return scenario.source_input.written()
     if isinstance(scenario, Mapping):
         return scenario
     if isinstance(scenario, str | os.PathLike):

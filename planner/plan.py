@@ -294,9 +294,14 @@ class Plan(PlanInput):
     explanation: dict[str, Any] = Field(default_factory=dict)
     breakdown: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
-    framework: str | None = Field(None, description="`plan --framework`: the framework@version "
-                                  "the search was restricted to (what `export` targets when "
-                                  "no --format is given)")
+    framework: str | None = Field(None, description="the scenario's `framework` (`--framework`): "
+                                  "the framework@version the search was restricted to and "
+                                  "priced as (what `export` targets when no --format is given)")
+    frameworks: list[dict[str, Any]] | None = Field(
+        None, description="each shipped release (the scenario's alone when it names one: "
+        "`framework`, `label`, `training_only`), whether it runs the plan as it is "
+        "(`runs_as_is`), what it would change or refuse (`changes`), and what its layouts "
+        "as it runs them change in peak memory and step time (`as_it_runs`)")
     baseline: dict[str, Any] | None = Field(None, description="`plan --baseline`: the given "
                                             "plan priced (iteration_time_s, tokens_per_s, "
                                             "cost_per_step_usd), the gain over it and what "

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from planner.export.keys import KEY_FILES, key_set
+from planner.frameworks import all_presets
 from tests.conftest import REPO
 
 PROBE = """
@@ -18,7 +19,9 @@ from planner.specs.files import data_dir
 from planner.specs.hardware import list_presets, list_profiles
 from planner.specs.model import list_models
 from planner.export.keys import KEY_FILES, key_set
-print(json.dumps({"package": planner.__file__, "models_dir": str(data_dir("model_specs")),
+from planner.frameworks import all_presets
+print(json.dumps({"framework_presets": [p.name for p in all_presets()],
+                  "package": planner.__file__, "models_dir": str(data_dir("model_specs")),
                   "models": len(list_models()), "gpus": len(list_profiles()),
                   "presets": len(list_presets()),
                   "key_lists": {f"{s} {v}": len(key_set(s, v)) for s, v in KEY_FILES}}))
@@ -41,6 +44,7 @@ def test_wheel_carries_the_catalogs(wheel):
     assert shipped_models and shipped_models == in_wheel
     assert "planner/_data/hardware_profiles/h100-sxm.yaml" in names
     assert "planner/_data/hardware_profiles/clusters/dgx-h100.yaml" in names
+    assert "planner/frameworks/presets/verl@0.9.1.yaml" in names
 
 
 def test_installed_package_reads_its_own_data(wheel, tmp_path):
@@ -57,3 +61,4 @@ def test_installed_package_reads_its_own_data(wheel, tmp_path):
     assert found["gpus"] == len(list((REPO / "hardware_profiles").glob("*.yaml")))
     assert found["presets"] == len(list((REPO / "hardware_profiles/clusters").glob("*.yaml")))
     assert found["key_lists"] == {f"{s} {v}": len(key_set(s, v)) for s, v in KEY_FILES}
+    assert found["framework_presets"] == [p.name for p in all_presets()]

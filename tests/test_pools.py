@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cost.iteration import evaluate
+from planner.frameworks import capabilities
 from planner.search import brute, cpsat
 from planner.search.choice import fits, iteration_ms, score, valid, weighted_gpus
 from planner.search.option import Option
@@ -267,10 +268,34 @@ def test_exports_follow_the_pools(cli, write, tmp_path):
     assert "names no GPU type" in verl.stderr and "ray status" in verl.stderr
     for fmt in ("openrlhf", "deepspeed", "megatron"):
         assert_bad_input(cli("export", str(out), "--format", fmt), "groups: the plan runs on pools",
-                         f"{fmt} launches its roles as one job on one GPU type")
+                         f"{fmt} launches its roles as one job on one GPU type",
+                         f"re-plan with --framework {fmt}@")
+    # planned for OpenRLHF, every group is on one pool, and the export takes it
+    result = cli("plan", str(scenario), "--framework", "openrlhf", "--json", "--out", str(out),
+                 "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert len({g["pool"] for g in json.loads(out.read_text())["groups"]}) == 1
+    assert cli("export", str(out)).exit_code == 0
 
 
 def test_a_sweep_of_a_pools_scenario_is_refused(cli):
     example = Path(__file__).parents[1] / "examples" / "grpo-qwen2.5-7b-pools.yaml"
     assert_bad_input(cli("sweep", str(example), "--gpus", "8,16"),
                      "cluster.pools", "sweep sizes one GPU type")
+
+
+@pytest.mark.parametrize("framework", ["openrlhf", "verl"])
+def test_a_framework_on_one_gpu_type_keeps_its_groups_on_one_pool(framework):
+    """OpenRLHF launches one job on one GPU type (its preset's mixed_pools false): CP-SAT and
+    brute force agree on the best plan within one pool; verl's resource pools may span both."""
+    sc = two_pools(("a", "h100-sxm", 2, 3.99), ("b", "h20", 2, 1.5), algorithm="grpo",
+                   **{"workload.samples_per_prompt": 2, "search.max_staleness": 1,
+                      "framework": framework})
+    caps = capabilities(sc.framework)
+    space = build_space(sc, staleness=1, slots=2, caps=caps)
+    best, choice, count = brute.solve(space)
+    result = cpsat.solve(space, time_limit_s=30)
+    assert count > 0 and result.status == "OPTIMAL" and result.objective == best
+    if not caps.mixed_pools:
+        assert len({choice.pool(k) for k, s in enumerate(choice.sizes) if s}) == 1
+        assert len({result.choice.pool(k) for k, s in enumerate(result.choice.sizes) if s}) == 1

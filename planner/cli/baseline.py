@@ -3,22 +3,28 @@ import` reads), priced by `evaluate`, and what the best plan gains over it and c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
+from planner.frameworks import parse_name, release_of
 from planner.importers import import_config
 from planner.plan import Plan, PlanInput
 from planner.specs.files import parse_json, read_text, validate_as
-from planner.specs.scenario import Scenario
+from planner.specs.scenario import Scenario, load_scenario
 
 LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing",
                  "micro_batch")
 
 
-def load_baseline(path: Path, sc: Scenario) -> PlanInput:
+def load_baseline(path: Path, sc: Scenario, source: Path | Mapping[str, Any] | None = None,
+                  flags: dict[str, Any] | None = None) -> tuple[Scenario, PlanInput]:
+    """The baseline plan, and the scenario to search: the baseline's framework (an imported
+    script's, or a plan JSON's `framework`) restricts the search unless the scenario names one
+    itself (`source` — its file or fields — and `flags` rebuild it with the framework)."""
     try:
         text = read_text(path, "plan JSON or launch config")
     except InputError as err:
@@ -26,9 +32,20 @@ def load_baseline(path: Path, sc: Scenario) -> PlanInput:
     # a JSON document is a plan JSON (parsed within the limits on nesting and numbers);
     # anything else is a config `rlplan import` reads
     data = parse_json(text, f"--baseline {path}") if text.lstrip()[:1] in ("{", "[") else None
-    if not isinstance(data, dict):
-        data = import_config(text, sc).plan
-    return validate_as(PlanInput, data, f"--baseline {path}")
+    framework: str | None = None
+    if isinstance(data, dict):
+        recorded = data.get("framework")
+        if recorded is not None:
+            framework = parse_name(str(recorded), f"--baseline {path}: field 'framework'")
+    else:
+        imported = import_config(text, sc)
+        data = imported.plan
+        framework = (release_of(imported.fmt, imported.reading.release)
+                     if imported.reading else None)
+    base = validate_as(PlanInput, data, f"--baseline {path}")
+    if framework is None or sc.framework is not None:
+        return sc, base
+    return load_scenario(source, {**(flags or {}), "framework": framework}), base
 
 
 def changes(best: PlanInput, base: PlanInput) -> list[str]:

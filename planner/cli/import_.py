@@ -16,6 +16,7 @@ from planner.cli import options as o
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import print_json, reports_errors
 from planner.errors import InputError
+from planner.frameworks import release_of
 from planner.importers import FORMATS, lay_out, read_file
 from planner.importers.scenario import scenario_for
 from planner.plan import PlanInput
@@ -76,8 +77,12 @@ def _import(file: Path, scenario: Path | None, fmt: str | None, pairs: list[str]
     got = lay_out(reading, sc)
     plan = validate_as(PlanInput, got.plan, f"import {file}").model_dump(mode="json",
                                                                            exclude_none=True)
-    written = sc.source_input.model_dump(mode="json", exclude_none=True)
+    written = sc.source_input.written()
     written["models"] = _absolute(written["models"])
+    # the script's release: `evaluate` prices the plan as it runs it, `plan --baseline`
+    # searches only what it runs (unless the scenario names another)
+    written.setdefault("framework", release_of(reading.fmt, reading.release))
+    plan["framework"] = written["framework"]
     plan["scenario"] = written
     outputs = []
     if out is not None:

@@ -59,6 +59,12 @@ Objective = Annotated[str | None, _opt("Objective: time, cost, or gpus (fewest G
 TargetTokensPerS = Annotated[float | None, _opt("Throughput the gpus objective must reach.")]
 MaxStaleness = Annotated[int | None, _opt("Steps of asynchrony allowed (0 = on-policy).")]
 TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
+MemoryHeadroom = Annotated[float | None, _opt(
+    "Fraction of each GPU's capacity a plan leaves free (default 0.05; 0 = the full "
+    "capacity).")]
+Framework = Annotated[str | None, _opt(
+    "The framework the plan is for: verl, openrlhf, deepspeed, megatron or nemo-rl, optionally "
+    "@VERSION (default the newest preset): search only what it runs, priced as it runs it.")]
 
 
 def output_path(raw: str) -> Path:
@@ -93,7 +99,7 @@ OPTIONS: dict[str, Any] = {
     "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
-    "time_limit": TimeLimit,
+    "memory_headroom": MemoryHeadroom, "time_limit": TimeLimit, "framework": Framework,
 }
 assert OPTIONS.keys() == SCENARIO_FLAGS.keys(), "a scenario field without its flag"
 

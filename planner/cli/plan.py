@@ -14,7 +14,7 @@ from planner.cli.output import reports_errors
 from planner.cli.report import Html, page_path
 from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
-from planner.export import FORMATS, Export, parse_framework
+from planner.export import FORMATS, Export
 from planner.export import export as make_export
 from planner.pictures import picture_format
 from planner.plan import Plan
@@ -37,11 +37,6 @@ def plan(
     framework_version: Annotated[str | None, typer.Option(
         "--framework-version", help="--export: the release to target (default: "
                                     "the newest; OpenRLHF 0.11.2 or 0.9.5).")] = None,
-    framework: Annotated[str | None, typer.Option(
-        "--framework", show_default=False,
-        help=f"Search only what a framework runs as planned: {', '.join(FORMATS)}, optionally "
-             "@VERSION (default the newest); the plan records it and `export` targets it.")]
-    = None,
     baseline: Annotated[Path | None, typer.Option(
         "--baseline", show_default=False,
         help="A plan JSON, or any file `rlplan import` reads: report the gain of the best "
@@ -55,14 +50,13 @@ def plan(
     """Find the fastest (or cheapest) plan under the cost model, prove it, and explain it.
     Exit 3 with the reason when nothing fits."""
     _plan(scenario, flags or {}, as_json, out, timeline, workers,
-          (export, framework_version, export_out) if export else None, framework, baseline,
-          html)
+          (export, framework_version, export_out) if export else None, baseline, html)
 
 
 @reports_errors
 def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
-          export: tuple[str, str | None, Path | None] | None, framework: str | None = None,
+          export: tuple[str, str | None, Path | None] | None,
           baseline: Path | None = None, html: Path | None = None) -> None:
     started = Deadline.start()  # --time-limit counts from here: loading is part of the command
     check_outputs({"--out": out, "--timeline": timeline,
@@ -71,9 +65,12 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
         picture_format(timeline, "--timeline")
     if html is not None:
         page_path(html, "--html")
-    target = parse_framework(framework) if framework else None
     sc = load_scenario(path, flags)
-    base = load_baseline(baseline, sc) if baseline else None  # bad input before searching
+    if baseline:  # bad input before searching; the baseline's framework restricts the search
+        sc, base = load_baseline(baseline, sc, path, flags)
+    else:
+        base = None
+    target = sc.framework.split("@") if sc.framework else None
     deadline = started.within(sc.search.time_limit_s)
     exporter = None
     if export:
@@ -100,8 +97,7 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
 
     def make() -> Plan:
         with searching(quiet=as_json) as progress:
-            found = search(sc, workers=workers, deadline=deadline, progress=progress,
-                           framework=target)
+            found = search(sc, workers=workers, deadline=deadline, progress=progress)
         return found if base is None else with_baseline(found, base, sc)
 
     emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None,

@@ -160,6 +160,8 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
                   f"({it / b['compute_s']:.1f}× from it){decode}")
     console.print(memory_line(plan))
+    for line in framework_lines(plan):
+        console.print(line)
     explanation = plan.explanation
     if explanation.get("idle_gpus"):
         console.print(f"idle GPUs: {explanation['idle_gpus']}")
@@ -243,10 +245,46 @@ def memory_line(plan: Plan) -> str:
     the peak, saying memory does not bind."""
     peak, capacity = plan.memory["peak_gib_per_gpu"], plan.memory["capacity_gib"]
     where = plan.explanation["binding_constraint"]
-    if memory_binds(peak, capacity):
-        return f"binding memory: {where}"
-    return (f"memory does not bind ({peak / capacity:.0%} of capacity at the peak, below the "
-            f"{1 - BINDING_MARGIN:.0%} that binds): {where}")
+    headroom = plan.memory.get("headroom_gib") or 0.0
+    left = (f"; {headroom:.1f} GiB per GPU left free (search.memory_headroom, "
+            "--memory-headroom)" if headroom else "")
+    usable = capacity - headroom
+    if memory_binds(peak, capacity, headroom):
+        return f"binding memory: {where}{left}"
+    what = "of capacity" if not headroom else "of the capacity less the headroom"
+    return (f"memory does not bind ({peak / usable:.0%} {what} at the peak, below the "
+            f"{1 - BINDING_MARGIN:.0%} that binds): {where}{left}")
+
+
+FRAMEWORK_CHANGES_SHOWN = 2
+"""What a framework would change, per release in the view (the JSON has them all)."""
+
+
+def framework_lines(plan: Plan) -> list[str]:
+    """The framework the plan was searched and priced for, or which releases run it as it is
+    and what each of the others would change."""
+    if not plan.frameworks:
+        return []
+    if plan.framework:
+        (mine,) = plan.frameworks
+        if mine["runs_as_is"]:
+            return [f"framework: {plan.framework} runs it as is (priced with its preset)"]
+        return [f"framework: {plan.framework} (priced with its preset) would change: "
+                + "; ".join(mine["changes"])
+                + (f"; {mine['as_it_runs']}" if mine.get("as_it_runs") else "")]
+    runs = [f["label"] + (" (training only)" if f.get("training_only") else "")
+            for f in plan.frameworks if f["runs_as_is"]]
+    out = [f"frameworks that run it as is: {', '.join(runs) if runs else 'none'} "
+           "(--framework NAME plans for one)"]
+    for f in plan.frameworks:
+        if f["runs_as_is"]:
+            continue
+        changes = f["changes"]
+        more = len(changes) - FRAMEWORK_CHANGES_SHOWN
+        out.append(f"  {f['label']}: {'; '.join(changes[:FRAMEWORK_CHANGES_SHOWN])}"
+                   + (f" (+{more} more in the JSON)" if more > 0 else "")
+                   + (f"; {f['as_it_runs']}" if f.get("as_it_runs") else ""))
+    return out
 
 
 def rollout_section(rollout: dict, layout: dict | None,

@@ -153,18 +153,6 @@ weight in the weighted combine)."""
 
 # --- framework behaviour ---------------------------------------------------------------------
 # (The weight refit's constants are `RefitRates` in refit.py, fitted by bench/refit.py.)
-NEMO_RL_CONTROLLER_US_PER_TOKEN = 9.75
-"""Host time per generated token that NeMo-RL's synchronous GRPO step spends off the GPUs, µs:
-`runtime.controller_us_per_token` for a NeMo-RL run (README "Rollout engine and host time").
-Fitted in bench/calibration.py on NeMo-RL's five co-located rows of
-../shared/data/calibration/runs.csv (6, 19, 21, 23, 25): the median over them of (measured −
-predicted step time) per generated token, priced without it. The gap does not follow the GPUs:
-Qwen3-32B misses the same ~63 s on 32 H100s and on 16 GB200s; and the 1-off rows, which
-overlap the rollout with training, miss almost none — a cost in series with a synchronous
-step that an asynchronous one hides. Its mechanism is not identified (candidates: the math
-verifier, the driver's per-sample processing of the responses), so it is not a planner
-default: verl's co-located rows (32 vs 34) scale better than linearly in GPUs, which leaves no
-room for a GPU-independent cost there."""
 
 # --- framework behaviour: the time model (`time.py`) -----------------------------------------
 # How the frameworks run the kernels, not what the hardware can do. The fitted values come from

@@ -4,9 +4,10 @@ apply, in whole MiB per GPU.
 Each task's memory is counted as the search's candidates count it: its persistent state, its
 transient need per stage, its offloaded bytes in CPU memory, and — for the actor generating on
 its own training group — the buffer its weights are re-laid through, each rounded up to whole
-MiB (`whole_mib`); the budget is the GPU's memory less its runtime reserve, rounded down
-(`budget_mib`). Rounding each figure up makes the rule a few MiB stricter than the bytes, the
-same few MiB for `evaluate` and for the search, so a plan one accepts the other does too.
+MiB (`whole_mib`); the budget is the GPU's memory less its runtime reserve and the memory
+headroom the scenario leaves free (`search.memory_headroom`), rounded down (`budget_of`).
+Rounding each figure up makes the rule a few MiB stricter than the bytes, the same few MiB
+for `evaluate` and for the search, so a plan one accepts the other does too.
 
 The KV cache a generation layout gets when the plan leaves it out is the largest that fits
 where it sits by this rule (`kv_tokens_within`): the search prices that size for the layout
@@ -32,9 +33,16 @@ def whole_mib(nbytes: float) -> int:
     return math.ceil(nbytes / MIB)
 
 
-def budget_of(gpu: HardwareProfile) -> int:
-    """MiB per GPU for the tasks: the GPU's memory less its runtime reserve, rounded down."""
-    return math.floor((gpu.memory_bytes - gpu.runtime_reserve_gib * 2**30) / MIB)
+def budget_of(gpu: HardwareProfile, headroom: float) -> int:
+    """MiB per GPU for the tasks: the GPU's memory less its runtime reserve and less the
+    `headroom` share of it a plan leaves free (`search.memory_headroom`), rounded down."""
+    return math.floor((gpu.memory_bytes * (1 - headroom) - gpu.runtime_reserve_gib * 2**30)
+                      / MIB)
+
+
+def headroom_gib(gpu: HardwareProfile, headroom: float) -> float:
+    """The GiB per GPU `headroom` leaves free (the plan JSON's `memory.headroom_gib`)."""
+    return gpu.memory_bytes * headroom / 2**30
 
 
 def host_budget_of(gpu: HardwareProfile) -> int:

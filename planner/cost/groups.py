@@ -100,10 +100,20 @@ def task_loads(tasks: list[Task], homes: dict[str, str], generation: Load | None
     return out
 
 
+def headroom_words(gpu: HardwareProfile, headroom: float) -> str:
+    """' with the memory headroom of 0.05 (…)' naming the setting and how to check against
+    the full capacity; '' without a headroom."""
+    if not headroom:
+        return ""
+    return (f" with the memory headroom of {headroom:g} (search.memory_headroom: "
+            f"{gpu.memory_gib * headroom:.1f} of its {gpu.memory_gib:.0f} GiB left free; "
+            "--memory-headroom 0 checks against the full capacity)")
+
+
 def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
-              report: dict[str, float | str]) -> str:
+              report: dict[str, float | str], headroom: float = 0.0) -> str:
     """The message for a group that breaks the memory rule (`fit.overflow`); `report`: its
-    peak as `group_memory` reports it."""
+    peak as `group_memory` reports it; `headroom`: the share of capacity left free."""
     gib = over.over_mib / 1024
     if over.host:
         return (f"group {group}: offloaded state is {gib:.1f} GiB per GPU over each GPU's share "
@@ -111,6 +121,10 @@ def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
                 "shard more, or turn off offload_during_generation")
     stage = over.stage or str(report["stage"])
     what = str(report["what"]) if stage == report["stage"] else over.where
+    if headroom:
+        return (f"group {group}, stage {stage}: {what} needs {gib:.1f} GiB per GPU more than "
+                f"a {gpu.name} may hold{headroom_words(gpu, headroom)}; shard more (ZeRO, TP, "
+                "PP), checkpoint activations, offload or use smaller micro-batches")
     return (f"group {group}, stage {stage}: {gpu.memory_gib + gib:.1f} GiB per GPU ({what}) is "
             f"{gib:.1f} GiB over the {gpu.memory_gib:.0f} GiB of a {gpu.name}; shard more (ZeRO, "
             "TP, PP), checkpoint activations, offload, or use smaller micro-batches")

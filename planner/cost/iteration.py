@@ -57,6 +57,7 @@ from planner.cost.generation import (
 from planner.cost.groups import (
     fit_error,
     group_memory,
+    headroom_words,
     inter_pool_link,
     plan_bounds,
     task_loads,
@@ -359,7 +360,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             swap_bytes = others
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.layout = kv_cache_layout(on, t.layout, shadow, kv_room_mib(
-            held, gen_load, budget_of(gpu), swap_out))
+            held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out))
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
@@ -430,8 +431,9 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
     memory = group_memory(tasks, resident, capacity, swapped)
     for g, loads in task_loads(tasks, homes, gen_load).items():
         gpu = view[g].cluster.gpu
-        if (over := overflow(loads, budget_of(gpu), host_budget_of(gpu), g in swapped)):
-            raise InfeasibleError(fit_error(g, over, gpu, memory[g]))
+        headroom = sc.search.memory_headroom
+        if (over := overflow(loads, budget_of(gpu, headroom), host_budget_of(gpu), g in swapped)):
+            raise InfeasibleError(fit_error(g, over, gpu, memory[g], headroom))
     per_pool: dict[str, list] = {}  # pool → [GPUs the plan uses there, its profile]
     for g, size in sizes.items():
         c = view[g].cluster
@@ -550,8 +552,10 @@ def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -
             f"group {layout.group}, stage generation: the actor's rollouts need "
             f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
             f"{(wanted - room_mib) / 1024:.1f} GiB over what the group leaves free of the "
-            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}; use more tensor parallelism, offload, a "
-            "larger group" + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
+            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}"
+            f"{headroom_words(gpu, sc.search.memory_headroom)}; use more tensor parallelism, "
+            "offload, a larger group"
+            + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
     return layout.model_copy(update={"kv_cache_tokens": kv})
 
 
@@ -580,7 +584,7 @@ def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: b
     try:
         load = generation_load(sc, alt, shadow, hybrid)
         alt = kv_cache_layout(sc, alt, shadow, kv_room_mib(
-            held, load, budget_of(sc.cluster.gpu), swap_out))
+            held, load, budget_of(sc.cluster.gpu, sc.search.memory_headroom), swap_out))
     except InfeasibleError:
         return None
     return tp, alt.dp, generation_rollout(sc, alt, partial).seconds

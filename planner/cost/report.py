@@ -12,6 +12,7 @@ from planner.cost.constants import GIB
 from planner.cost.generation import Rollout
 from planner.cost.iteration import Evaluation, cost_per_step
 from planner.cost.refit import Refit
+from planner.frameworks.runs import frameworks_running
 from planner.plan import Plan, PlanInput, StageTime
 from planner.specs.scenario import Scenario
 
@@ -38,13 +39,17 @@ def to_plan(sc: Scenario, plan: PlanInput, ev: Evaluation, status: str = "evalua
         stages={**{s: StageTime(time_s=t) for s, t in stage_times.items()},
                 "sync": StageTime(time_s=ev.sync_s)},
         memory={**memory_figures(binding), "capacity_gib": capacity / GIB,
+                "headroom_gib": capacity * sc.search.memory_headroom / GIB,
                 "groups": {g: {**memory_figures(m), "stage": m["stage"], "what": m["what"],
                                **pool_figures(sc, plan, g, m)}
                            for g, m in ev.memory.items()}},
         bounds=ev.bounds,
-        scenario=(sc.source_input.model_dump(mode="json", exclude_none=True)
+        scenario=(sc.source_input.written()
                   if sc.source_input else None),
         search=search or {"solver": "none", "status": "EVALUATED"},
+        framework=sc.framework,
+        frameworks=frameworks_running(sc, plan, float(binding["peak_bytes"]) / GIB,
+                                      ev.iteration_time_s),
         precision=sc.precisions,
         explanation={"bottleneck": bottleneck,
                      "binding_constraint": f"group {peak_group} in {binding['stage']}: "

@@ -12,37 +12,31 @@ from dataclasses import replace
 from typing import Any
 
 from planner.errors import InputError
-from planner.export import deepspeed, megatron, openrlhf, verl
 from planner.export.base import Export, ExportError, training_software_notes
-from planner.export.capabilities import Capabilities
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
-from planner.export.openrlhf import FLAT_VERSIONS, export_openrlhf
+from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
+from planner.frameworks import capabilities, releases
 from planner.specs.scenario import Scenario
 
 FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
              "megatron": export_megatron}
 
-__all__ = ["FORMATS", "VERSIONS", "Capabilities", "Export", "ExportError", "capabilities",
-           "export", "parse_framework"]
-
-
-def capabilities(fmt: str, version: str) -> Capabilities:
-    """What `fmt` at `version` runs as planned (each exporter module's `CAPS`)."""
-    if fmt == "openrlhf" and version in FLAT_VERSIONS:
-        return openrlhf.FLAT_CAPS
-    return {"verl": verl.CAPS, "openrlhf": openrlhf.CAPS, "deepspeed": deepspeed.CAPS,
-            "megatron": megatron.CAPS}[fmt]
+__all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export", "parse_framework"]
 
 
 def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
-    """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given)."""
+    """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given), for a format
+    `export` writes."""
     fmt, _, version = text.partition("@")
+    if fmt in releases() and fmt not in FORMATS:  # a preset without an exporter (nemo-rl)
+        raise InputError(f"{flag}: {fmt} is planned and priced but has no exporter yet; "
+                         f"choose --format {', '.join(FORMATS)}")
     if fmt not in FORMATS:
-        raise InputError(f"{flag}: unknown framework '{fmt}'; choose one of "
+        raise InputError(f"{flag}: unknown format '{fmt}'; choose one of "
                          f"{', '.join(FORMATS)} (optionally @VERSION)")
     return fmt, check_version(fmt, version or None)
 
@@ -54,21 +48,34 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     version = check_version(fmt, version)
     try:
-        sc, pool_notes = pools_for_export(plan, sc, fmt)
+        sc, pool_notes = pools_for_export(plan, sc, fmt, version)
         done = EXPORTERS[fmt](plan, sc, version)
         return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
     except ExportError as err:
-        others = accepting(plan, sc, exclude=fmt)
-        where = (f"--format {' or '.join(others)} accepts this plan" if others else
-                 "no other format accepts this plan")
-        raise ExportError(f"{err}; {where}") from None
+        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version)}") from None
 
 
-def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str
+TRAINER_ONLY = ("deepspeed", "megatron")  # their exports configure training alone
+
+
+def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> str:
+    """What fixes a refused export: the flag that re-plans for the format (unless the plan
+    was already searched for it), and the formats that accept the plan as it is, a
+    trainer-only one said so."""
+    fix = (f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
+           "runs)" if plan.get("framework") != f"{fmt}@{version}" else
+           "the scenario has changed since the plan was made: re-plan it")
+    others = [f"{o} (training only)" if o in TRAINER_ONLY else o
+              for o in accepting(plan, sc, exclude=fmt)]
+    return fix + (f"; --format {' or '.join(others)} accepts it as it is" if others else "")
+
+
+def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str
                      ) -> tuple[Scenario, tuple[str, ...]]:
     """A plan on several pools: on one of them only, that pool's scenario (a plain cluster);
     across GPU types, verl's resource pools (one per group, so one per GPU type) with a note
-    on what verl does not pin; the other frameworks launch one job on one GPU type: refused."""
+    on what verl does not pin; a framework that launches one job on one GPU type (its
+    preset's `mixed_pools`): refused."""
     if not sc.multi_pool:
         return sc, ()
     groups = plan.get("groups") or []
@@ -78,10 +85,9 @@ def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str
         return sc.on_pool(pool.name), (f"the plan runs on pool {pool.name} "
                                        f"({pool.cluster.gpu.name}) alone: exported for it",)
     named = ", ".join(f"{p.name} ({p.cluster.gpu.name})" for p in sc.pools if p.name in used)
-    if fmt != "verl":
+    if not capabilities(f"{fmt}@{version}").mixed_pools:
         raise ExportError(f"groups: the plan runs on pools {named}; {fmt} launches its roles "
-                          "as one job on one GPU type and cannot place them by GPU type — "
-                          "plan on one pool, or export to verl (a resource pool per group)")
+                          "as one job on one GPU type and cannot place them by GPU type")
     where = "; ".join(f"group {g['name']} on {g['pool']}" for g in groups)
     return sc, (f"pools {named}: verl gets a resource pool per group ({where}); its "
                 "resource_pool_spec counts nodes × GPUs and names no GPU type, so Ray places "
@@ -96,7 +102,8 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
         if fmt == exclude:
             continue
         try:
-            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt)[0], VERSIONS[fmt][0])
+            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt, VERSIONS[fmt][0])[0],
+                           VERSIONS[fmt][0])
         except ExportError:
             continue
         out.append(fmt)

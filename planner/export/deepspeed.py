@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from planner.export.base import Export, PlanView, train_batch
-from planner.export.capabilities import Capabilities, deepspeed_offload, no_pp
+from planner.export.capabilities import capabilities, check
+from planner.export.keys import VERSIONS
 from planner.plan import Layout, expert_tp
 from planner.specs.scenario import Scenario
-from planner.specs.workload import ALGORITHMS
 
 # Every key docs/exports.md §3 names, flattened (nested dicts joined with '.'). The exporter writes
 # only these; the tests check every leaf of its output against this set.
@@ -35,10 +35,9 @@ DEEPSPEED_KEYS = frozenset({
     "tensor_parallel.autotp_size", "data_types.grad_accum_dtype", "compile.deepcompile",
     "checkpoint.load_universal",
 })
-# ds_config trains any algorithm's models; it has no pipeline parallelism (docs/exports.md §3).
-CAPS = Capabilities("deepspeed", frozenset(ALGORITHMS), rules=(
-    no_pp("training", "the DeepSpeed config (docs/exports.md §3) has no pipeline parallelism"),
-    *deepspeed_offload("DeepSpeed's ZeRO offload")))
+# ds_config trains any algorithm's models; it has no pipeline parallelism (docs/exports.md §3):
+# its preset, planner/frameworks/presets/deepspeed@*.yaml.
+CAPS = capabilities(f"deepspeed@{VERSIONS['deepspeed'][0]}")
 GRADIENT_CLIPPING = 1.0  # the value in docs/exports.md's ZeRO-1 template; the plan does not set it
 
 
@@ -54,7 +53,7 @@ def flat_keys(config: dict[str, Any], prefix: str = "") -> list[str]:
 def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict[str, Any]:
     """One role's ds_config, checked against DeepSpeed's start-up rules."""
     where = f"layouts.{role}.training"
-    CAPS.check("training", layout, sc.roles[role], where)
+    check(CAPS, "training", layout, sc.roles[role], where)
     params_off = layout.offload in ("params", "both")
     optimizer_off = layout.offload in ("optimizer", "both")
     batch = train_batch(sc, layout, "train_batch_size", "train_micro_batch_size_per_gpu", notes)

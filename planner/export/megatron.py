@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from planner.export.base import Export, ExportError, PlanView, train_batch, uneven_last_stage
-from planner.export.capabilities import Capabilities, Rule, megatron_zero
+from planner.export.capabilities import capabilities
+from planner.export.keys import VERSIONS
+from planner.frameworks.conditions import tp_divides_heads
 from planner.plan import Layout, expert_tp
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
-from planner.specs.workload import ALGORITHMS, Family
+from planner.specs.workload import Family
 
 # Every Megatron-LM flag docs/exports.md §4 names; the exporter writes only these.
 MEGATRON_FLAGS = frozenset({
@@ -40,18 +40,9 @@ MEGATRON_FLAGS = frozenset({
 })
 
 
-def _tp_divides_heads(x: Layout, spec: ModelSpec) -> bool:
-    """Each TP rank holds heads / TP attention heads and query groups / TP query groups."""
-    tp = np.asarray(x.tp)
-    return (spec.num_attention_heads % tp == 0) & (spec.num_key_value_heads % tp == 0)
-
-
-# Megatron-LM trains any algorithm's models (placement and generation are not in its export).
-CAPS = Capabilities("megatron", frozenset(ALGORITHMS), rules=(
-    Rule("training", _tp_divides_heads, lambda where, x: (
-        f"{where}: --tensor-model-parallel-size {x.tp} does not divide the model's attention "
-        "heads and query groups (KV heads); re-plan with a TP that divides both")),
-    megatron_zero("training", lambda x: True, "--use-distributed-optimizer")))
+# Megatron-LM trains any algorithm's models (placement and generation are not in its export):
+# its preset, planner/frameworks/presets/megatron@*.yaml.
+CAPS = capabilities(f"megatron@{VERSIONS['megatron'][0]}")
 
 
 def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
@@ -65,7 +56,7 @@ def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
         raise ExportError(f"{where}: world size {world} is not divisible by "
                           f"--tensor-model-parallel-size × --pipeline-model-parallel-size × "
                           f"--context-parallel-size = {layout.tp * layout.pp * layout.cp}")
-    if not _tp_divides_heads(layout, spec):  # CAPS's rule, said with the model's numbers
+    if not tp_divides_heads(layout, spec):  # CAPS's rule, said with the model's numbers
         what, count = next((w, c) for w, c in (("attention heads", spec.num_attention_heads),
                                                ("query groups (KV heads)",
                                                 spec.num_key_value_heads)) if c % layout.tp)

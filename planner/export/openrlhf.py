@@ -9,7 +9,6 @@ each role its own GPUs unless it co-locates all models, actor + reference, or cr
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from planner.cost.constants import ENGINES
@@ -25,7 +24,7 @@ from planner.export.base import (
     shell_value,
     train_batch,
 )
-from planner.export.capabilities import Capabilities, Options, deepspeed_offload, no_pp
+from planner.export.capabilities import capabilities
 from planner.export.keys import VERSIONS, check_keys
 from planner.plan import Layout
 from planner.specs.scenario import Scenario
@@ -97,33 +96,9 @@ DPO_FLAGS: dict[str, tuple[str | None, str | None]] = SHARED_FLAGS | {
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "rloo"}
 
 
-def _groups(group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
-    """train_ppo_ray.py's placement groups: every model on the same GPUs (vLLM too, and only
-    synchronously), else each model group its own GPUs with actor + reference or critic +
-    reward sharing theirs, and vLLM its own; train_dpo runs policy and reference together."""
-    if group == tasks:
-        return staleness == 0 or "actor.generation" not in tasks
-    if "actor.generation" not in tasks:  # DPO
-        return False
-    return group in ({"actor.training"}, {"actor.training", "reference.forward"},
-                     {"reference.forward"}, {"critic.training"},
-                     {"critic.training", "reward.forward"}, {"reward.forward"},
-                     {"actor.generation"})
-
-
-# What OpenRLHF runs as planned (0.11.2; 0.9.5 has no partial-rollout flag: `capabilities`):
-# DeepSpeed training (no pipeline parallelism; its offload rules), vLLM without pipeline
-# parallelism, its placements, no critic head, fusion or overlapped weight sync, partial
-# rollouts only with async training (staleness ≥ 1).
-CAPS = Capabilities(
-    "openrlhf", frozenset(ESTIMATOR) | {"dpo"},
-    rules=(no_pp("training", "OpenRLHF's DeepSpeed trainer has no pipeline parallelism"),
-           no_pp("generation", "OpenRLHF's vLLM engines have no pipeline-parallel flag"),
-           *deepspeed_offload("OpenRLHF trains with DeepSpeed", refuse=False)),
-    options=Options(fusion=False, overlap_weight_sync=False, shared_actor_critic=False,
-                    partial=lambda staleness, partial: not partial or staleness >= 1),
-    groups=_groups, whole_nodes=True)
-FLAT_CAPS = replace(CAPS, options=replace(CAPS.options, partial=lambda s, partial: not partial))
+# What OpenRLHF runs as planned, per release: its presets
+# (planner/frameworks/presets/openrlhf@*.yaml; 0.9.5 has no partial-rollout flag)
+CAPS = capabilities(f"openrlhf@{VERSIONS['openrlhf'][0]}")
 
 
 class Args:

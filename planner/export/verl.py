@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from planner.export.base import (
     Export,
     ExportError,
@@ -28,8 +26,8 @@ from planner.export.base import (
     train_batch,
     uneven_last_stage,
 )
-from planner.export.capabilities import Capabilities, Options, Rule, megatron_zero, no_pp
-from planner.export.keys import check_keys
+from planner.export.capabilities import capabilities
+from planner.export.keys import VERL_VERSION, check_keys
 from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
 from planner.plan import Layout, expert_tp
 from planner.specs.scenario import Scenario
@@ -57,35 +55,8 @@ def needs_megatron(layouts: list[Layout]) -> bool:
     return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
 
 
-def _groups(group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
-    """verl 0.9.1's pools (verl_pools.py): actor, reference and critic on the global pool (the
-    actor's training group); the rollout there (hybrid engine) when on-policy, on a pool of its
-    own when off-policy (separate_async, which also needs the reward model off the trainer's
-    GPUs); the reward model on the global pool or on its own."""
-    if "actor.training" in group:
-        return ({"critic.training", "reference.forward"} & tasks <= group
-                and ("actor.generation" in group) == (staleness == 0)
-                and not (staleness and "reward.forward" in group))
-    return group in ({"actor.generation"}, {"reward.forward"})
-
-
-# What verl 0.9.1's main_ppo runs as planned: PPO-style algorithms, no pipeline-parallel
-# rollout, Megatron's ZeRO-1 where TP/PP/EP need the Megatron backend, no critic head on the
-# actor, no inter-stage fusion or overlapped weight sync (no setting), partial rollouts exactly
-# when off-policy (separate_async continues unfinished responses).
-CAPS = Capabilities(
-    "verl", frozenset(ADV_ESTIMATOR),
-    rules=(no_pp("generation", "verl raises NotImplementedError for pipeline-parallel rollout"),
-           megatron_zero("training", lambda x: (x.tp > 1) | (x.pp > 1) | (x.ep > 1),
-                         "verl's Megatron backend (TP, PP or EP > 1): its distributed optimizer"),
-           # FSDP (TP = PP = EP = 1) has no selective recomputation (`_fsdp_training` notes it)
-           Rule("training", lambda x, _: ~((x.tp == 1) & (x.pp == 1) & (x.ep == 1))
-                | (np.asarray(x.checkpointing) != "selective"),
-                lambda where, x: f"{where}.checkpointing selective: verl's FSDP backend has "
-                                 "full gradient checkpointing only", refuse=False)),
-    options=Options(fusion=False, overlap_weight_sync=False, shared_actor_critic=False,
-                    partial=lambda staleness, partial: partial == (staleness >= 1)),
-    groups=_groups, whole_nodes=True)
+# What verl 0.9.1's main_ppo runs as planned: its preset, planner/frameworks/presets/verl@*.yaml
+CAPS = capabilities(f"verl@{VERL_VERSION}")
 
 
 def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:

@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.frameworks import load_preset
+
+# What the presets already hold (planner/frameworks/presets/, with their sources) is read from
+# them: one place per fact.
+_VERL, _OPENRLHF = load_preset("verl@0.9.1"), load_preset("openrlhf@0.11.2")
+
 # verl 0.9.1: verl/trainer/config/_generated_ppo_trainer.yaml (FSDP) and
 # _generated_ppo_megatron_trainer.yaml (Megatron), the flattened configs Hydra composes. A value
 # `${oc.select:other,...}` there is written here as INHERIT: that key follows `other`.
@@ -22,7 +28,7 @@ VERL: dict[str, Any] = {
     "actor_rollout_ref.actor.use_kl_loss": False,
     "actor_rollout_ref.actor.ppo_mini_batch_size": 256,
     "actor_rollout_ref.actor.ppo_epochs": 1,
-    "actor_rollout_ref.actor.use_dynamic_bsz": False,
+    "actor_rollout_ref.actor.use_dynamic_bsz": _VERL.training.dynamic_batch_size.value,
     "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 16384,
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size": 1,
     "actor_rollout_ref.model.enable_gradient_checkpointing": True,
@@ -41,13 +47,14 @@ VERL: dict[str, Any] = {
     "actor_rollout_ref.actor.megatron.optimizer_offload": False,
     "actor_rollout_ref.ref.fsdp_config.param_offload": False,
     "actor_rollout_ref.ref.megatron.sequence_parallel": True,
-    "actor_rollout_ref.rollout.tensor_model_parallel_size": 2,
+    "actor_rollout_ref.rollout.tensor_model_parallel_size":
+        _VERL.engine.tensor_parallel_size.value,
     "actor_rollout_ref.rollout.data_parallel_size": 1,
     "actor_rollout_ref.rollout.expert_parallel_size": 1,
     "actor_rollout_ref.rollout.pipeline_model_parallel_size": 1,
-    "actor_rollout_ref.rollout.max_num_seqs": 256,
+    "actor_rollout_ref.rollout.max_num_seqs": _VERL.engine.max_num_seqs.value,
     "actor_rollout_ref.rollout.n": 1,
-    "actor_rollout_ref.rollout.enforce_eager": False,
+    "actor_rollout_ref.rollout.enforce_eager": not _VERL.engine.cuda_graphs.value,
     "actor_rollout_ref.rollout.nnodes": 0,
     "critic.ppo_max_token_len_per_gpu": 32768,
     "critic.ulysses_sequence_parallel_size": 1,
@@ -94,7 +101,8 @@ OPENRLHF_SOURCE = "OpenRLHF 0.11.2 openrlhf/cli/train_ppo_ray.py, train_dpo.py (
 OPENRLHF: dict[str, Any] = {
     "actor_nodes": 1, "actor_gpus": 8, "critic_nodes": 1, "critic_gpus": 8,
     "reference_nodes": 1, "reference_gpus": 8, "reward_nodes": 1, "reward_gpus": 8,
-    "vllm_tp": 1, "zero": 2, "ds_tp": 1, "ring": 1, "rollout_batch": 1024, "micro_rollout": 1,
+    "vllm_tp": _OPENRLHF.engine.tensor_parallel_size.value, "zero": 2, "ds_tp": 1, "ring": 1,
+    "rollout_batch": 1024, "micro_rollout": 1,
     "train_batch": 128, "micro_train": 1, "samples": 1, "max_len": 2048, "max_epochs": 1,
     "init_kl": 0.01, "estimator": "gae", "async_queue": 1,
 }

@@ -58,6 +58,9 @@ def valid(space: Space, ch: Choice) -> bool:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
             return False
+    if (space.caps is not None and not space.caps.mixed_pools
+            and len({on[k] for k, u in enumerate(used) if u}) > 1):
+        return False  # the framework runs on one GPU type (`Capabilities.mixed_pools`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
                for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])
 

@@ -151,9 +151,14 @@ class Model:
 
     def add_framework_groups(self) -> None:
         """`plan --framework`: each used slot holds exactly one of the task sets the framework
-        runs on one group (`choice.allowed_groups`)."""
+        runs on one group (`choice.allowed_groups`), and all on one pool unless it places
+        groups by GPU type (`Capabilities.mixed_pools`)."""
         sp, m = self.space, self.m
         groups = allowed_groups(sp)
+        if self.multi and not sp.caps.mixed_pools:  # one GPU type: every group on slot 0's
+            for k in range(1, sp.slots):
+                for p in range(len(sp.pools)):
+                    m.Add(self.on[k, p] == self.on[0, p]).OnlyEnforceIf(self.used[k])
         for k in range(sp.slots):
             z = [m.NewBoolVar(f"group[{k},{j}]") for j in range(len(groups))]
             m.Add(sum(z) == self.used[k])
@@ -347,12 +352,14 @@ class Model:
                       self.space.kept, pinned=pin or code != cp_model.OPTIMAL)
 
     def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
-        """Pin the objective to a proven optimum and take one worker's first solution in what
-        is left of `deadline`: with several workers, which of equal-cost plans is found first
-        depends on thread timing; this one depends on the model alone (None: nothing found in
-        time). Consumes the model (its objective is cleared)."""
+        """Pin the objective to a proven optimum and, among the plans at it, take the layouts
+        people run (`usual`: least model parallelism, then lowest ZeRO stage), solved by one
+        worker in what is left of `deadline`: with several workers, which of equal-cost plans
+        is found first depends on thread timing; this one depends on the model alone (None:
+        nothing found in time). The step time is the optimum's whatever this picks. Consumes
+        the model (its objective is replaced)."""
         self.m.Add(self.objective <= objective)
-        self.m.ClearObjective()
+        self.m.Minimize(sum(usual(self.cand(key).layout) * v for key, v in self.x.items()))
         solver = _solver(deadline.left(), 1, seed)
         if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
                                                             cp_model.FEASIBLE):
@@ -379,6 +386,19 @@ def _weighted(terms: Iterable[tuple[cp_model.IntVar, int]]) -> cp_model.LinearEx
     time."""
     pairs = list(terms)
     return cp_model.LinearExpr.weighted_sum([v for v, _ in pairs], [c for _, c in pairs])
+
+
+ZERO_STAGES = 4
+MAX_TASKS = 5  # actor generation and training, critic, reference, reward
+
+
+def usual(layout) -> int:
+    """How far a layout is from what people run, for breaking ties between plans of equal
+    objective: its model parallelism (tp·pp·cp, so on a given group the most data
+    parallelism) first, then its ZeRO stage — weighted so that one step less model parallelism
+    anywhere outweighs every task's ZeRO stage together."""
+    return ((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS
+            + layout.zero)
 
 
 def _horizon(sp: Space) -> int:

@@ -21,9 +21,10 @@ MAX_ALTERNATIVES = 3  # strictly worse options listed
 MAX_TIES_NAMED = 3  # tying options named in the merged line; the rest counted
 
 
-def memory_binds(peak_gib: float, capacity_gib: float) -> bool:
-    """Whether memory binds: the peak within `BINDING_MARGIN` of the capacity."""
-    return peak_gib >= (1 - BINDING_MARGIN) * capacity_gib
+def memory_binds(peak_gib: float, capacity_gib: float, headroom_gib: float = 0.0) -> bool:
+    """Whether memory binds: the peak within `BINDING_MARGIN` of what a plan may use, the
+    capacity less the memory headroom."""
+    return peak_gib >= (1 - BINDING_MARGIN) * (capacity_gib - headroom_gib)
 
 
 def alternatives(best: Outcome, ranked: list[Outcome],

@@ -16,7 +16,7 @@ from planner.search.space import host_budget_mib
 from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
-    from planner.export.capabilities import Capabilities
+    from planner.frameworks import Capabilities
 
 STALENESS_THAT_MATTERS = len(STAGES)
 """The largest staleness that can change a plan's price; larger ones are not searched.

@@ -29,7 +29,8 @@ from planner.cost.constants import GIB
 from planner.cost.iteration import evaluate, tokens_per_step
 from planner.cost.legality import placement_of
 from planner.cost.report import to_plan
-from planner.errors import InfeasibleError, InputError, OutOfTime
+from planner.errors import InfeasibleError, OutOfTime
+from planner.frameworks import capabilities
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import cpsat
 from planner.search.bounds import space_lower_bound
@@ -49,7 +50,7 @@ from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
-    from planner.export.capabilities import Capabilities
+    from planner.frameworks import Capabilities
 
 Progress = Callable[[str], None]  # told what the search is doing, for a status line
 TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "assessment"}
@@ -167,7 +168,7 @@ def default_workers() -> int:
 
 def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = None,
          explain: bool = True, deadline: Deadline | None = None,
-         progress: Progress | None = None, framework: tuple[str, str] | None = None) -> Plan:
+         progress: Progress | None = None) -> Plan:
     """The best plan for `sc` under the cost model, with its explanation, by `deadline` (by
     default `time_limit_s`, else the scenario's `search.time_limit_s`, from now).
 
@@ -176,11 +177,11 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     InfeasibleError (with the reason and what would make it feasible) when no option has a
     plan that fits in memory, or none was found in time. `explain=False` skips the extra
     searches behind the what-ifs and the fewest-GPUs diagnosis (a sweep runs its own sizes).
-    `progress` is told what the search is doing (a terminal's status line). `framework`
-    (format, version): search only what that framework runs as planned (its exporter's
-    `Capabilities`), and record it in the plan.
+    `progress` is told what the search is doing (a terminal's status line). A scenario
+    naming a framework (`sc.framework`) searches only what that release runs as planned (its
+    preset's `Capabilities`), and the plan records it.
     """
-    caps = framework_caps(sc, framework)
+    caps = framework_caps(sc)
     if deadline is None:
         deadline = Deadline.after(time_limit_s if time_limit_s is not None
                                   else sc.search.time_limit_s)
@@ -223,7 +224,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
-                                               result.memory["capacity_gib"])
+                                               result.memory["capacity_gib"],
+                                               result.memory["headroom_gib"])
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
@@ -236,21 +238,13 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
                              "bound")
     search["wall_s"] = time.monotonic() - deadline.started
     return result.model_copy(update={"explanation": explanation, "search": search,
-                                     "framework": "@".join(framework) if framework else None})
+                                     "framework": sc.framework})
 
 
-def framework_caps(sc: Scenario, framework: tuple[str, str] | None) -> Capabilities | None:
-    """The exporter's capabilities for `plan --framework`; refuses an algorithm it lacks."""
-    if framework is None:
-        return None
-    from planner.export import capabilities  # the exporters load only when asked for
-
-    caps = capabilities(*framework)
-    if sc.algorithm not in caps.algorithms:
-        raise InputError(f"--framework {framework[0]}: it has no {sc.algorithm} trainer (it "
-                         f"runs {', '.join(sorted(caps.algorithms))}); choose another "
-                         "framework or algorithm")
-    return caps
+def framework_caps(sc: Scenario) -> Capabilities | None:
+    """What the scenario's framework runs (its preset; the scenario has checked the algorithm
+    and roles against it), or None: any plan."""
+    return None if sc.framework is None else capabilities(sc.framework)
 
 
 def _gap(objective: int, outcomes: list[Outcome]) -> float | None:

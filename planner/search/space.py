@@ -68,7 +68,7 @@ from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
 
 if TYPE_CHECKING:
-    from planner.export.capabilities import Capabilities
+    from planner.frameworks import Capabilities
 
 
 MAX_SLOTS = 3
@@ -274,7 +274,7 @@ def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int) 
         sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node)
                if caps is None or caps.size_ok(s, cluster.gpus_per_node)],
         total_gpus=cluster.total_gpus,
-        budget_mib=budget_of(gpu),
+        budget_mib=budget_of(gpu, sc.search.memory_headroom),
         host_budget_mib=host_budget_mib(view),
         swap_q=(round(SWAP_SCALE * swap_time(MIB, gpu, cluster.gpus_per_node) / MS)
                 if gpu.host_link_gbps else 0), weight=weight)

@@ -56,6 +56,7 @@ MAX_CONTROLLER_US_PER_TOKEN = 1e5
 # --- search --------------------------------------------------------------------------------
 MIN_TARGET_TOKENS_PER_S = 1e-3
 MAX_TARGET_TOKENS_PER_S = 1e12  # 10^6× the fastest published RL runs
+MAX_MEMORY_HEADROOM = 0.5  # leaving more than half of each GPU free plans for another machine
 # `--time-limit` bounds the whole command: a week is far beyond any search worth waiting for,
 # and a finite bound keeps `inf` (or 1e400, read as inf) from meaning "no limit".
 MAX_TIME_LIMIT_S = 7 * 24 * 3600  # seconds

@@ -55,7 +55,8 @@ class RuntimeInput(BaseModel):
         "per generated token off the GPUs — the single controller's processing of the "
         "responses, the rule-based reward — in series with a synchronous step, overlapped by "
         "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's co-located "
-        "rows imply 9.75 µs (NEMO_RL_CONTROLLER_US_PER_TOKEN, fitted in bench/calibration.py)")
+        "rows imply 9.75 µs (its preset's value, planner/frameworks/presets/nemo-rl@*.yaml, "
+        "fitted in bench/calibration.py; `framework: nemo-rl` sets it)")
     refit: Literal["sharded", "checkpoint_engine", "one_rank_broadcast"] = Field(
         "checkpoint_engine", description="how the trained weights reach a rollout group of its "
         "own: checkpoint_engine (default: one training rank gathers the model and broadcasts "

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
+from planner.frameworks import framework_runtime, parse_name
 from planner.specs import bounds as lim
 from planner.specs.files import (
     looks_like_path,
@@ -36,6 +37,13 @@ from planner.specs.runtime import TRAINING_PRECISIONS, RuntimeInput
 from planner.specs.workload import ALGORITHMS, Family, Workload, WorkloadInput
 
 ROLES = ("actor", "reference", "reward", "critic")
+DEFAULT_MEMORY_HEADROOM = 0.05
+"""`search.memory_headroom` unless the scenario says: 5% of each GPU left free beyond the
+profile's runtime reserve. The memory model is checked to within a few percent of measured
+peaks (README "What the memory figure means"), and allocator fragmentation and framework
+buffers that it does not count grow with the run: a plan at 99-100% of the capacity (79.7 of
+80 GiB, issue 23) is one a real run may not survive. `--memory-headroom 0` checks against the
+full capacity, as the published runs the calibration benches price ran."""
 SAME_AS_ACTOR = "actor"
 NONE = "none"
 VERIFIER = "verifier"
@@ -67,7 +75,9 @@ SCENARIO_FLAGS: dict[str, str] = {
     "objective": "search.objective",
     "target_tokens_per_s": "search.target_tokens_per_s",
     "max_staleness": "search.max_staleness",
+    "memory_headroom": "search.memory_headroom",
     "time_limit": "search.time_limit_s",
+    "framework": "framework",
 }
 # What to pass when a scenario built from flags alone lacks a field (or a whole section).
 _FLAGS_FOR_MISSING = {path: "--" + flag.replace("_", "-") for flag, path in SCENARIO_FLAGS.items()}
@@ -96,6 +106,11 @@ class SearchInput(BaseModel):
         None, ge=lim.MIN_TARGET_TOKENS_PER_S, le=lim.MAX_TARGET_TOKENS_PER_S,
         description="the throughput the gpus objective must reach")
     max_staleness: int = Field(0, ge=0, description="bounded asynchrony: steps of lag allowed")
+    memory_headroom: float = Field(
+        DEFAULT_MEMORY_HEADROOM, ge=0, le=lim.MAX_MEMORY_HEADROOM, allow_inf_nan=False,
+        description="the fraction of each GPU's capacity a plan leaves free, beyond the "
+        "profile's runtime reserve (planner/cost/fit.py budget_of); 0 plans up to the full "
+        "capacity")
     allow_shared_actor_critic: bool = False
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
@@ -107,11 +122,34 @@ class ScenarioInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     algorithm: str
+    framework: str | None = Field(None, description="the framework release the plan is for "
+                                  "('verl@0.9.1', or a name alone for its newest preset): the "
+                                  "search offers only what it runs, priced with its preset's "
+                                  "runtime defaults under the fields set here")
     models: ModelsInput
     workload: WorkloadInput
     runtime: RuntimeInput = RuntimeInput()
     cluster: ClusterInput
     search: SearchInput = SearchInput()
+
+    def written(self) -> dict[str, Any]:
+        """The scenario as a plan JSON carries it: the runtime fields it sets itself only, so
+        a framework's preset fills the rest again when it is read back."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        out["runtime"] = self.runtime.model_dump(mode="json", exclude_unset=True)
+        if not out["runtime"]:
+            del out["runtime"]
+        return out
+
+    @field_validator("framework")
+    @classmethod
+    def _known_framework(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return parse_name(value, "framework")
+        except InputError as exc:
+            raise ValueError(str(exc).removeprefix("framework: ")) from None
 
     @field_validator("cluster", mode="before")
     @classmethod
@@ -135,6 +173,8 @@ class Scenario(BaseModel):
 
     algorithm: str
     family: Family
+    framework: str | None = Field(None, description="the framework release planned for "
+                                  "(`ScenarioInput.framework`, resolved to name@version)")
     actor: ModelSpec
     reference: ModelSpec | None
     reward: ModelSpec | None
@@ -445,6 +485,11 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
     if inp.search.allow_shared_actor_critic and family is not Family.PPO:
         notes.append(f"search.allow_shared_actor_critic ignored: {inp.algorithm} has no critic")
 
+    runtime = inp.runtime
+    if inp.framework is not None:
+        runtime, said = framework_runtime(inp.framework, inp.algorithm, reward_kind, inp.runtime,
+                                          f"{source}: field 'framework' ({inp.framework})")
+        notes += said
     roles = {"actor": actor, "reference": reference, "reward": reward, "critic": critic}
     notes += _model_notes(roles, inp.runtime.rollout_weights)
     for role, spec in roles.items():
@@ -467,8 +512,9 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
                           f"{p.cluster.gpu.name} has none; "
                           + (f"set {where}" if inp.cluster.pools else
                              f"pass --price USD_PER_GPU_HOUR (or set {where})"))
-    return Scenario(algorithm=inp.algorithm, family=family, workload=w,
-                    length_distribution=lengths, runtime=inp.runtime, cluster=pools[0].cluster,
+    return Scenario(algorithm=inp.algorithm, family=family, framework=inp.framework,
+                    workload=w, length_distribution=lengths, runtime=runtime,
+                    cluster=pools[0].cluster,
                     pools=pools if len(pools) > 1 else (), inter_pool_gbps=inter_pool,
                     search=inp.search, reward_kind=reward_kind, notes=tuple(notes),
                     source_input=inp, **roles)

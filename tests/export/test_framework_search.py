@@ -14,13 +14,14 @@ from tests.export import frameworks as fw
 from tests.export.plans import scenario
 
 
-def _ppo_off_policy():  # unrestricted: fusion, overlapped sync, critic off the actor's group
+def _ppo_off_policy(**named):  # unrestricted: fusion, overlapped sync, critic off the actor's
+    # group; `named`: framework=NAME, as --framework NAME gives it
     return scenario("ppo", **{"models.reward": "qwen2.5-0.5b", "models.critic": "qwen2.5-0.5b",
-                              "cluster.nodes": 3, "search.max_staleness": 1})
+                              "cluster.nodes": 3, "search.max_staleness": 1}, **named)
 
 
-def _grpo_72b():  # unrestricted: training pipeline-parallel (pp 2)
-    return scenario(**{"models.actor": "qwen2.5-72b", "cluster.nodes": 2})
+def _grpo_72b(**named):  # unrestricted: training pipeline-parallel (pp 2)
+    return scenario(**{"models.actor": "qwen2.5-72b", "cluster.nodes": 2}, **named)
 
 
 def _check_with_framework_code(fmt: str, text: str, data: dict) -> None:
@@ -51,8 +52,7 @@ def test_framework_search_finds_a_plan_the_exporter_accepts(make, fmt):
     free = plan(sc, time_limit_s=120, workers=1, explain=False).model_dump(mode="json")
     with pytest.raises(ExportError):
         export(free, sc, fmt)
-    bound = plan(sc, time_limit_s=120, workers=1, explain=False,
-                 framework=(fmt, VERSIONS[fmt][0]))
+    bound = plan(make(framework=fmt), time_limit_s=120, workers=1, explain=False)
     data = bound.model_dump(mode="json")
     assert data["framework"] == f"{fmt}@{VERSIONS[fmt][0]}"
     assert bound.iteration_time_s >= free["iteration_time_s"]  # a restriction cannot gain
@@ -62,8 +62,7 @@ def test_framework_search_finds_a_plan_the_exporter_accepts(make, fmt):
 
 def test_megatron_search_keeps_the_distributed_optimizer_exact():
     sc = _grpo_72b()
-    bound = plan(sc, time_limit_s=120, workers=1, explain=False,
-                 framework=("megatron", VERSIONS["megatron"][0]))
+    bound = plan(_grpo_72b(framework="megatron"), time_limit_s=120, workers=1, explain=False)
     train = bound.layouts["actor"]["training"]
     assert train.zero <= 1  # Megatron's distributed optimizer is ZeRO-1: no note, no refusal
     assert not any("zero" in n for n in export(bound.model_dump(mode="json"), sc,
@@ -72,6 +71,6 @@ def test_megatron_search_keeps_the_distributed_optimizer_exact():
 
 def test_framework_without_the_algorithm_is_refused():
     from planner.errors import InputError
-    with pytest.raises(InputError, match="--framework verl: it has no dpo trainer"):
-        plan(scenario("dpo"), time_limit_s=10, workers=1, explain=False,
-             framework=("verl", VERSIONS["verl"][0]))
+    with pytest.raises(InputError, match=r"field 'framework' \(verl@0.9.1\): verl 0.9.1 has no "
+                                         r"dpo trainer .*choose another framework \(--framework\)"):
+        scenario("dpo", framework="verl")
