@@ -52,7 +52,9 @@ from training import (
 )
 
 from planner.cost import time as time_model
+from planner.cost.legality import layout_problem
 from planner.cost.software import runtime_software
+from planner.plan import check_experts
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import load_model
 from planner.specs.runtime import RuntimeInput
@@ -191,8 +193,12 @@ ROWS = [
     TRow("T53", "gpt-oss-120b", "h100-sxm", dp=16, pp=4, ep=8, gbs=1280, seq=4096, zero=1),
     TRow("T54", "qwen3-30b-a3b", "h100-sxm", dp=16, ep=16, gbs=1024, seq=4096, zero=1,
          fp8=True, ep_dispatch="hierarchical", note="HybridEP"),
-    *(TRow(i, "qwen3-235b-a22b", "h100-sxm", dp=16, tp=2, sp=True, pp=8, vp=4, ep=32, gbs=g,
-           seq=4096, zero=1, fp8=True, ep_overlap=o, note="94 layers: uneven chunks" + n)
+    # etp 1: Megatron-Bridge's Qwen3-MoE recipes set expert_tensor_parallel_size = 1
+    # (megatron-bridge 0.3.1 recipes/qwen/qwen3_moe.py), and Megatron needs ep·etp to divide
+    # dp·tp = 32, which etp = tp = 2 would not
+    *(TRow(i, "qwen3-235b-a22b", "h100-sxm", dp=16, tp=2, sp=True, pp=8, vp=4, ep=32, etp=1,
+           gbs=g, seq=4096, zero=1, fp8=True, ep_overlap=o,
+           note="94 layers: uneven chunks" + n)
       for i, g, o, n in (("T55", 8192, True, "; A2A overlap"), ("T58", 2048, False, ""))),
     TRow("T56", None, "h100-sxm", note="Nemotron-3-Nano: no config"),
     TRow("T57", "qwen3-30b-a3b", "h100-sxm", dp=8, pp=2, vp=24, ep=8, mbs=2, gbs=512, seq=4096,
@@ -240,6 +246,19 @@ def measured(text: str, row: TRow) -> float | None:
         return None
     value = numbers[row.pick]
     return row.gbs * row.seq / value / row.gpus if row.step_time else value
+
+
+def illegal(row: TRow) -> str | None:
+    """Why the row's layout is one its framework could not run (None: it can), by the rules
+    `rlplan evaluate` checks plans with."""
+    layout = row.layout()
+    if (why := layout_problem(load_model(row.model), layout)) is not None:
+        return why
+    try:
+        check_experts(layout, "training", row.id)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def predict(row: TRow, gpu: HardwareProfile | None = None) -> float:
@@ -291,6 +310,9 @@ def table(text: str) -> list[tuple[TRow, float]]:
         if row.model is None:
             print(f"{row.id:5} {'—':16} {row.gpu:18} {'':4} {'':>5} {value:9.1f} {'':>9} "
                   f"{'':>7}  not priced: {row.note}")
+            continue
+        if (why := illegal(row)) is not None:  # a transcription slip, not a model miss
+            print(f"{row.id:5} {row.model:16} not priced: illegal layout ({why})")
             continue
         pred = predict(row)
         print(f"{row.id:5} {row.model:16} {row.gpu:18} {'fp8' if row.fp8 else 'bf16':4} "
