@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import TypeAlias
 
 import numpy as np
@@ -452,20 +453,46 @@ def experts_touched(num_experts: int, experts_per_token: int, tokens: Num) -> Nu
     return E * (1 - (1 - k / E) ** tokens)
 
 
-def remote_domains_per_token(num_experts: int, experts_per_token: int, domains: int) -> float:
+@lru_cache(maxsize=256)
+def remote_domains_per_token(num_experts: int, experts_per_token: int, domains: int,
+                             groups: int = 1, groups_per_token: int = 1) -> float:
     """Expected distinct domains other than its own that one token's k experts sit in, the E
-    experts spread evenly over `domains` domains (expert parallelism across nodes).
+    experts spread evenly over `domains` domains in index order (expert parallelism across
+    nodes).
 
     Uniform routing, k of E without replacement: a given domain holds E/D experts and is
     missed with probability C(E − E/D, k)/C(E, k), so the count is (D − 1)·(1 − that). A
     hierarchical dispatch (DeepEP, HybridEP; DeepSeek-V3 report §3.2.2) sends the token over
-    the network once per such domain instead of once per remote expert. Units: domains.
+    the network once per such domain instead of once per remote expert. Group-limited routing
+    (`groups` G in index order, the token's k experts drawn from its `groups_per_token` m
+    best, DeepSeek's n_group / topk_group) touches fewer domains: for each set S of m groups
+    (all equally likely) domain d is missed with probability C(P − n_d(S), k)/C(P, k), P the
+    m·E/G experts of S and n_d(S) those of them in d; the token's own domain is any of the D
+    alike, so the remote count is (D − 1)/D × the expected domains touched. Units: domains.
     """
     E, k, D = num_experts, experts_per_token, domains
     if D <= 1:
         return 0.0
-    missed = math.comb(E - E // D, k) / math.comb(E, k)
-    return (D - 1) * (1 - missed)
+    if groups <= 1 or groups_per_token >= groups:
+        missed = math.comb(E - E // D, k) / math.comb(E, k)
+        return (D - 1) * (1 - missed)
+    G, m = groups, groups_per_token
+    group, domain, pool = E // G, E // D, m * E // G
+    touched = 0.0
+    for d in range(D):  # experts of group g inside domain d: the overlap of two index ranges
+        inside = [n for g in range(G) if (n := max(0, min((d + 1) * domain, (g + 1) * group)
+                                                    - max(d * domain, g * group)))]
+        # sets of j overlapping groups by the experts they hold in d; the other m − j groups
+        # of S come from the G − len(inside) that miss d
+        sets: dict[tuple[int, int], int] = {(0, 0): 1}
+        for n in inside:
+            for (j, t), c in list(sets.items()):
+                if j < m:
+                    sets[j + 1, t + n] = sets.get((j + 1, t + n), 0) + c
+        missed = sum(c * math.comb(G - len(inside), m - j) * math.comb(pool - t, k)
+                     for (j, t), c in sets.items())
+        touched += 1 - missed / (math.comb(G, m) * math.comb(pool, k))
+    return (D - 1) / D * touched
 
 
 def bytes_weights_read_fwd(spec: ModelSpec, tokens: Num, head: Head = Head.POLICY,

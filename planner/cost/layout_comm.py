@@ -53,11 +53,16 @@ def dp_groups(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
 def time_dispatch(spec: ModelSpec, nbytes: float, ep: int, etp: int, gpu: HardwareProfile,
                   dispatch: str) -> float:
     """One dispatch (or combine) all-to-all of a rank's `nbytes` routed copies over `ep` ranks
-    `etp` apart: plain, or hierarchical (a token crosses to each remote domain once)."""
+    `etp` apart: plain, or hierarchical (a token crosses to each remote domain once, fewer
+    under the model's group-limited routing). Every peer's transfer is posted at once — NCCL's
+    all-to-all is one group of sends and receives, DeepEP / HybridEP one kernel — so the call
+    pays one network latency, not one per peer (`comm.time_alltoall_domains`, steps = 1)."""
     cross = None
     if dispatch == "hierarchical" and ep * etp > gpu.scale_up_gpus:
         domains = ep // comm.ranks_per_domain(gpu, ep, etp)
-        per_token = nbytes / spec.moe.experts_per_token  # one copy of a token's hidden state
-        cross = per_token * remote_domains_per_token(spec.moe.num_experts,
-                                                     spec.moe.experts_per_token, domains)
-    return comm.time_alltoall_domains(nbytes, ep, gpu, stride=etp, cross_bytes=cross)
+        moe = spec.moe
+        per_token = nbytes / moe.experts_per_token  # one copy of a token's hidden state
+        cross = per_token * remote_domains_per_token(
+            moe.num_experts, moe.experts_per_token, domains, moe.expert_groups,
+            moe.groups_per_token)
+    return comm.time_alltoall_domains(nbytes, ep, gpu, stride=etp, cross_bytes=cross, steps=1)

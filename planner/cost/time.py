@@ -139,8 +139,10 @@ class Runtime:
         6,768/6,150 = 1.10, T8/T6 (8B TP8) 3,708.5/4,378 = 0.85; median 1.00.
     ep_dispatch: how MoE tokens cross domains. "alltoall" (Megatron's default dispatcher):
         one copy per remote expert over the NIC. "hierarchical" (DeepEP, Megatron's HybridEP):
-        one copy per remote domain over the NIC, forwarded over the scale-up link
-        (`comm.time_alltoall_domains`, `flops.remote_domains_per_token`).
+        one copy per remote domain over the NIC (fewer under group-limited routing),
+        forwarded over the scale-up link (`layout_comm.time_dispatch`,
+        `flops.remote_domains_per_token`). Either posts every peer's transfer at once: one
+        network latency per call.
     attention_rate: the core attention kernel's FLOP rate as a fraction of the matmuls' (1:
         FlashAttention-3 / cuDNN class; `FLASH_ATTENTION_2_RATE_ON_HOPPER` for FA2 on Hopper).
     ep_comm_overlap: the dispatch/combine all-to-alls run under another micro-batch's compute

@@ -144,6 +144,8 @@ class HFConfig(BaseModel):
     decoder_sparse_step: int = Field(1, gt=0, le=MAX_LAYERS)
     mlp_only_layers: list[int] = Field(default_factory=list, max_length=MAX_LAYERS)
     topk_method: str | None = None
+    n_group: int | None = Field(None, gt=0, le=MAX_EXPERTS)  # DeepSeek group-limited routing
+    topk_group: int | None = Field(None, gt=0, le=MAX_EXPERTS)
     # DeepSeek multi-head latent attention
     q_lora_rank: int | None = Field(None, gt=0, le=MAX_WIDTH)
     kv_lora_rank: int | None = Field(None, gt=0, le=MAX_WIDTH)
@@ -178,6 +180,10 @@ class MoESpec(BaseModel):
     moe_layers: MoELayers = Field(description="which layers are MoE (a pattern, see "
                                   "planner.specs.layers); the rest are dense")
     score_correction_bias: bool = False  # DeepSeek-V3 noaux_tc routing: E biases per layer
+    expert_groups: int = Field(1, gt=0, description="routing groups the experts are split "
+                               "into, in index order (DeepSeek's n_group); 1: no groups")
+    groups_per_token: int = Field(1, gt=0, description="groups a token's experts are drawn "
+                                  "from (DeepSeek's topk_group: node-limited routing)")
 
 
 class MLASpec(BaseModel):
@@ -319,10 +325,33 @@ def _moe_spec(cfg: HFConfig, source: str, notes: list[str]) -> MoESpec | None:
         shared, shared_width = 1, cfg.shared_expert_intermediate_size
     else:  # DeepSeek: n_shared_experts of the routed width
         shared, shared_width = cfg.n_shared_experts or 0, width
+    groups, per_token = _routing_groups(cfg, experts, source)
     return MoESpec(num_experts=experts, experts_per_token=cfg.num_experts_per_tok,
                    expert_intermediate_size=width, num_shared_experts=shared,
                    shared_expert_intermediate_size=shared_width if shared else 0,
-                   moe_layers=layers, score_correction_bias=cfg.topk_method == "noaux_tc")
+                   moe_layers=layers, score_correction_bias=cfg.topk_method == "noaux_tc",
+                   expert_groups=groups, groups_per_token=per_token)
+
+
+def _routing_groups(cfg: HFConfig, experts: int, source: str) -> tuple[int, int]:
+    """DeepSeek's group-limited routing (n_group, topk_group): the experts split into n_group
+    groups in index order, each token's experts drawn from its topk_group best groups — which
+    caps the nodes a token is sent to when groups are laid out by node (DeepSeek-V3 report
+    §2.1.2). (1, 1) when the config has none, or routes greedily over all experts
+    (DeepSeek-V2's topk_method "greedy" ignores the groups)."""
+    groups, top = cfg.n_group or 1, cfg.topk_group
+    if groups == 1 or cfg.topk_method == "greedy":
+        return 1, 1
+    if experts % groups:
+        raise _fail(source, "n_group", f"{groups} does not divide the {experts} routed experts; "
+                    "the groups split the experts evenly")
+    if top is None or top > groups:
+        raise _fail(source, "topk_group", f"{top} with n_group {groups}: give how many of the "
+                    f"{groups} groups a token's experts are drawn from (1 to {groups})")
+    if cfg.num_experts_per_tok > top * experts // groups:
+        raise _fail(source, "topk_group", f"{top} groups of {experts // groups} experts cannot "
+                    f"hold the {cfg.num_experts_per_tok} experts a token is routed to; raise it")
+    return (1, 1) if top == groups else (groups, top)
 
 
 def _mla_spec(cfg: HFConfig, source: str) -> MLASpec | None:

@@ -1,11 +1,13 @@
-"""Training time mechanisms checked against the H100-class throughput rows (issue 16 item 3),
-each against a hand count: FlashAttention's 2.5× backward, the attention kernel's own rate,
-FP8 rowwise at the bf16 rate, routed experts reduced over their expert-data-parallel ranks,
-all-to-alls split between the scale-up link and the NIC, the hierarchical (DeepEP / HybridEP)
-dispatch, and the EP overlap."""
+"""Training time mechanisms checked against the H100-class throughput rows (issue 16 item 3,
+issue 22 item 3), each against a hand count: FlashAttention's 2.5× backward, the attention
+kernel's own rate, FP8 rowwise at the bf16 rate, routed experts reduced over their
+expert-data-parallel ranks, all-to-alls split between the scale-up link and the NIC with one
+network latency per call, the hierarchical (DeepEP / HybridEP) dispatch, group-limited
+(node-limited) routing, and the EP overlap."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -27,9 +29,11 @@ from planner.cost.flops import (
     params_with_head,
     remote_domains_per_token,
 )
+from planner.cost.layout_comm import time_dispatch
+from planner.errors import InputError
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
-from planner.specs.model import load_model
+from planner.specs.model import load_model, spec_from_hf_config
 from planner.specs.params import count_params
 
 DENSE = load_model("llama-3.1-8b")
@@ -164,3 +168,101 @@ def test_ep_overlap_hides_the_alltoalls_under_the_layer_compute():
     layers_work = float(plain.compute) + float(plain.memory) - head
     assert float(hidden.ep_comm) == pytest.approx(float(plain.ep_comm) - layers_work, rel=1e-9)
     assert float(hidden.compute) == float(plain.compute)
+
+
+def test_an_expert_alltoall_pays_one_network_latency_not_one_per_peer():
+    """Every peer's transfer is posted at once: an empty dispatch over 32 ranks on four H100
+    nodes lasts the launch and one network latency; inside a node one NVLink latency."""
+    g = load_profile("h100-sxm")
+    launch, net, nv = 4.3e-6, 15e-6, 1.4e-6
+    for dispatch in ("alltoall", "hierarchical"):
+        assert time_dispatch(MOE, 0.0, 32, 1, g, dispatch) == pytest.approx(launch + net)
+        assert time_dispatch(MOE, 0.0, 8, 1, g, dispatch) == pytest.approx(launch + nv)
+
+
+def test_a_dispatch_across_nodes_over_the_nic_is_slower_than_inside_a_node():
+    """The same routed bytes per rank: EP 8 inside a node moves 7/8 of them over NVLink; EP 16
+    over two nodes sends 8/16 through the rank's NIC (7/16 over NVLink at the same time), and
+    the NIC is 9× slower than NVLink here, so the call lasts 8/16 · n / NIC."""
+    g, n = load_profile("h100-sxm"), 1e9
+    nv, nic = comm.link_intra_node(g).bandwidth, comm.link_inter_node(g).bandwidth
+    inside = time_dispatch(MOE, n, 8, 1, g, "alltoall")
+    across = time_dispatch(MOE, n, 16, 1, g, "alltoall")
+    assert inside == pytest.approx(4.3e-6 + 1.4e-6 + 7 / 8 * n / nv)
+    assert across == pytest.approx(4.3e-6 + 15e-6 + max(7 / 16 * n / nv, 8 / 16 * n / nic))
+    assert across > 4 * inside
+    # expert tensor parallelism 2 puts EP 8 two ranks apart: 16 GPUs, two nodes, the NIC
+    assert time_dispatch(MOE, n, 8, 2, g, "alltoall") == pytest.approx(
+        4.3e-6 + 15e-6 + max(3 / 8 * n / nv, 4 / 8 * n / nic))
+
+
+def _remote_domains_brute_force(E: int, k: int, D: int, G: int, m: int) -> float:
+    """Every choice of m groups, then of k experts among theirs, every own domain: the mean
+    number of other domains holding one of the token's experts (experts and domains in index
+    order)."""
+    group, domain = E // G, E // D
+    total, count = 0, 0
+    for S in itertools.combinations(range(G), m):
+        pool = [e for g in S for e in range(g * group, (g + 1) * group)]
+        for picks in itertools.combinations(pool, k):
+            touched = {e // domain for e in picks}
+            for own in range(D):
+                total += len(touched - {own})
+                count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("E,k,D,G,m", [(8, 2, 4, 4, 2),    # groups finer than domains
+                                       (8, 3, 2, 4, 2),    # two groups per domain
+                                       (12, 3, 3, 4, 2),   # group and domain bounds misaligned
+                                       (16, 4, 8, 2, 1)])  # a domain is a quarter of a group
+def test_group_limited_routing_against_brute_force(E, k, D, G, m):
+    want = _remote_domains_brute_force(E, k, D, G, m)
+    assert remote_domains_per_token(E, k, D, G, m) == pytest.approx(want, rel=1e-12)
+    assert remote_domains_per_token(E, k, D, G, G) == pytest.approx(
+        remote_domains_per_token(E, k, D), rel=1e-12)  # every group allowed: no limit
+
+
+def test_deepseek_v3_node_limited_routing_crosses_fewer_nodes_under_deepep():
+    """DeepSeek-V3 draws a token's 8 experts from its 4 best of 8 groups (n_group, topk_group):
+    with EP 64 over eight 8-GPU nodes each node holds one group, so a token reaches about 3.2
+    other nodes instead of 4.6; the hierarchical dispatch sends that many copies over the NIC.
+    The plain all-to-all sends one copy per remote expert either way."""
+    spec = load_model("deepseek-v3")
+    assert (spec.moe.expert_groups, spec.moe.groups_per_token) == (8, 4)
+    ungrouped = spec.model_copy(update={"moe": spec.moe.model_copy(
+        update={"expert_groups": 1, "groups_per_token": 1})})
+    g, s = gpu(), 4096
+    routed = s * 8 * spec.hidden_size * 2
+    nv, nic = comm.link_intra_node(g).bandwidth, comm.link_inter_node(g).bandwidth
+    limited = remote_domains_per_token(256, 8, 8, 8, 4)
+    assert limited == pytest.approx(3.175, abs=1e-3)
+    assert remote_domains_per_token(256, 8, 8) == pytest.approx(4.633, abs=1e-3)
+    for model, remote in ((spec, limited), (ungrouped, remote_domains_per_token(256, 8, 8))):
+        want = max(63 / 64 * routed / nv, s * spec.hidden_size * 2 * remote / nic)
+        assert time_dispatch(model, routed, 64, 1, g, "hierarchical") == pytest.approx(want)
+    assert time_dispatch(spec, routed, 64, 1, g, "alltoall") == time_dispatch(
+        ungrouped, routed, 64, 1, g, "alltoall")
+
+
+BASE_MOE = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+            "n_routed_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+            "topk_method": "noaux_tc"}
+
+
+def test_routing_groups_are_read_from_the_config_and_checked():
+    def moe(**kw):
+        return spec_from_hf_config({**BASE_MOE, **kw}, "m", "m.json").moe
+
+    assert (moe().expert_groups, moe().groups_per_token) == (1, 1)
+    assert (moe(n_group=4, topk_group=2).expert_groups,
+            moe(n_group=4, topk_group=2).groups_per_token) == (4, 2)
+    assert moe(n_group=4, topk_group=4).expert_groups == 1  # every group allowed: no limit
+    assert moe(n_group=4, topk_group=2, topk_method="greedy").expert_groups == 1
+    for bad, field in (({"n_group": 3, "topk_group": 1}, "n_group"),
+                       ({"n_group": 4}, "topk_group"),
+                       ({"n_group": 4, "topk_group": 5}, "topk_group"),
+                       ({"n_group": 8, "topk_group": 1}, "topk_group")):  # 2 experts < top-4
+        with pytest.raises(InputError, match=f"field '{field}'"):
+            moe(**bad)
