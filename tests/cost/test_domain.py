@@ -1,17 +1,25 @@
 """The scale-up domain is the link: a group inside one NVLink domain talks over NVLink even
 across OS nodes (GB200 NVL72: 72 GPUs, 4 per tray), a group across domains over the network
-(8-GPU H100 nodes) — for collectives, resharding and the weight sync alike. Hand-computed
-α–β figures from the profiles' numbers."""
+(8-GPU H100 nodes) — for collectives, expert all-to-alls, the rollouts' decode, resharding and
+the weight sync alike; the Grace host's NVLink-C2C and LPDDR5X price a GB200's offload.
+Hand-computed α–β figures from the profiles' numbers."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner.cost import comm
+from planner.cost import generation as G
+from planner.cost import offload as O
+from planner.cost import time as T
+from planner.cost.constants import Engine
+from planner.cost.flops import Head
 from planner.cost.iteration import evaluate
+from planner.cost.layout_comm import dp_groups, time_dispatch
 from planner.cost.refit import REFIT_RATES
-from planner.plan import PlanInput
+from planner.plan import Layout, PlanInput
 from planner.specs.hardware import load_profile
+from planner.specs.model import load_model
 from planner.specs.scenario import load_scenario
 
 GB = 1e9
@@ -121,3 +129,72 @@ def test_resharding_across_nvl72_trays_gathers_over_nvlink():
     nvlink = 900e9 * sc.cluster.gpu.efficiency.intra_node * REFIT_RATES.link_share
     assert ev.refit.mechanism == "colocated" and ev.refit.send_s == 0
     assert ev.sync_s == pytest.approx(weights / nvlink + _refit_per_tensor("colocated"))
+
+
+# --- GB200 NVL72 as a rack -------------------------------------------------------------------
+
+RACK = cluster_scenario("gb200", 18, 4).cluster.gpu  # one NVL72: 18 trays of 4
+TRAYS = load_profile("gb200").model_copy(update={"scale_up_domain_gpus": 4})  # no rack fabric
+
+
+def test_the_rack_keeps_a_32_gpu_tensor_parallel_group_on_nvlink_in_training():
+    """TP 32 over 8 trays of one rack: each layer's four all-reduces (forward and backward) run
+    on NVLink at its latency; the same group over four 8-GPU H100 nodes goes over the NICs."""
+    spec, s = load_model("llama-3.1-70b"), 4096
+    layout = Layout(group="g", dp=1, tp=32, micro_batch=1)
+    nvlink = comm.link_intra_node(RACK)
+    assert comm.link_for(RACK, 32) == nvlink
+    t = T.time_train(spec, Head.POLICY, layout, RACK, 1, s)
+    act = s * spec.hidden_size * 2
+    want = 2 * 2 * spec.num_hidden_layers * ring_allreduce(act, 32, 900e9 * 0.8, 1.4e-6,
+                                                            4.3e-6)
+    assert float(t.tp_comm) == pytest.approx(want, rel=1e-12)
+    assert comm.link_for(load_profile("h100-sxm"), 32).latency == pytest.approx(15e-6)
+    assert float(T.time_train(spec, Head.POLICY, layout, TRAYS, 1, s).tp_comm) > 3 * want
+
+
+def test_the_rollouts_tensor_parallel_decode_runs_on_the_rack_fabric():
+    """A decode step of a TP-32 replica: its all-reduces cost less inside the rack than the same
+    trays joined by their NICs (link choice through comm.link_for, as training's)."""
+    spec, layout = load_model("llama-3.1-70b"), Layout(group="g", tp=32)
+    engine = Engine("none", step_overhead_s=0.0, per_seq_s=0.0)
+    rack, trays = (G.decode_step(spec, layout, g, engine) for g in (RACK, TRAYS))
+    assert rack.comm < trays.comm and rack.comm_per_seq < trays.comm_per_seq
+
+
+def test_expert_alltoalls_stay_on_nvlink_inside_the_rack_and_cross_nics_between_racks():
+    """EP 64 inside one rack: one NVLink all-to-all (launch, one latency, 63/64 of the bytes).
+    EP 144 over two racks: 72 ranks per rack, half the bytes leave through each rank's NIC."""
+    spec, n = load_model("qwen3-235b-a22b"), 1e9
+    nv, nic = 900e9 * 0.8, 50e9 * 0.8
+    assert time_dispatch(spec, n, 64, 1, RACK, "alltoall") == pytest.approx(
+        4.3e-6 + 1.4e-6 + 63 / 64 * n / nv)
+    two_racks = cluster_scenario("gb200", 36, 4).cluster.gpu
+    assert two_racks.scale_up_gpus == 72
+    # 128 experts do not split over 144 ranks; the all-to-all itself does not care
+    assert time_dispatch(spec, n, 144, 1, two_racks, "alltoall") == pytest.approx(
+        4.3e-6 + 15e-6 + max(71 / 144 * n / nv, 72 / 144 * n / nic))
+
+
+def test_the_grace_c2c_link_and_lpddr5x_price_offload():
+    """A GB200 streams to its Grace host over NVLink-C2C (225 GB/s per GPU per direction when
+    both GPUs of a superchip stream, × 0.8) or its share of the tray's 2 × 512 GB/s LPDDR5X
+    (× 0.6, 4 GPUs), whichever is lower: 153.6 GB/s, 3.3× an H100's PCIe/DDR5 rate (46.08 GB/s:
+    the DGX's 614.4 GB/s × 0.6 over 8 GPUs binds under its 51.2 GB/s PCIe). The optimizer's
+    gradient and weight copies cross the link alone: 180 GB/s."""
+    gb200, h100 = load_profile("gb200"), load_profile("h100-sxm")
+    assert O.host_stream_rate(gb200, 4) == pytest.approx(min(225e9 * 0.8, 1024e9 * 0.6 / 4))
+    assert O.host_stream_rate(gb200, 4) == pytest.approx(153.6e9)
+    assert O.host_stream_rate(h100, 8) == pytest.approx(46.08e9)
+    params = 1e9
+    off = O.time_optimizer_offload(params, gb200, 4, grad_bytes=2, backward_overlap=0.5)
+    assert off.gradients_down == pytest.approx(params * 2 / 180e9)
+    # CPU Adam on the tray: 4 GPUs' 36 B per parameter through LPDDR5X, or 128 cores
+    assert off.cpu_step == pytest.approx(max(4 * params * 36 / (1024e9 * 0.6),
+                                             4 * params / (128 * 2.5e8)))
+    # parameters streamed for every micro-batch's forward and backward, at the stream rate
+    spec = load_model("qwen2.5-7b")
+    layout = Layout(group="g", dp=4, zero=3, micro_batch=1, offload="params")
+    t = T.time_train(spec, Head.POLICY, layout, gb200, 8, 1024)
+    held = dp_groups(spec, Head.POLICY, layout, gb200)[0].params / 4  # the ZeRO-3 shard
+    assert float(t.offload) == pytest.approx(2 * 2 * held * 2 / 153.6e9, rel=1e-12)
