@@ -9,6 +9,7 @@ import typer
 
 from planner.cli import options as o
 from planner.cli.baseline import load_baseline, with_baseline
+from planner.cli.clock import command_started
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.report import Html, page_path
@@ -64,7 +65,7 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None, framework: str | None = None,
           baseline: Path | None = None, html: Path | None = None) -> None:
-    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+    started = Deadline(command_started())  # --time-limit counts from the process's start
     check_outputs({"--out": out, "--timeline": timeline,
                    "--export-out": export[2] if export else None, "--html": html})
     if timeline is not None:

@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.table import Table
 
 from planner.cli import options as o
+from planner.cli.clock import command_started
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import console, fail, print_json, reports_errors
 from planner.cli.report import Html, page_output, page_path
@@ -157,7 +158,7 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
            jobs: int | None, ray_address: str | None, as_json: bool, csv_out: Path | None,
            json_out: Path | None, picture: Path | None, target: float | None,
            target_step: float | None, html: Path | None = None) -> None:
-    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+    started = Deadline(command_started())  # --time-limit counts from the process's start
     check_sweep(spec, pool_specs, flags)
     check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture,
                    "--html": html})
