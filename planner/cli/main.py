@@ -99,9 +99,9 @@ def schema(kind: Annotated[SchemaKind, typer.Argument(help="Which file format.")
 
 def _version(value: bool) -> None:
     if value:
-        from planner import __version__
+        from planner.version import VERSION
 
-        typer.echo(f"rlplan {__version__}")
+        typer.echo(f"rlplan {VERSION}")
         raise typer.Exit()
 
 

@@ -11,7 +11,7 @@ from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
-    from planner.search.solve import Outcome
+    from planner.search.option import Outcome
 
 BINDING_MARGIN = 0.05
 """Memory "binds" when the fullest GPU's peak is within this share of its capacity: a plan so

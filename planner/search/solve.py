@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
@@ -43,7 +42,7 @@ from planner.search.explain import (
     memory_binds,
     shown,
 )
-from planner.search.option import Option, options
+from planner.search.option import Option, Outcome, options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
@@ -56,13 +55,6 @@ TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "a
 PRICING_SHARE = 0.9
 """Pricing the options may take this share of the time left: every option's solve, even a
 greedy one once the deadline has passed, and the report need the rest."""
-
-
-@dataclass
-class Outcome:
-    option: Option
-    result: cpsat.Result
-    space: Space
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:

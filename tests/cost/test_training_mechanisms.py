@@ -29,8 +29,7 @@ from planner.cost.flops import (
 )
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
-from planner.specs.model import load_model
-from planner.specs.params import count_params
+from planner.specs.model import count_params, load_model
 
 DENSE = load_model("llama-3.1-8b")
 MOE = load_model("qwen3-30b-a3b")  # 128 experts, top-8, every layer MoE
