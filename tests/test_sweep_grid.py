@@ -10,7 +10,7 @@ import pytest
 
 from planner.specs.hardware import load_profile
 from planner.sweep import Row
-from planner.sweep_grid import beats, frontier, pick_target
+from planner.sweep.grid import beats, frontier, pick_target
 from tests.test_cli import assert_bad_input
 from tests.test_sweep import SMALL
 

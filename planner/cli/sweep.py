@@ -35,9 +35,9 @@ from planner.search.deadline import Deadline
 from planner.specs.hardware import load_profile
 from planner.specs.scenario import Scenario, load_scenario, scenario_input, source_name
 from planner.sweep import CSV_COLUMNS, gpu_count, parse_gpus
-from planner.sweep_grid import Grid, label, parse_profiles, pools_label, run_grid, usd
-from planner.sweep_pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
-from planner.sweep_run import import_ray
+from planner.sweep.grid import Grid, label, parse_profiles, pools_label, run_grid, usd
+from planner.sweep.pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
+from planner.sweep.run import import_ray
 
 
 @o.scenario_flags(exclude=("nodes", "target_tokens_per_s"))  # the sweep sets both its way

@@ -9,7 +9,7 @@ swept sizes. A pool grid: throughput against the last swept pool's sizes (evenly
 0 is a size), one line per combination of the other swept pools' sizes.
 
 Right: every priced point's step time against its cost per step, the cost–time frontier joined
-(`planner.sweep_grid`), the target's point ringed and a target step time as a line.
+(`planner.sweep.grid`), the target's point ringed and a target step time as a line.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from planner import pictures
 from planner.specs.hardware import gpu_count
 from planner.sweep import Row, Sweep
-from planner.sweep_grid import Grid, pools_label, usd
+from planner.sweep.grid import Grid, pools_label, usd
 
 THROUGHPUT, COST, IDEAL, MARK, INFEASIBLE, TARGET = (
     "tab:blue", "tab:orange", "tab:gray", "black", "tab:red", "tab:green")

@@ -89,7 +89,7 @@ def _scenario(plan: dict, source: str) -> tuple[Scenario | None, str | None]:
 def _choose(doc: SweepDocument, sc: Scenario | None, with_plan: bool) -> tuple[int | None, str]:
     """The sweep's chosen row and a sentence saying which and why: with a plan (`with_plan`),
     the point of its scenario's cluster (`sc`); without, the target's answer."""
-    from planner.sweep_grid import label  # the sweep's own words for a point
+    from planner.sweep.grid import label  # the sweep's own words for a point
 
     if with_plan:
         if sc is None:

@@ -13,7 +13,7 @@ knee, notes); the grid adds two answers over all points:
   the faster, then the earlier profile). Every point of one scenario processes the same tokens
   per step, so the cheapest per step is also the cheapest per token.
 
-A pool grid (`planner.sweep_pools`) is one table of the pools' size combinations instead of one
+A pool grid (`planner.sweep.pools`) is one table of the pools' size combinations instead of one
 per profile; the frontier and the target are the same functions over its rows.
 """
 
@@ -27,7 +27,7 @@ from planner.search.deadline import Deadline
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 from planner.sweep import Row, Sweep, summarize
-from planner.sweep_run import OnDone, solve_points
+from planner.sweep.run import OnDone, solve_points
 
 GPU_FLAG = "--gpu"
 POINT_KEYS = ("gpu", "gpus", "status", "iteration_time_s", "tokens_per_s", "cost_per_step_usd",
