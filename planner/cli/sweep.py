@@ -214,24 +214,32 @@ def scenario_summary(scenarios: list[Scenario]) -> dict:
     return scenario
 
 
+PER_PROFILE = ", or each profile's as --gpu NAME:PRICE"
+
+
 def load_grid(path: Path | dict | None, flags: dict) -> list[Scenario]:
-    """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
-    the node count per size: the file's is ignored (and not checked)."""
+    """The scenario once per --gpu profile (a comma list), in the order given, each at the
+    price given after its ':' (`h100-sxm:3.99`; over --price, which prices the others). The
+    sweep sets the node count per size: the file's is ignored (and not checked)."""
     if path is not None and scenario_input(path, flags).cluster.pools:
         raise InputError(f"{source_name(path)}: field 'cluster.pools': the scenario lists pools "
                          "and a --gpus sweep sizes one GPU type; size the pools with --pool "
                          "NAME:SIZES (e.g. --pool rollout:0..64)")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
-    if spec is None or "," not in spec:
+    if spec is None or ("," not in spec and ":" not in spec):
         return [load_scenario(path, flags)]
-    names = parse_profiles(spec)
-    for name in names:  # a bad name is the flag's fault: say so before reading the scenario
+    profiles = parse_profiles(spec)
+    for name, price in profiles:  # a bad name is the flag's fault: say so before reading
         try:
             load_profile(name)
         except InputError as exc:
             raise InputError(f"--gpu {name}: {exc}") from None
-    return [load_scenario(path, {**flags, "cluster.gpu": name}) for name in names]
+        if price is not None:
+            o.warn_price(price, f"--gpu {name}:{price:g}")
+    return [load_scenario(path, {**flags, "cluster.gpu": name,
+                                 **({} if price is None else {o.PRICE: price})})
+            for name, price in profiles]
 
 
 def _with_progress(run, labels: list[str], deadline: Deadline) -> Grid:
@@ -304,10 +312,13 @@ def show(result: Grid, heading: str) -> None:
                   "counts every GPU of the size", markup=False)
     for s in result.sweeps:
         head = f"{s.gpu}: " if several else ""
-        price = (s.price or {}).get("price_usd_per_gpu_hour")
-        console.print(f"{head}price " + (f"${price:g} per GPU-hour "
-                                         f"({price_origin(s.price['price_source'])})"
-                                         if price is not None else "none (pass --price)"),
+        price, source = ((s.price or {}).get(k) for k in ("price_usd_per_gpu_hour",
+                                                          "price_source"))
+        origin = ("from the command line" if source == "flag"  # --price or --gpu NAME:PRICE
+                  else price_origin(source))
+        console.print(f"{head}price " + (f"${price:g} per GPU-hour ({origin})"
+                                         if price is not None else
+                                         f"none (pass --price{PER_PROFILE if several else ''})"),
                       markup=False)
         if s.smallest_feasible is not None:
             console.print(f"{head}smallest feasible: {gpu_count(s.smallest_feasible)}",
@@ -316,7 +327,8 @@ def show(result: Grid, heading: str) -> None:
                       "the ideal throughput increase)" if s.knee is not None else
                       f"{head}knee: none in range (every step gains at least half of the ideal "
                       "increase)", markup=False)
-    _answers(result, notes, "pass --price", label if several else lambda r: gpu_count(r.gpus))
+    _answers(result, notes, "pass --price" + (PER_PROFILE if several else ""),
+             label if several else lambda r: gpu_count(r.gpus))
 
 
 def _answers(result: Grid, notes: list[str], price_fix: str, name) -> None:

@@ -175,10 +175,15 @@ def cost_words(plan: Plan) -> str:
     """The cost per step and the price it was computed with (each pool's, with pools)."""
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
     if plan.cost and plan.cost.get("pools"):
-        each = ", ".join(f"{p['gpus']}× {name} at "
-                         + (f"${p['price_usd_per_gpu_hour']:g}" if p["price_usd_per_gpu_hour"]
-                            else "no price") for name, p in plan.cost["pools"].items())
-        cost += f" ({each} per GPU-hour)"
+        pools = plan.cost["pools"]
+        each = ", ".join(f"{p['gpus']}× {name} " + (
+            f"at ${p['price_usd_per_gpu_hour']:g} per GPU-hour"
+            if p["price_usd_per_gpu_hour"] is not None else "without a price")
+            for name, p in pools.items())
+        unpriced = [name for name, p in pools.items() if p["price_usd_per_gpu_hour"] is None]
+        fix = (f"; set price_usd_per_gpu_hour on pool {_either(unpriced)} under cluster.pools"
+               if unpriced else "")
+        cost += f" ({each}{fix})"
     elif plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
         cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
                  f"{price_origin(plan.cost['price_source'])})")

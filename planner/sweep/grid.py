@@ -19,11 +19,13 @@ per profile; the frontier and the target are the same functions over its rows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 
 from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION
 from planner.search.deadline import Deadline
+from planner.specs import bounds as lim
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 from planner.sweep import Row, Sweep, summarize
@@ -34,17 +36,34 @@ POINT_KEYS = ("gpu", "gpus", "status", "iteration_time_s", "tokens_per_s", "cost
               "cost_per_million_tokens_usd")
 
 
-def parse_profiles(spec: str) -> list[str]:
-    """The profiles a `--gpu a,b,c` spec names, in the order given."""
-    names = [part.strip() for part in spec.split(",")]
-    if not all(names):
-        raise InputError(f"{GPU_FLAG}: '{spec}' has an empty profile name; give profiles "
-                         "separated by commas, e.g. h100-sxm,h200-sxm,b200 (rlplan gpus lists "
-                         "them)")
+def parse_profiles(spec: str) -> list[tuple[str, float | None]]:
+    """The profiles a `--gpu a,b:PRICE,c` spec names, in the order given, each with the price
+    given after its ':' (USD per GPU-hour; None: the scenario's or the profile's)."""
+    out: list[tuple[str, float | None]] = []
+    for part in spec.split(","):
+        name, colon, price = (s.strip() for s in part.partition(":"))
+        if not name:
+            raise InputError(f"{GPU_FLAG}: '{spec}' has an empty profile name; give profiles "
+                             "separated by commas, e.g. h100-sxm,h200-sxm,b200 (rlplan gpus "
+                             "lists them), each optionally with its price: h100-sxm:3.99")
+        out.append((name, _price(name, price) if colon else None))
+    names = [name for name, _ in out]
     if len(set(names)) < len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise InputError(f"{GPU_FLAG}: {', '.join(twice)} given twice; name each profile once")
-    return names
+    return out
+
+
+def _price(name: str, text: str) -> float:
+    try:
+        price = float(text)
+    except ValueError:
+        price = math.nan
+    if not 0 < price <= lim.MAX_PRICE_USD_PER_GPU_HOUR:
+        raise InputError(f"{GPU_FLAG} {name}:{text}: the price after ':' is USD per GPU-hour, "
+                         f"a number above 0 (at most {lim.MAX_PRICE_USD_PER_GPU_HOUR:g}), e.g. "
+                         f"{name}:3.99")
+    return price
 
 
 def usd(amount: float) -> str:
