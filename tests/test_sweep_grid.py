@@ -222,3 +222,11 @@ def test_each_profile_of_a_grid_takes_its_own_price(cli, write):
 def test_bad_profile_prices_exit_2(cli, write, spec, fragments):
     assert_bad_input(cli("sweep", str(write("s.yaml", SMALL)), "--gpu", spec, "--gpus", "1"),
                      *fragments)
+
+
+def test_the_grid_picture_rings_the_point_it_answers_with(grid):
+    """The GPU-type grid's throughput panel marks the target's answer, named in the legend."""
+    doc = grid["json"]
+    hit = f"{doc['target']['gpus']} GPU{'s' if doc['target']['gpus'] > 1 else ''} of " \
+          f"{doc['target']['gpu']}"
+    assert f"cheapest meeting the target: {hit}" in grid["svg"]

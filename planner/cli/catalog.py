@@ -46,10 +46,14 @@ def gpus(as_json: JsonFlag = False) -> None:
         print_json([p.model_dump() for p in profiles])
         return
     table = Table(title="Hardware profiles (hardware_profiles/); bandwidths per GPU per direction")
+    longest = max((len(p.name) for p in profiles), default=4)
     for col in ("name", "memory GiB", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM TB/s",
                 "intra-node GB/s", "inter-node GB/s", "GPUs/node", "host GiB/node",
                 "host link GB/s", "$/GPU-h"):
-        table.add_column(col, justify="left" if col == "name" else "right")
+        if col == "name":  # a name is what cluster.gpu takes: never cut
+            table.add_column(col, no_wrap=True, min_width=longest)
+        else:  # on a narrow terminal a figure folds onto two lines rather than lose digits
+            table.add_column(col, justify="right", overflow="fold")
     for p in profiles:
         table.add_row(p.name, fmt(p.memory_gib), fmt(p.bf16_tflops), fmt(p.fp8_tflops),
                       fmt(p.hbm_tbps), fmt(p.intra_node_gbps), fmt(p.inter_node_gbps),

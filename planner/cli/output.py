@@ -26,8 +26,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 console = Console(highlight=False)
-if not console.is_terminal:  # piped or captured: keep table rows whole instead of 80 columns
-    console.width = max(console.width, 160)
+if not console.is_terminal and "COLUMNS" not in os.environ:  # piped or captured: keep table
+    console.width = max(console.width, 160)  # rows whole, unless COLUMNS says how wide
 
 
 def print_json(data: Any) -> None:

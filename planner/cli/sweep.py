@@ -289,6 +289,12 @@ def _num(value: float | None, spec: str, prefix: str = "") -> str:
     return "—" if value is None else f"{prefix}{value:{spec}}"
 
 
+def _usd(value: float | None) -> str:
+    """Dollars as every line below the table writes them (`usd`: cents, or four figures below
+    a dollar), so a point reads the same in the table and in the frontier."""
+    return "—" if value is None else usd(value)
+
+
 def show(result: Grid, heading: str) -> None:
     """The capacity table, then what it says: per profile its price, smallest feasible size
     and knee; the frontier; the target; the notes."""
@@ -304,8 +310,8 @@ def show(result: Grid, heading: str) -> None:
         table.add_row(*([escape(r.gpu or "")] if several else []),
                       str(r.gpus), escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
                       _num(r.tokens_per_s, ",.0f"), _num(r.tokens_per_s_per_gpu, ",.0f"),
-                      _num(r.scaling_efficiency, ".0%"), _num(r.cost_per_step_usd, ",.2f", "$"),
-                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      _num(r.scaling_efficiency, ".0%"), _usd(r.cost_per_step_usd),
+                      _usd(r.cost_per_million_tokens_usd),
                       escape(r.placement or _short(r.reason)))
     console.print(table)
     console.print("scaling: tokens/s per GPU against the profile's smallest feasible size; cost "
@@ -363,8 +369,8 @@ def show_pools(result: Grid, heading: str) -> None:
         mark = _footnotes(notes, label(r), r.reason)
         table.add_row(*(str((r.pools or {})[p.name]) for p in pools), str(r.gpus),
                       escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
-                      _num(r.tokens_per_s, ",.0f"), _num(r.cost_per_step_usd, ",.2f", "$"),
-                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      _num(r.tokens_per_s, ",.0f"), _usd(r.cost_per_step_usd),
+                      _usd(r.cost_per_million_tokens_usd),
                       escape(r.placement or _short(r.reason)))
     console.print(table)
     console.print("cost counts every GPU of each pool at the point, idle ones included, at "

@@ -52,6 +52,11 @@ class Task:
         return f"{self.role}.{self.kind}"
 
     @property
+    def words(self) -> str:
+        """The task as a user reads it: 'reference assessment', 'actor training'."""
+        return f"{self.role} {'assessment' if self.kind == 'forward' else self.kind}"
+
+    @property
     def stages(self) -> tuple[str, ...]:
         return {"generation": ("generation",), "training": ("assessment", "training"),
                 "forward": ("assessment",)}[self.kind]

@@ -79,7 +79,7 @@ def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
            "(powers of two within a node, power-of-two multiples of a node, and their "
            "complements to the whole cluster)"]
     whole = [(p, pool.total_gpus) for p, pool in enumerate(space.pools)]
-    lacking = [t.name for t in space.tasks
+    lacking = [t.words for t in space.tasks
                if not any(space.candidates.get((t.name, *shape)) for shape in whole)]
     if lacking and space.complete:
         on = f"all {total}" if len(whole) == 1 else "a whole pool's"

@@ -341,7 +341,7 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     `deadline`), and which option helps."""
     space = outcomes[0].space
     gpu = sc.cluster.gpu
-    missing = [t.name for t in space.tasks
+    missing = [t.words for t in space.tasks
                if not any(space.candidates.get((t.name, p, s)) for p, s in space.shapes)]
     where = " or ".join(f"{pool.budget_mib * MIB / GIB:.1f} GiB per GPU "
                         f"({pool.scenario.cluster.gpu.name} less its runtime reserve) on up to "

@@ -155,9 +155,18 @@ def pick_target(rows: list[Row], tokens_per_s: float | None, step_s: float | Non
     r = min(hits, key=lambda r: (r.gpus, r.iteration_time_s, order[r.gpu]))
     return Target(tokens_per_s, step_s, "gpus", r,
                   f"{label(r)} are the fewest swept that reach {want} ({r.tokens_per_s:,.0f} "
-                  f"tokens/s, {r.iteration_time_s:.2f} s); {len(unpriced)} of the "
-                  f"{len(hits)} points reaching it have no price, so not the cheapest: pass "
-                  "--price")
+                  f"tokens/s, {r.iteration_time_s:.2f} s); "
+                  f"{without_price(len(unpriced), len(hits))}, so not the cheapest: pass --price")
+
+
+def without_price(unpriced: int, reaching: int) -> str:
+    """'the point reaching it has no price', 'none of the 3 points reaching it has a price',
+    '1 of the 3 points reaching it has no price', '2 of the 3 ... have no price'."""
+    if unpriced == reaching:
+        return ("the point reaching it has no price" if reaching == 1 else
+                f"none of the {reaching} points reaching it has a price")
+    return (f"{unpriced} of the {reaching} points reaching it "
+            f"{'has' if unpriced == 1 else 'have'} no price")
 
 
 # --- the grid -----------------------------------------------------------------------------------
