@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from calibration import (
+from fitting import (
     DATA,
     MIN_GAIN,
     PRE_FIT_FRAMEWORK,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.sweep_run import without_timing
+from planner.sweep.run import without_timing
 
 REPO = Path(__file__).resolve().parent.parent
 PROFILES = ("h100-sxm,h200-sxm,b200,h20,a100-sxm-80gb,a100-sxm-40gb,l40s,mi300x,mi325x,"

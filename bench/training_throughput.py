@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibration as cal
+import fitting as cal
 from training import (
     DATA,
     HF_DEEPSPEED,

@@ -8,14 +8,9 @@ Importing the package is light; each function imports what it needs when called.
 
 import sys
 import types
-from importlib.metadata import PackageNotFoundError, version
 
 from planner.api import evaluate, load_scenario, plan, sweep
-
-try:
-    __version__ = version("rlplan")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from planner.version import VERSION as __version__
 
 __all__ = ["__version__", "evaluate", "load_scenario", "plan", "sweep"]
 

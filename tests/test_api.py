@@ -18,7 +18,7 @@ from planner.errors import InfeasibleError, InputError, RlplanError
 from planner.plan import Plan
 from planner.report.documents import SweepDocument
 from planner.specs.scenario import Scenario
-from planner.sweep_run import without_timing
+from planner.sweep.run import without_timing
 from tests.conftest import REPO, grpo_scenario
 
 SMALL = grpo_scenario(search={"time_limit_s": 60})

@@ -15,7 +15,6 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from planner import sweep_run
 from planner.cost.iteration import task_time
 from planner.errors import InfeasibleError, OutOfTime
 from planner.plan import Layout
@@ -25,6 +24,7 @@ from planner.search.deadline import Deadline
 from planner.search.explain import alternatives, idle_gpus, memory_binds
 from planner.search.option import STALENESS_THAT_MATTERS, Option, options
 from planner.search.space import build_space
+from planner.sweep import run as sweep_run
 from planner.theory.shape import Head
 from tests.conftest import REPO, grpo_scenario
 from tests.test_search import small

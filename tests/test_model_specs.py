@@ -9,13 +9,13 @@ import pytest
 
 from planner.errors import InputError
 from planner.specs.model import (
+    count_params,
     list_models,
     load_model,
     load_model_path,
     models_dir,
     spec_from_hf_config,
 )
-from planner.specs.params import count_params
 from tests.conftest import DATA
 
 EXPECTED = json.loads((DATA / "expected_params.json").read_text())["models"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -299,3 +300,20 @@ def test_a_framework_on_one_gpu_type_keeps_its_groups_on_one_pool(framework):
     if not caps.mixed_pools:
         assert len({choice.pool(k) for k, s in enumerate(choice.sizes) if s}) == 1
         assert len({result.choice.pool(k) for k, s in enumerate(result.choice.sizes) if s}) == 1
+
+
+def test_a_pool_without_a_price_is_named_with_the_field_that_prices_it(cli, write, tmp_path):
+    """The cost line names the pool left unpriced and the field to set (not --price, which a
+    pools scenario refuses)."""
+    scenario = write("s.yaml", _scenario_file(pools(("a", "h100-sxm", 2, 4.0),
+                                                    ("b", "h20", 2, None))))
+    result = cli("plan", str(scenario), "--workers", "1", "--out", str(tmp_path / "p.json"))
+    assert result.exit_code == 0, result.output
+    line = " ".join(next(ln for ln in result.stdout.splitlines() if "cost" in ln
+                         and "per GPU-hour" in ln).split())
+    used = json.loads((tmp_path / "p.json").read_text())["cost"]["pools"]
+    if "b" in used:  # the plan uses the unpriced pool: no cost, and how to give one
+        assert "× b without a price; set price_usd_per_gpu_hour on pool b under " \
+               "cluster.pools" in line
+    assert "× a at $4 per GPU-hour" in line
+    assert "--price" not in line

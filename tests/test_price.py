@@ -91,3 +91,26 @@ def test_the_cost_objective_plans_with_the_flag_price(cli, write):
     assert plan["objective"] == "cost" and plan["cost"]["price_source"] == "flag"
     assert plan["cost_per_step_usd"] == pytest.approx(
         plan["iteration_time_s"] * sum(g["gpus"] for g in plan["groups"]) * 2 / 3600)
+
+
+@pytest.mark.parametrize(("price", "words"), [("250", "far above published rental prices"),
+                                              ("0.004", "far below published rental prices")])
+def test_an_implausible_price_is_warned_about_and_kept(cli, write, price, words):
+    sc = write("sc.yaml", grpo_scenario())
+    result = cli("evaluate", str(sc), str(write("plan.json", PLAN)), "--price", price, "--json")
+    assert result.exit_code == 0, result.stderr
+    warning = [ln for ln in result.stderr.splitlines() if ln.startswith("rlplan: warning:")]
+    assert len(warning) == 1 and f"--price {price}" in warning[0] and words in warning[0]
+    assert json.loads(result.stdout)["cost"]["price_usd_per_gpu_hour"] == float(price)
+
+
+def test_a_published_price_passes_without_a_word(cli, write):
+    sc = write("sc.yaml", grpo_scenario())
+    result = cli("evaluate", str(sc), str(write("plan.json", PLAN)), "--price", "3.99")
+    assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_a_warned_price_with_bad_input_says_the_error_alone(cli, write):
+    sc = write("sc.yaml", grpo_scenario())
+    assert_bad_input(cli("evaluate", str(sc), str(write("plan.json", PLAN)), "--price", "250",
+                         "--nodes", "0"), "--nodes")

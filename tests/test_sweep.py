@@ -27,7 +27,7 @@ from planner.sweep import (
     parse_gpus,
     summarize,
 )
-from planner.sweep_grid import pick_target
+from planner.sweep.grid import pick_target
 from tests.conftest import grpo_scenario
 from tests.test_cli import assert_bad_input
 

@@ -10,7 +10,7 @@ import pytest
 
 from planner.specs.hardware import load_profile
 from planner.sweep import Row
-from planner.sweep_grid import beats, frontier, pick_target
+from planner.sweep.grid import beats, frontier, pick_target
 from tests.test_cli import assert_bad_input
 from tests.test_sweep import SMALL
 
@@ -191,3 +191,42 @@ def test_ray_missing_exits_2_with_the_install_hint(cli, write, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as when not installed
     assert_bad_input(cli("sweep", str(write("s.yaml", SMALL)), "--gpus", "8", "--ray", "auto"),
                      "--ray", "pip install 'rlplan[ray]'")
+
+
+def test_each_profile_of_a_grid_takes_its_own_price(cli, write):
+    """`--gpu NAME:PRICE`: a profile without a shipped price (MI300X) reaches the frontier;
+    --price prices the profiles given none; an implausible one is warned about."""
+    assert load_profile("mi300x").price_usd_per_gpu_hour is None
+    path = write("s.yaml", SMALL)
+    result = cli("sweep", str(path), "--gpu", "h100-sxm:2.5,mi300x:2.25,b200", "--price", "7",
+                 "--gpus", "1", "--jobs", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    prices = {r["gpu"]: r["price_usd_per_gpu_hour"] for r in doc["rows"]}
+    assert prices == {"h100-sxm": 2.5, "mi300x": 2.25, "b200": 7.0}
+    assert "mi300x" in {r["gpu"] for r in doc["frontier"]} | {r["gpu"] for r in doc["rows"]
+                                                              if r["status"] != "optimal"}
+    assert doc["unpriced"] == []
+    warned = cli("sweep", str(path), "--gpu", "h100-sxm:300", "--gpus", "1", "--jobs", "1",
+                 "--json")
+    assert warned.exit_code == 0 and "--gpu h100-sxm:300" in warned.stderr
+    assert "far above published rental prices" in warned.stderr
+
+
+@pytest.mark.parametrize(("spec", "fragments"), [
+    ("h100-sxm:abc,b200", ["--gpu h100-sxm:abc", "USD per GPU-hour", "h100-sxm:3.99"]),
+    ("h100-sxm:0", ["--gpu h100-sxm:0", "above 0"]),
+    (":3,b200", ["--gpu", "empty profile name"]),
+    ("h100-sxm:2,h100-sxm:3", ["h100-sxm given twice"]),
+])
+def test_bad_profile_prices_exit_2(cli, write, spec, fragments):
+    assert_bad_input(cli("sweep", str(write("s.yaml", SMALL)), "--gpu", spec, "--gpus", "1"),
+                     *fragments)
+
+
+def test_the_grid_picture_rings_the_point_it_answers_with(grid):
+    """The GPU-type grid's throughput panel marks the target's answer, named in the legend."""
+    doc = grid["json"]
+    hit = f"{doc['target']['gpus']} GPU{'s' if doc['target']['gpus'] > 1 else ''} of " \
+          f"{doc['target']['gpu']}"
+    assert f"cheapest meeting the target: {hit}" in grid["svg"]

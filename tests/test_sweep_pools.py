@@ -21,8 +21,8 @@ from planner.errors import InputError
 from planner.specs.hardware import load_profile
 from planner.specs.scenario import load_scenario
 from planner.sweep import NoPlan, Row, parse_gpus
-from planner.sweep_grid import beats
-from planner.sweep_pools import grid_points, parse_pools, point_scenario, prepare
+from planner.sweep.grid import beats
+from planner.sweep.pools import grid_points, parse_pools, point_scenario, prepare
 from tests.conftest import REPO
 from tests.test_cli import assert_bad_input
 from tests.test_sweep import SMALL

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from planner.sweep_run import without_timing
+from planner.sweep.run import without_timing
 from tests.test_sweep import SMALL
 
 pytest.importorskip("ray", reason="the Ray extra is not installed: pip install 'rlplan[ray]'")
@@ -33,7 +33,7 @@ def test_ray_sweep_equals_the_local_one(cli, write):
 
 
 def test_ray_pool_grid_equals_the_local_one(cli, write):
-    """A grid over pool sizes (planner.sweep_pools): each point's scenario travels to the Ray
+    """A grid over pool sizes (planner.sweep.pools): each point's scenario travels to the Ray
     task whole, and the answers equal the local processes'."""
     from tests.test_sweep_pools import POOLED
 

@@ -100,9 +100,18 @@ def baseline_lines(plan: Plan) -> list[str]:
         out = [f"baseline: does not fit — {b['reason']}"]
     else:
         g = b["gain"]
-        cost = (f", cost per step {g['cost_per_step']:+.1%} cheaper" if "cost_per_step" in g
-                else "")
+        cost = (", cost per step " + _by(b["cost_per_step_usd"], plan.cost_per_step_usd,
+                                         "lower", "higher") if "cost_per_step" in g else "")
+        step = _by(b["iteration_time_s"], plan.iteration_time_s, "faster", "slower")
         out = [f"baseline: {b['iteration_time_s']:.2f} s per step → {plan.iteration_time_s:.2f}"
-               f" s ({g['iteration_time']:+.1%} faster), tokens/s {g['tokens_per_s']:+.1%}{cost}"]
+               f" s ({step}), tokens/s {g['tokens_per_s']:+.1%}{cost}"]
     out += [f"  change: {c}" for c in b["changes"]] or ["  no change: the baseline is this plan"]
     return out
+
+
+def _by(before: float, after: float, less: str, more: str) -> str:
+    """'41.7% faster' (after is the smaller) or '41.7% slower', each against the smaller: a
+    word for the direction instead of a sign that reads the wrong way."""
+    if after <= before:
+        return f"{before / after - 1:.1%} {less}" if after else less
+    return f"{after / before - 1:.1%} {more}"

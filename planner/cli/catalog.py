@@ -1,4 +1,6 @@
-"""`rlplan models`, `rlplan gpus`, `rlplan clusters`: the shipped catalogs."""
+"""`rlplan models`, `rlplan gpus`, `rlplan clusters`: the shipped catalogs. Each command
+imports the catalog it lists (models and hardware each cost tens of milliseconds of pydantic
+model building): a listing starts as fast as it can."""
 
 from __future__ import annotations
 
@@ -8,8 +10,6 @@ import typer
 from rich.table import Table
 
 from planner.cli.output import billions, console, fmt, print_json, reports_errors
-from planner.specs.hardware import list_presets, list_profiles, load_profile
-from planner.specs.model import list_models
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
 
@@ -17,6 +17,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines.
 @reports_errors
 def models(as_json: JsonFlag = False) -> None:
     """List the shipped model specs (a name here is what a scenario's models.* takes)."""
+    from planner.specs.model import list_models
+
     specs = list_models()
     if as_json:
         print_json([s.summary() for s in specs])
@@ -41,15 +43,21 @@ def models(as_json: JsonFlag = False) -> None:
 @reports_errors
 def gpus(as_json: JsonFlag = False) -> None:
     """List the shipped hardware profiles (a name here is what cluster.gpu takes)."""
+    from planner.specs.hardware import list_profiles
+
     profiles = list_profiles()
     if as_json:
         print_json([p.model_dump() for p in profiles])
         return
     table = Table(title="Hardware profiles (hardware_profiles/); bandwidths per GPU per direction")
+    longest = max((len(p.name) for p in profiles), default=4)
     for col in ("name", "memory GiB", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM TB/s",
                 "intra-node GB/s", "inter-node GB/s", "GPUs/node", "host GiB/node",
                 "host link GB/s", "$/GPU-h"):
-        table.add_column(col, justify="left" if col == "name" else "right")
+        if col == "name":  # a name is what cluster.gpu takes: never cut
+            table.add_column(col, no_wrap=True, min_width=longest)
+        else:  # on a narrow terminal a figure folds onto two lines rather than lose digits
+            table.add_column(col, justify="right", overflow="fold")
     for p in profiles:
         table.add_row(p.name, fmt(p.memory_gib), fmt(p.bf16_tflops), fmt(p.fp8_tflops),
                       fmt(p.hbm_tbps), fmt(p.intra_node_gbps), fmt(p.inter_node_gbps),
@@ -65,6 +73,8 @@ def gpus(as_json: JsonFlag = False) -> None:
 @reports_errors
 def clusters(as_json: JsonFlag = False) -> None:
     """List the shipped cluster presets (a name here is what cluster.preset takes)."""
+    from planner.specs.hardware import list_presets, load_profile
+
     presets = list_presets()
     if as_json:
         print_json([p.model_dump() for p in presets])

@@ -10,7 +10,7 @@ import typer
 from planner.cli import options as o
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
-from planner.cli.report import Html, page_path
+from planner.cli.report import Html, page_output, page_path
 from planner.cli.views import emit_plan
 from planner.cost.iteration import evaluate as price
 from planner.cost.report import to_plan
@@ -52,4 +52,5 @@ def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
     plan_in = load_plan(plan_path)
     emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
               lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.gpus_words()} "
-                        "(evaluated)", timeline, html=html)
+                        "(evaluated)", timeline,
+              page=None if html is None else lambda data: page_output("--html", html, plan=data))

@@ -1,48 +1,76 @@
-"""The `rlplan` typer app: commands are composed here, each lives in its own module."""
+"""The `rlplan` typer app: commands are composed here, each lives in its own module.
+
+A command's module is imported only when that command runs (or its help is shown): `rlplan
+--version`, `gpus` or `validate` do not pay for OR-Tools, matplotlib, the search or the
+exporters (issue 24). `--time-limit` counts from the process's start (planner/cli/clock.py).
+"""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated
+import time
 
-import typer
+_IMPORTED = time.monotonic()  # the earliest the entry point sees, before its own imports
 
-from planner import __version__
-from planner.cli import analyze
-from planner.cli.catalog import clusters, gpus, models
-from planner.cli.evaluate import evaluate
-from planner.cli.export import export
-from planner.cli.import_ import import_
-from planner.cli.output import OneLineErrors, print_json
-from planner.cli.plan import plan
-from planner.cli.report import report
-from planner.cli.sweep import sweep
-from planner.cli.validate import validate
-from planner.plan import Plan, PlanInput
-from planner.specs.hardware import ClusterPreset, HardwareProfile
-from planner.specs.scenario import ScenarioInput
+import importlib  # noqa: E402 - after the clock above
+from enum import StrEnum  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
+
+import typer  # noqa: E402
+
+from planner.cli import clock  # noqa: E402
+from planner.cli.output import OneLineErrors  # noqa: E402
+
+# name → (module, attribute): a command function, or a typer app of subcommands (analyze)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "models": ("planner.cli.catalog", "models"),
+    "gpus": ("planner.cli.catalog", "gpus"),
+    "clusters": ("planner.cli.catalog", "clusters"),
+    "validate": ("planner.cli.validate", "validate"),
+    "analyze": ("planner.cli.analyze", "app"),
+    "evaluate": ("planner.cli.evaluate", "evaluate"),
+    "plan": ("planner.cli.plan", "plan"),
+    "export": ("planner.cli.export", "export"),
+    "import": ("planner.cli.import_", "import_"),
+    "sweep": ("planner.cli.sweep", "sweep"),
+    "report": ("planner.cli.report", "report"),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, built from its module (imported now)."""
+    module, attribute = COMMANDS[name]
+    obj = getattr(importlib.import_module(module), attribute)
+    if isinstance(obj, typer.Typer):
+        group = typer.main.get_command(obj)
+        group.name = name
+        # `rlplan analyze` without its command is a usage error like any missing argument
+        # (one error line, exit 2), not a help page: only a bare `rlplan` prints help
+        group.no_args_is_help = False
+        return group
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    one.command(name=name)(obj)
+    return typer.main.get_command(one)
+
+
+class Commands(OneLineErrors):
+    """The root command, loading each subcommand's module when it is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name in COMMANDS and name not in self.commands:
+            self.add_command(load_command(name), name)
+        return super().get_command(ctx, name)
+
 
 app = typer.Typer(
     name="rlplan",
-    cls=OneLineErrors,
+    cls=Commands,
     help="Plan the parallel layout of LLM post-training (PPO, GRPO, DPO, SFT) on a cluster.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command()(models)
-app.command()(gpus)
-app.command()(clusters)
-app.command()(validate)
-# `rlplan analyze` without its command is a usage error like any missing argument (one error
-# line, exit 2), not a help page: only a bare `rlplan` prints help when given nothing
-app.add_typer(analyze.app, name="analyze", no_args_is_help=False)
-app.command()(evaluate)
-app.command()(plan)
-app.command()(export)
-app.command(name="import")(import_)
-app.command()(sweep)
-app.command()(report)
 
 
 class SchemaKind(StrEnum):
@@ -53,22 +81,27 @@ class SchemaKind(StrEnum):
     plan_input = "plan-input"  # the part of it a hand-written plan gives `evaluate`
 
 
-_SCHEMAS = {SchemaKind.scenario: ScenarioInput, SchemaKind.hardware: HardwareProfile,
-            SchemaKind.cluster: ClusterPreset, SchemaKind.plan: Plan,
-            SchemaKind.plan_input: PlanInput}
-
-
 @app.command()
 def schema(kind: Annotated[SchemaKind, typer.Argument(help="Which file format.")]
            = SchemaKind.scenario) -> None:
     """Print the JSON Schema of a file format: scenario, hardware profile, cluster preset, plan
     JSON (plan), or the part of it a hand-written plan needs (plan-input)."""
-    print_json(_SCHEMAS[kind].model_json_schema())
+    from planner.cli.output import print_json
+    from planner.plan import Plan, PlanInput
+    from planner.specs.hardware import ClusterPreset, HardwareProfile
+    from planner.specs.scenario import ScenarioInput
+
+    schemas = {SchemaKind.scenario: ScenarioInput, SchemaKind.hardware: HardwareProfile,
+               SchemaKind.cluster: ClusterPreset, SchemaKind.plan: Plan,
+               SchemaKind.plan_input: PlanInput}
+    print_json(schemas[kind].model_json_schema())
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"rlplan {__version__}")
+        from planner.version import VERSION
+
+        typer.echo(f"rlplan {VERSION}")
         raise typer.Exit()
 
 
@@ -81,4 +114,5 @@ def _root(
 
 
 def main() -> None:
+    clock.mark_start(_IMPORTED)
     app()

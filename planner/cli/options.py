@@ -15,9 +15,31 @@ from typing import Annotated, Any
 
 import typer
 
+from planner.cli.output import warning
+from planner.specs import bounds as lim
 from planner.specs.scenario import SCENARIO_FLAGS
 
 _PANEL = "Scenario overrides (flag > file)"
+PRICE = SCENARIO_FLAGS["price"]  # the scenario field --price sets
+PUBLISHED_PRICES_USD = (1.19, 16.0)
+"""The range of the published GPU-hour prices the shipped profiles cite (hardware_profiles/,
+from Table 5 of ../shared/data/hardware_host_domain_prices.md: RunPod's A100 PCIe spot at
+$1.19 to Oracle's B200 at about $16). A price far outside it is most likely another unit."""
+
+
+def warn_price(usd: float, given: str) -> None:
+    """A warning on stderr (the run goes on) for a price an order of magnitude outside the
+    published range: a node's price, a month's, or cents."""
+    low, high = PUBLISHED_PRICES_USD
+    if not 0 < usd <= lim.MAX_PRICE_USD_PER_GPU_HOUR:
+        return  # not a price at all: the scenario refuses it
+    if usd > 3 * high:
+        warning(f"{given}: ${usd:g} per GPU-hour is far above published rental prices "
+                f"(${low:g}–${high:g} per GPU-hour); is it a node's price (divide by its GPUs) "
+                "or a month's?")
+    elif usd < low / 10:
+        warning(f"{given}: ${usd:g} per GPU-hour is far below published rental prices "
+                f"(${low:g}–${high:g} per GPU-hour); the price is in dollars, not cents")
 
 
 def _opt(help_text: str) -> Any:
@@ -53,7 +75,8 @@ Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]
 Price = Annotated[float | None, _opt("Price in USD per GPU-hour (default: the scenario's "
-                                     "cluster.price_usd_per_gpu_hour, else the profile's).")]
+                                     "cluster.price_usd_per_gpu_hour, else the profile's); "
+                                     "sweep --gpu also takes one per profile: h100-sxm:3.99.")]
 Objective = Annotated[str | None, _opt("Objective: time, cost, or gpus (fewest GPUs reaching "
                                        "--target-tokens-per-s).")]
 TargetTokensPerS = Annotated[float | None, _opt("Throughput the gpus objective must reach.")]
@@ -118,6 +141,8 @@ def scenario_flags(exclude: tuple[str, ...] = ()) -> Callable[[Callable], Callab
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             given = {n: kwargs.pop(n, None) for n in names}
+            if given.get("price") is not None:
+                warn_price(given["price"], f"--price {given['price']:g}")
             return command(*args, flags=overrides(given), **kwargs)
 
         params = [*own, *added]

@@ -26,8 +26,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 console = Console(highlight=False)
-if not console.is_terminal:  # piped or captured: keep table rows whole instead of 80 columns
-    console.width = max(console.width, 160)
+if not console.is_terminal and "COLUMNS" not in os.environ:  # piped or captured: keep table
+    console.width = max(console.width, 160)  # rows whole, unless COLUMNS says how wide
 
 
 def print_json(data: Any) -> None:
@@ -48,6 +48,22 @@ def one_line(text: str) -> str:
 def error_line(message: str) -> None:
     """The one `rlplan: error:` line on stderr."""
     typer.echo(f"rlplan: error: {one_line(message)}", err=True)
+
+
+_WARNINGS: list[str] = []
+
+
+def warning(message: str) -> None:
+    """A `rlplan: warning:` line for stderr, said when the command ends (`OneLineErrors`):
+    the run goes on; a run refused as bad input says its one error line alone."""
+    _WARNINGS.append(one_line(message))
+
+
+def _say_warnings(code: object) -> None:
+    if code != EXIT_BAD_INPUT:
+        for message in _WARNINGS:
+            typer.echo(f"rlplan: warning: {message}", err=True)
+    _WARNINGS.clear()
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -99,7 +115,8 @@ class OneLineErrors(TyperGroup):
     is out of range, a missing argument, an unknown option or command, a group such as
     `analyze` without its command) as one `rlplan: error:` line with exit code 2, like every
     other bad input, instead of typer's usage box; so is a failed write to standard output.
-    Help (`--help`, a bare `rlplan`) is printed with exit code 0."""
+    Help (`--help`, a bare `rlplan`) is printed with exit code 0. Warnings are said when the
+    command ends, unless it ends as bad input (its one error line alone)."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -114,10 +131,12 @@ class OneLineErrors(TyperGroup):
         except NoArgsIsHelpError:  # a bare `rlplan`: the help is already printed
             sys.exit(0)
         except ClickException as exc:
+            _say_warnings(EXIT_BAD_INPUT)
             error_line(usage_error(exc))
             sys.exit(EXIT_BAD_INPUT)
         except RlplanError as exc:  # outside a command's own boundary (`reports_errors`)
             error_line(str(exc))
+            _say_warnings(exc.exit_code)
             sys.exit(exc.exit_code)
         except typer.Abort:
             error_line("aborted")
@@ -126,6 +145,7 @@ class OneLineErrors(TyperGroup):
             sys.stdout = stdout
             if guarded.failed:
                 guarded.discard()
+        _say_warnings(code)
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit's code, else success
 
 

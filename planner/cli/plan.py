@@ -9,9 +9,10 @@ import typer
 
 from planner.cli import options as o
 from planner.cli.baseline import load_baseline, with_baseline
+from planner.cli.clock import command_started
 from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
-from planner.cli.report import Html, page_path
+from planner.cli.report import Html, page_output, page_path
 from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
 from planner.export import FORMATS, Export
@@ -19,7 +20,6 @@ from planner.export import export as make_export
 from planner.pictures import picture_format
 from planner.plan import Plan
 from planner.search.deadline import Deadline
-from planner.search.solve import plan as search
 from planner.specs.scenario import load_scenario
 
 
@@ -58,7 +58,9 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
           timeline: Path | None, workers: int | None,
           export: tuple[str, str | None, Path | None] | None,
           baseline: Path | None = None, html: Path | None = None) -> None:
-    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+    started = Deadline(command_started())  # --time-limit counts from the process's start
+    from planner.search.solve import plan as search  # OR-Tools: only when searching
+
     check_outputs({"--out": out, "--timeline": timeline,
                    "--export-out": export[2] if export else None, "--html": html})
     if timeline is not None:
@@ -101,4 +103,4 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
         return found if base is None else with_baseline(found, base, sc)
 
     emit_plan(make, as_json, out, title, timeline, exporter, export[2] if export else None,
-              html)
+              None if html is None else lambda data: page_output("--html", html, plan=data))

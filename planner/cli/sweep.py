@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.table import Table
 
 from planner.cli import options as o
+from planner.cli.clock import command_started
 from planner.cli.files import Output, check_outputs, write_outputs
 from planner.cli.output import console, fail, print_json, reports_errors
 from planner.cli.report import Html, page_output, page_path
@@ -34,9 +35,9 @@ from planner.search.deadline import Deadline
 from planner.specs.hardware import load_profile
 from planner.specs.scenario import Scenario, load_scenario, scenario_input, source_name
 from planner.sweep import CSV_COLUMNS, gpu_count, parse_gpus
-from planner.sweep_grid import Grid, label, parse_profiles, pools_label, run_grid, usd
-from planner.sweep_pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
-from planner.sweep_run import import_ray
+from planner.sweep.grid import Grid, label, parse_profiles, pools_label, run_grid, usd
+from planner.sweep.pools import POOL_FLAG, parse_pools, prepare, run_pool_grid
+from planner.sweep.run import import_ray
 
 
 @o.scenario_flags(exclude=("nodes", "target_tokens_per_s"))  # the sweep sets both its way
@@ -157,7 +158,7 @@ def _sweep(path: Path | None, flags: dict, spec: str | None, pool_specs: list[st
            jobs: int | None, ray_address: str | None, as_json: bool, csv_out: Path | None,
            json_out: Path | None, picture: Path | None, target: float | None,
            target_step: float | None, html: Path | None = None) -> None:
-    started = Deadline.start()  # --time-limit counts from here: loading is part of the command
+    started = Deadline(command_started())  # --time-limit counts from the process's start
     check_sweep(spec, pool_specs, flags)
     check_outputs({"--csv": csv_out, "--json-out": json_out, "--picture": picture,
                    "--html": html})
@@ -213,24 +214,32 @@ def scenario_summary(scenarios: list[Scenario]) -> dict:
     return scenario
 
 
+PER_PROFILE = ", or each profile's as --gpu NAME:PRICE"
+
+
 def load_grid(path: Path | dict | None, flags: dict) -> list[Scenario]:
-    """The scenario once per --gpu profile (a comma list), in the order given. The sweep sets
-    the node count per size: the file's is ignored (and not checked)."""
+    """The scenario once per --gpu profile (a comma list), in the order given, each at the
+    price given after its ':' (`h100-sxm:3.99`; over --price, which prices the others). The
+    sweep sets the node count per size: the file's is ignored (and not checked)."""
     if path is not None and scenario_input(path, flags).cluster.pools:
         raise InputError(f"{source_name(path)}: field 'cluster.pools': the scenario lists pools "
                          "and a --gpus sweep sizes one GPU type; size the pools with --pool "
                          "NAME:SIZES (e.g. --pool rollout:0..64)")
     flags = {**flags, "cluster.nodes": 1}
     spec = flags.get("cluster.gpu")
-    if spec is None or "," not in spec:
+    if spec is None or ("," not in spec and ":" not in spec):
         return [load_scenario(path, flags)]
-    names = parse_profiles(spec)
-    for name in names:  # a bad name is the flag's fault: say so before reading the scenario
+    profiles = parse_profiles(spec)
+    for name, price in profiles:  # a bad name is the flag's fault: say so before reading
         try:
             load_profile(name)
         except InputError as exc:
             raise InputError(f"--gpu {name}: {exc}") from None
-    return [load_scenario(path, {**flags, "cluster.gpu": name}) for name in names]
+        if price is not None:
+            o.warn_price(price, f"--gpu {name}:{price:g}")
+    return [load_scenario(path, {**flags, "cluster.gpu": name,
+                                 **({} if price is None else {o.PRICE: price})})
+            for name, price in profiles]
 
 
 def _with_progress(run, labels: list[str], deadline: Deadline) -> Grid:
@@ -280,6 +289,12 @@ def _num(value: float | None, spec: str, prefix: str = "") -> str:
     return "—" if value is None else f"{prefix}{value:{spec}}"
 
 
+def _usd(value: float | None) -> str:
+    """Dollars as every line below the table writes them (`usd`: cents, or four figures below
+    a dollar), so a point reads the same in the table and in the frontier."""
+    return "—" if value is None else usd(value)
+
+
 def show(result: Grid, heading: str) -> None:
     """The capacity table, then what it says: per profile its price, smallest feasible size
     and knee; the frontier; the target; the notes."""
@@ -295,18 +310,21 @@ def show(result: Grid, heading: str) -> None:
         table.add_row(*([escape(r.gpu or "")] if several else []),
                       str(r.gpus), escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
                       _num(r.tokens_per_s, ",.0f"), _num(r.tokens_per_s_per_gpu, ",.0f"),
-                      _num(r.scaling_efficiency, ".0%"), _num(r.cost_per_step_usd, ",.2f", "$"),
-                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      _num(r.scaling_efficiency, ".0%"), _usd(r.cost_per_step_usd),
+                      _usd(r.cost_per_million_tokens_usd),
                       escape(r.placement or _short(r.reason)))
     console.print(table)
     console.print("scaling: tokens/s per GPU against the profile's smallest feasible size; cost "
                   "counts every GPU of the size", markup=False)
     for s in result.sweeps:
         head = f"{s.gpu}: " if several else ""
-        price = (s.price or {}).get("price_usd_per_gpu_hour")
-        console.print(f"{head}price " + (f"${price:g} per GPU-hour "
-                                         f"({price_origin(s.price['price_source'])})"
-                                         if price is not None else "none (pass --price)"),
+        price, source = ((s.price or {}).get(k) for k in ("price_usd_per_gpu_hour",
+                                                          "price_source"))
+        origin = ("from the command line" if source == "flag"  # --price or --gpu NAME:PRICE
+                  else price_origin(source))
+        console.print(f"{head}price " + (f"${price:g} per GPU-hour ({origin})"
+                                         if price is not None else
+                                         f"none (pass --price{PER_PROFILE if several else ''})"),
                       markup=False)
         if s.smallest_feasible is not None:
             console.print(f"{head}smallest feasible: {gpu_count(s.smallest_feasible)}",
@@ -315,7 +333,8 @@ def show(result: Grid, heading: str) -> None:
                       "the ideal throughput increase)" if s.knee is not None else
                       f"{head}knee: none in range (every step gains at least half of the ideal "
                       "increase)", markup=False)
-    _answers(result, notes, "pass --price", label if several else lambda r: gpu_count(r.gpus))
+    _answers(result, notes, "pass --price" + (PER_PROFILE if several else ""),
+             label if several else lambda r: gpu_count(r.gpus))
 
 
 def _answers(result: Grid, notes: list[str], price_fix: str, name) -> None:
@@ -350,8 +369,8 @@ def show_pools(result: Grid, heading: str) -> None:
         mark = _footnotes(notes, label(r), r.reason)
         table.add_row(*(str((r.pools or {})[p.name]) for p in pools), str(r.gpus),
                       escape(r.status + mark), _num(r.iteration_time_s, ".2f"),
-                      _num(r.tokens_per_s, ",.0f"), _num(r.cost_per_step_usd, ",.2f", "$"),
-                      _num(r.cost_per_million_tokens_usd, ",.2f", "$"),
+                      _num(r.tokens_per_s, ",.0f"), _usd(r.cost_per_step_usd),
+                      _usd(r.cost_per_million_tokens_usd),
                       escape(r.placement or _short(r.reason)))
     console.print(table)
     console.print("cost counts every GPU of each pool at the point, idle ones included, at "

@@ -43,10 +43,12 @@ def searching(quiet: bool = False) -> Iterator[Callable[[str], None] | None]:
 def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
               title: Callable[[Plan], str], timeline: Path | None = None,
               exporter: Callable[[dict], Export] | None = None,
-              export_out: Path | None = None, html: Path | None = None) -> None:
+              export_out: Path | None = None,
+              page: Callable[[dict], Output] | None = None) -> None:
     """Price or search (`make`), then print JSON or the rich view and write `out` (and the
     `timeline` picture, what `exporter` makes of the plan JSON into `export_out`, and the
-    report page of the plan JSON into `html`). Every file is rendered before any is written.
+    report page `page` makes of it: `cli.report.page_output`). Every file is rendered before
+    any is written.
     An infeasible input prints `{"status": "infeasible", "reason"}` under --json, one line on
     stderr, and exits 3; nothing is written."""
     fmt = picture_format(timeline, "--timeline") if timeline is not None else None
@@ -68,10 +70,8 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
         from planner.pictures.timeline import render  # matplotlib only when drawing
 
         files.append(Output("--timeline", timeline, render(result, fmt)))
-    if html is not None:
-        from planner.cli.report import page_output  # the report's imports only when asked
-
-        files.append(page_output("--html", html, plan=data))
+    if page is not None:
+        files.append(page(data))
     config = exporter(data) if exporter is not None else None
     if config is not None and export_out is not None:
         files.append(export_output(config, export_out, "--export-out"))
@@ -177,10 +177,15 @@ def cost_words(plan: Plan) -> str:
     """The cost per step and the price it was computed with (each pool's, with pools)."""
     cost = f"${plan.cost_per_step_usd:.2f}" if plan.cost_per_step_usd is not None else "unknown"
     if plan.cost and plan.cost.get("pools"):
-        each = ", ".join(f"{p['gpus']}× {name} at "
-                         + (f"${p['price_usd_per_gpu_hour']:g}" if p["price_usd_per_gpu_hour"]
-                            else "no price") for name, p in plan.cost["pools"].items())
-        cost += f" ({each} per GPU-hour)"
+        pools = plan.cost["pools"]
+        each = ", ".join(f"{p['gpus']}× {name} " + (
+            f"at ${p['price_usd_per_gpu_hour']:g} per GPU-hour"
+            if p["price_usd_per_gpu_hour"] is not None else "without a price")
+            for name, p in pools.items())
+        unpriced = [name for name, p in pools.items() if p["price_usd_per_gpu_hour"] is None]
+        fix = (f"; set price_usd_per_gpu_hour on pool {_either(unpriced)} under cluster.pools"
+               if unpriced else "")
+        cost += f" ({each}{fix})"
     elif plan.cost and plan.cost.get("price_usd_per_gpu_hour") is not None:
         cost += (f" (at ${plan.cost['price_usd_per_gpu_hour']:g} per GPU-hour, "
                  f"{price_origin(plan.cost['price_source'])})")

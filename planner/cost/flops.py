@@ -19,7 +19,7 @@ Conventions (documented once, used everywhere below):
 - FLOPs count matrix multiplications only, `FLOPS_PER_MAC` (2) per multiply–accumulate, as the
   paper does. Element-wise work (norms, activations, softmax, RoPE, residual adds, bias adds,
   the router's top-k) is lower-order and not counted; biases and norms do count in parameters
-  and bytes (`planner/specs/params.py`).
+  and bytes (`planner/specs/model.py`, `count_params`).
 - Attention cost is priced per *key visit* (one query attending one cached key): a score
   (q·k over the query/key head width) and a weighted value sum (over the value head width), for
   every query head. A causal pass over n tokens makes n²/2 key visits
@@ -70,8 +70,7 @@ from planner.cost.constants import (
     PLAIN_FFN_MATRICES,
 )
 from planner.plan import Checkpointing
-from planner.specs.model import ModelSpec
-from planner.specs.params import count_params
+from planner.specs.model import ModelSpec, count_params
 from planner.theory.shape import Head
 
 __all__ = [

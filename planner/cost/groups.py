@@ -6,7 +6,7 @@ link between pools that a weight sync across pools crosses.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from planner.cost import comm
 from planner.cost.fit import Load, Overflow, whole_mib
@@ -17,13 +17,23 @@ from planner.cost.flops import (
     flops_generation,
     flops_train_seq,
 )
+from planner.cost.memory import MemoryBreakdown
 from planner.cost.states import Precision
-from planner.plan import STAGES
+from planner.plan import STAGES, Layout
 from planner.specs.hardware import HardwareProfile
 from planner.specs.scenario import Scenario
 
-if TYPE_CHECKING:
-    from planner.cost.iteration import Task
+
+@dataclass
+class Task:
+    """One (role, stage) of a plan as `evaluate` prices it: its layout, time and memory."""
+
+    role: str
+    stage: str
+    layout: Layout
+    seconds: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    memory: MemoryBreakdown | None = None
 
 
 def inter_pool_link(sc: Scenario) -> comm.Link:

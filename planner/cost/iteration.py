@@ -55,6 +55,7 @@ from planner.cost.generation import (
     time_generation,
 )
 from planner.cost.groups import (
+    Task,
     fit_error,
     group_memory,
     headroom_words,
@@ -92,16 +93,6 @@ DEFAULT_MAX_NUM_SEQS = 1024
 """The most sequences a replica runs at once unless the plan says (`max_num_seqs`): verl's
 default for its reward-model rollout (docs/exports.md §1.8); the engine's sampler is sized for it
 (`generation_memory` prices its logits)."""
-
-
-@dataclass
-class Task:
-    role: str
-    stage: str
-    layout: Layout
-    seconds: float = 0.0
-    parts: dict[str, float] = field(default_factory=dict)
-    memory: MemoryBreakdown | None = None
 
 
 @dataclass

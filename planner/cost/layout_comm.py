@@ -12,8 +12,7 @@ from planner.cost.flops import Head, params_with_head, remote_domains_per_token
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
-from planner.specs.model import ModelSpec
-from planner.specs.params import count_params
+from planner.specs.model import ModelSpec, count_params
 
 __all__ = ["ShardGroup", "dp_groups", "time_dispatch"]
 

@@ -33,8 +33,8 @@ from planner.cost.constants import (
     BYTES_FP32,
 )
 from planner.cost.flops import Num, moe_layer_count
-from planner.specs.model import ModelSpec
-from planner.specs.params import (
+from planner.specs.model import (
+    ModelSpec,
     attention_params_per_layer,
     count_params,
     ffn_params,

@@ -176,9 +176,13 @@ def generation_notes(v: PlanView, gen: Layout, engine_gpus: int, framework: str)
     notes, per_node = [], v.cluster_of(gen.group).gpus_per_node
     if engine_gpus > per_node:
         nodes = math.ceil(engine_gpus / per_node)
-        notes.append(f"generation tp {gen.tp}: each engine's {engine_gpus} GPUs span {nodes} "
+        traffic = [what for what, used in (("tensor-parallel all-reduces", gen.tp > 1),
+                                           ("expert all-to-alls", gen.ep > 1)) if used]
+        degrees = f"tp {gen.tp}" + (f", ep {gen.ep}" if gen.ep > 1 else "")
+        notes.append(f"generation {degrees}: each engine's {engine_gpus} GPUs span {nodes} "
                      f"nodes of {per_node} ({framework} places its workers with Ray); its "
-                     "tensor-parallel all-reduces cross the scale-out network, as the plan priced")
+                     f"{' and '.join(traffic) or 'traffic'} cross the scale-out network, as "
+                     "the plan priced")
     if v.sc.runtime.engine == "vllm-v0":
         overhead = ENGINES["vllm-v0"].step_overhead_s * 1e3
         notes.append(f"runtime.engine vllm-v0: the plan priced a V0-era engine's per-step "

@@ -1,20 +1,23 @@
 """The sweep picture: throughput against GPUs, and step time against cost with the frontier.
 
 Left, one profile: throughput (left axis) and the ideal linear scaling from the smallest
-feasible size, cost per million tokens (right axis, when the profile has a price), the smallest
-feasible size, the knee and the target's point marked and labelled, infeasible sizes crossed on
-the GPU axis (sizes whose time ran out ringed there), and the target throughput as a line when
-one is given. Several profiles: one throughput line each. GPUs on a log2 axis, ticked at the
-swept sizes. A pool grid: throughput against the last swept pool's sizes (evenly spaced, since
-0 is a size), one line per combination of the other swept pools' sizes.
+feasible size (ending at the plot's top edge), cost per million tokens (right axis, when the
+profile has a price), the smallest feasible size, the knee and the target's point ringed and
+named in the legend (no label over a line), infeasible sizes crossed on the GPU axis (sizes
+whose time ran out ringed there), and the target throughput as a line when one is given.
+Several profiles: one throughput line each, the target's point ringed. GPUs on a log2 axis,
+ticked at the swept sizes. A pool grid: throughput against the last swept pool's sizes
+(evenly spaced, since 0 is a size), one line per combination of the other swept pools' sizes.
 
 Right: every priced point's step time against its cost per step, the cost–time frontier joined
-(`planner.sweep_grid`), the target's point ringed and a target step time as a line.
+(`planner.sweep.grid`), the target's point ringed and a target step time as a line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from itertools import pairwise
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
@@ -22,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from planner import pictures
 from planner.specs.hardware import gpu_count
 from planner.sweep import Row, Sweep
-from planner.sweep_grid import Grid, pools_label, usd
+from planner.sweep.grid import Grid, label, pools_label, usd
 
 THROUGHPUT, COST, IDEAL, MARK, INFEASIBLE, TARGET = (
     "tab:blue", "tab:orange", "tab:gray", "black", "tab:red", "tab:green")
@@ -72,9 +75,13 @@ def _one_profile(fig, sweep: Sweep, grid: Grid) -> None:
     if ok:
         xs, tps = [r.gpus for r in ok], [r.tokens_per_s for r in ok]
         handles += ax.plot(xs, tps, "o-", color=THROUGHPUT, label="throughput (tokens/s)")
-        handles += ax.plot(xs, [tps[0] * x / xs[0] for x in xs], "--", color=IDEAL,
-                           linewidth=1, label=f"ideal: linear from {gpu_count(xs[0])}")
-        ax.set_ylim(0, max([*tps, target or 0]) * 1.3)
+        top = max([*tps, target or 0]) * 1.3
+        ax.set_ylim(0, top)
+        ideal_x, ideal_y = _up_to(xs, [tps[0] * x / xs[0] for x in xs], top)
+        handles += ax.plot(ideal_x, ideal_y, "--", color=IDEAL, linewidth=1,
+                           label=f"ideal: linear from {gpu_count(xs[0])}"
+                                 + (" (above the plot past here)" if ideal_x[-1] < xs[-1]
+                                    else ""))
     else:
         ax.set_ylim(0, 1)
         ax.text(0.5, 0.5, "no size has a plan", transform=ax.transAxes, ha="center")
@@ -93,34 +100,46 @@ def _one_profile(fig, sweep: Sweep, grid: Grid) -> None:
     elif ok:
         ax.text(0.99, 0.02, "no price in the profile: cost not drawn", transform=ax.transAxes,
                 ha="right", fontsize=8, color=COST)
-    _marks(ax, ax2 or ax, ok, sweep, grid)
+    handles += _marks(ax, ok, sweep, grid)
     (ax2 or ax).legend(handles=handles, loc="upper left", fontsize=8)
 
 
-def _marks(ax, top, rows, sweep: Sweep, grid: Grid) -> None:
-    """Ring the smallest feasible size, the knee and the fewest GPUs reaching the target on the
-    throughput curve, one label per point (e.g. 'smallest feasible, knee: 8 GPUs')."""
+def _up_to(xs: list[float], ys: list[float], top: float) -> tuple[list[float], list[float]]:
+    """The polyline (xs, ys) on a log2 x axis up to where it reaches `top`: it ends on the
+    plot's edge instead of running past it."""
+    out_x, out_y = [xs[0]], [ys[0]]
+    for (xa, ya), (xb, yb) in pairwise(zip(xs, ys, strict=True)):
+        if yb <= top:
+            out_x.append(xb)
+            out_y.append(yb)
+            continue
+        t = (top - ya) / (yb - ya)  # the segment is straight in log2 x
+        out_x.append(2 ** (math.log2(xa) + t * (math.log2(xb) - math.log2(xa))))
+        out_y.append(top)
+        break
+    return out_x, out_y
+
+
+def _target_label(grid: Grid) -> str:
+    return ("cheapest meeting the target" if grid.target.by == "cost" else
+            "fewest reaching the target")
+
+
+def _marks(ax, rows, sweep: Sweep, grid: Grid) -> list:
+    """Ring the smallest feasible size, the knee and the point answering the target on the
+    throughput curve, each named in the legend ('knee: 16 GPUs'), so no label lies over a
+    line; the legend handles."""
     hit = grid.target.row if grid.target else None
     kinds = [(sweep.smallest_feasible, "smallest feasible", "D"), (sweep.knee, "knee", "*"),
-             (hit.gpus if hit else None,
-              "cheapest meeting the target" if hit and grid.target.by == "cost" else
-              "fewest reaching the target", "o")]
+             (hit.gpus if hit else None, _target_label(grid) if hit else "", "o")]
     by_size = {r.gpus: r for r in rows}
-    labels: dict[int, list[str]] = {}
+    handles = []
     for gpus, what, marker in kinds:
         if gpus in by_size:
-            row = by_size[gpus]
-            ax.plot([gpus], [row.tokens_per_s], marker, color=MARK, markersize=12,
-                    markerfacecolor="none", markeredgewidth=1.5)
-            labels.setdefault(gpus, []).append(what)
-    for k, (gpus, whats) in enumerate(sorted(labels.items())):
-        top.annotate(f"{', '.join(whats)}: {gpu_count(gpus)}",
-                     (gpus, by_size[gpus].tokens_per_s), xycoords=ax.transData,
-                     xytext=(0, 34 if k % 2 == 0 else -38), textcoords="offset points",
-                     ha="center", fontsize=9, zorder=5,
-                     bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.9,
-                           "edgecolor": "none"},
-                     arrowprops={"arrowstyle": "-", "color": MARK, "linewidth": 0.8})
+            handles += ax.plot([gpus], [by_size[gpus].tokens_per_s], marker, color=MARK,
+                               markersize=12, markerfacecolor="none", markeredgewidth=1.5,
+                               linestyle="none", label=f"{what}: {gpu_count(gpus)}")
+    return handles
 
 
 def _axis_gpus(ax, sizes: list[int]) -> None:
@@ -178,6 +197,11 @@ def _throughput_lines(ax, grid: Grid, title: str, lines: list[tuple[str, list[Ro
     ax.set_ylim(0, (top or 1) * 1.3)
     if (target := _target_tokens(grid)) is not None:
         ax.axhline(target, linestyle=":", color=TARGET, label=f"target {target:,.0f} tokens/s")
+    hit = grid.target.row if grid.target else None
+    if hit is not None:  # the point the sweep answers with, ringed
+        ax.plot([x(hit)], [hit.tokens_per_s], "o", color=MARK, markersize=14,
+                markerfacecolor="none", markeredgewidth=1.8, linestyle="none",
+                label=f"{_target_label(grid)}: {label(hit)}")
     ax.legend(loc="upper left", fontsize=8)
 
 

@@ -2,8 +2,10 @@
 resharding/sync and idle gaps, drawn to scale from the plan's `breakdown.timeline` (and a lane
 for the controller's host time when the plan has one).
 
-Under asynchrony every group's work starts at 0 and the lanes overlap in time (the groups
-pipeline across iterations); under stage fusion assessment overlaps the generation tail.
+Every task's bar is labelled with its role: inside it, or above or below a bar too narrow to
+hold the word (a reference's or a reward model's assessment). Under asynchrony every group's
+work starts at 0 and the lanes overlap in time (the groups pipeline across iterations); under
+stage fusion assessment overlaps the generation tail.
 When the plan carries `breakdown.rollout`, an axes above the lanes (same seconds) draws the
 slowest replica's running sequences over its generation, so the long tail shows as the thin
 end of the area after the dashed "90% done" marker.
@@ -48,14 +50,25 @@ def draw(plan: Plan) -> Figure:
     else:
         fig = Figure(figsize=(11, lanes_height), layout="constrained")
         top, ax = None, fig.add_subplot()
+    outside = 0  # narrow bars labelled so far: their labels alternate above and below
     for seg in segments:
         lane = len(groups) - 1 - groups.index(seg["group"])  # first group on top
         width = seg["end_s"] - seg["start_s"]
         ax.broken_barh([(seg["start_s"], width)], (lane - 0.35, 0.7),
                        facecolors=COLOURS[seg["kind"]], edgecolors="white", linewidth=0.5)
-        if seg["role"] and width > 0.06 * period:  # label bars wide enough to hold text
-            ax.text(seg["start_s"] + width / 2, lane, seg["role"], ha="center", va="center",
-                    fontsize=8, color="white")
+        if not seg["role"] or width <= 0:
+            continue
+        middle = seg["start_s"] + width / 2
+        if width > 0.06 * period:  # the bar holds its label
+            ax.text(middle, lane, seg["role"], ha="center", va="center", fontsize=8,
+                    color="white")
+        elif seg["kind"] in ("generation", "assessment", "training"):  # a narrow task bar (a
+            # reference's or reward model's assessment) is labelled beside it; a sync bar is
+            # named by its colour
+            above = outside % 2 == 0
+            ax.text(middle, lane + (0.37 if above else -0.37), seg["role"], ha="center",
+                    va="bottom" if above else "top", fontsize=6.5, color="black")
+            outside += 1
     ax.axvline(period, color="black", linestyle="--", linewidth=0.8)
     ax.set_yticks(range(len(groups)), [f"{g} ({sizes[g]})" if g is not None
                                        else KIND_LABELS["controller"] for g in reversed(groups)])

@@ -9,7 +9,6 @@ The page renders from the JSON alone — `rlplan report PLAN.json` of a saved pl
 
 from __future__ import annotations
 
-from planner import __version__
 from planner.errors import InputError
 from planner.plan import Plan
 from planner.report.documents import SweepDocument, same_point
@@ -18,6 +17,7 @@ from planner.report.plan_sections import SECTIONS, plan_sections
 from planner.report.style import CSS
 from planner.specs.files import validate_as
 from planner.specs.scenario import Scenario, scenario_from_plan
+from planner.version import VERSION
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -61,11 +61,11 @@ def render(plan: dict | None = None, sweep: dict | None = None, plan_source: str
             '<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<meta name="generator" content="rlplan {esc(__version__)}">'
+            f'<meta name="generator" content="rlplan {esc(VERSION)}">'
             f"<title>{esc(title)}</title><style>{CSS}</style></head>\n"
             f"<body><header><h1>{esc(title)}</h1><nav>{nav}</nav></header>\n"
             f"<main>{''.join(html for _, _, html in parts)}</main>\n"
-            f"<footer>Written by rlplan {esc(__version__)} from the {source} JSON; the page "
+            f"<footer>Written by rlplan {esc(VERSION)} from the {source} JSON; the page "
             "needs no network.</footer></body></html>\n")
 
 
@@ -89,7 +89,7 @@ def _scenario(plan: dict, source: str) -> tuple[Scenario | None, str | None]:
 def _choose(doc: SweepDocument, sc: Scenario | None, with_plan: bool) -> tuple[int | None, str]:
     """The sweep's chosen row and a sentence saying which and why: with a plan (`with_plan`),
     the point of its scenario's cluster (`sc`); without, the target's answer."""
-    from planner.sweep_grid import label  # the sweep's own words for a point
+    from planner.sweep.grid import label  # the sweep's own words for a point
 
     if with_plan:
         if sc is None:

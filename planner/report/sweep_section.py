@@ -18,7 +18,7 @@ SERIES = 6  # the stylesheet's series colours (s0 … s5), reused in turn past t
 
 def sweep_section(doc: SweepDocument, chosen: int | None, why: str) -> str:
     """The section; `chosen`: the index of the chosen row (None: none), `why` says which."""
-    from planner.sweep_grid import label  # the sweep's own words for a point
+    from planner.sweep.grid import label  # the sweep's own words for a point
 
     rows = doc.rows
     pick = rows[chosen] if chosen is not None else None
@@ -137,7 +137,7 @@ def _scope(doc: SweepDocument) -> str:
 
 
 def _table(doc: SweepDocument, chosen: int | None) -> str:
-    from planner.sweep_grid import usd
+    from planner.sweep.grid import usd
 
     pools = [p["name"] for p in getattr(doc, "pools", None) or []]
     several = len({r.gpu for r in doc.rows}) > 1
@@ -161,7 +161,7 @@ def _table(doc: SweepDocument, chosen: int | None) -> str:
 
 
 def _answers(doc: SweepDocument, label: Callable) -> list[str]:
-    from planner.sweep_grid import usd
+    from planner.sweep.grid import usd
 
     out = []
     for p in getattr(doc, "profiles", None) or []:

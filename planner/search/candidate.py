@@ -1,19 +1,25 @@
 """A priced candidate of the search: one layout of one task on a group of a given size, in
-the solvers' integer units (milliseconds, MiB), and the dominance pruning over candidates.
+the solvers' integer units (milliseconds, MiB), the dominance pruning over candidates, and the
+space of them the solvers choose from (`Space`, filled by `space.build_space`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.cost.flops import Num
-from planner.cost.generation import FUSION_POINTS
+from planner.cost.generation import FUSION_POINTS, Rollout
 from planner.errors import InputError
 from planner.plan import STAGES, Layout
-from planner.search.pools import PoolSpace
+from planner.search.pools import PoolSpace, Shape, all_shapes
+from planner.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from planner.frameworks import Capabilities
 
 MS = 1e-3  # seconds per time unit of the solver
 
@@ -44,6 +50,11 @@ class Task:
     @property
     def name(self) -> str:
         return f"{self.role}.{self.kind}"
+
+    @property
+    def words(self) -> str:
+        """The task as a user reads it: 'reference assessment', 'actor training'."""
+        return f"{self.role} {'assessment' if self.kind == 'forward' else self.kind}"
 
     @property
     def stages(self) -> tuple[str, ...]:
@@ -159,3 +170,58 @@ def front_of(keys: np.ndarray) -> list[int]:
 
 def by_time(cands: list[Candidate]) -> list[Candidate]:
     return sorted(cands, key=lambda c: (sum(c.time_ms.values()), c.key()))
+
+
+# --- the space of candidates the solvers choose from (`space.build_space` fills it) --------------
+
+@dataclass
+class Space:
+    """Everything the solvers need: tasks, the pools (`pools.PoolSpace`: their group sizes,
+    memory budgets, price weights), candidates per (task, pool index, size)."""
+
+    scenario: Scenario
+    staleness: int
+    fusion: bool
+    shared: bool
+    swap: bool  # co-located state moves to CPU memory during generation
+    overlap_sync: bool  # the weight sync lands in the rollout group's shadow copy (staleness ≥ 1)
+    partial: bool  # partial rollouts: unfinished responses continue in the next step
+    objective: str
+    tasks: list[Task]
+    pools: list[PoolSpace]
+    slots: int
+    total_gpus: int
+    target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
+    controller_ms: int = 0  # the controller's host time per step (`controller_seconds`)
+    candidates: dict[tuple[str, int, int], list[Candidate]] = field(default_factory=dict)
+    priced: int = 0  # candidates priced before pruning
+    complete: bool = True  # False: the deadline passed before every (task, size) was priced
+    caps: Capabilities | None = None  # `plan --framework`: only what the framework runs
+    cache: PriceCache = field(default_factory=lambda: PriceCache())
+
+    @property
+    def kept(self) -> int:
+        return sum(len(c) for c in self.candidates.values())
+
+    @property
+    def shapes(self) -> list[Shape]:
+        """Every (pool index, size) a slot may take."""
+        return all_shapes(self.pools)
+
+    @property
+    def generation(self) -> Task | None:
+        return next((t for t in self.tasks if t.kind == "generation"), None)
+
+
+@dataclass
+class PriceCache:
+    """What one command priced for the same scenario. `kept`: (task, pool, size, variant) →
+    (kept candidates, candidates priced); generation varies with an overlapped weight sync
+    (the shadow copy) and partial rollouts, the actor with a shared critic head; nothing else
+    depends on the inter-model options. `kv_added`: the KV sizes `refine_kv` priced for a
+    generation shape (`kv_key`), for every option that prices the shape again."""
+
+    kept: dict[tuple, tuple[list[Candidate], int]] = field(default_factory=dict)
+    kv_added: dict[tuple, set[int]] = field(default_factory=dict)
+    rollouts: dict[tuple, Rollout] = field(default_factory=dict)  # (`kv_key`, KV size) →
+    kv_fits: dict[tuple, int | None] = field(default_factory=dict)  # (`kv_key`, MiB) → size

@@ -11,7 +11,7 @@ from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
-    from planner.search.solve import Outcome
+    from planner.search.option import Outcome
 
 BINDING_MARGIN = 0.05
 """Memory "binds" when the fullest GPU's peak is within this share of its capacity: a plan so
@@ -80,7 +80,7 @@ def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
            "(powers of two within a node, power-of-two multiples of a node, and their "
            "complements to the whole cluster)"]
     whole = [(p, pool.total_gpus) for p, pool in enumerate(space.pools)]
-    lacking = [t.name for t in space.tasks
+    lacking = [t.words for t in space.tasks
                if not any(space.candidates.get((t.name, *shape)) for shape in whole)]
     if lacking and space.complete:
         on = f"all {total}" if len(whole) == 1 else "a whole pool's"

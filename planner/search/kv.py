@@ -28,7 +28,7 @@ from planner.search.candidate import Candidate, Task, fits_alone, to_mib
 from planner.search.pools import PoolSpace
 
 if TYPE_CHECKING:
-    from planner.search.space import Space
+    from planner.search.candidate import Space
 
 
 KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence

@@ -35,7 +35,7 @@ from planner.search.pools import PoolSpace
 from planner.specs.model import ModelSpec
 
 if TYPE_CHECKING:
-    from planner.search.space import Space
+    from planner.search.candidate import Space
 
 
 MAX_PP = 16

@@ -17,6 +17,8 @@ from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from planner.frameworks import Capabilities
+    from planner.search.cpsat import Result
+    from planner.search.space import Space
 
 STALENESS_THAT_MATTERS = len(STAGES)
 """The largest staleness that can change a plan's price; larger ones are not searched.
@@ -103,3 +105,12 @@ def options(sc: Scenario, max_staleness: int, allow_shared: bool,
             and (allowed.overlap_weight_sync or not o.overlap_sync)
             and (allowed.shared_actor_critic or not o.shared)
             and allowed.partial(o.staleness, o.partial)]
+
+
+@dataclass
+class Outcome:
+    """An option and what solving it gave (`solve._search`), as the explanation ranks them."""
+
+    option: Option
+    result: Result
+    space: Space

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
@@ -44,7 +43,7 @@ from planner.search.explain import (
     memory_binds,
     shown,
 )
-from planner.search.option import Option, options
+from planner.search.option import Option, Outcome, options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
@@ -57,13 +56,6 @@ TASK_LAYOUT = {"generation": "generation", "training": "training", "forward": "a
 PRICING_SHARE = 0.9
 """Pricing the options may take this share of the time left: every option's solve, even a
 greedy one once the deadline has passed, and the report need the rest."""
-
-
-@dataclass
-class Outcome:
-    option: Option
-    result: cpsat.Result
-    space: Space
 
 
 def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
@@ -343,7 +335,7 @@ def infeasible_reason(sc: Scenario, outcomes: list[Outcome], diagnose: bool = Tr
     `deadline`), and which option helps."""
     space = outcomes[0].space
     gpu = sc.cluster.gpu
-    missing = [t.name for t in space.tasks
+    missing = [t.words for t in space.tasks
                if not any(space.candidates.get((t.name, p, s)) for p, s in space.shapes)]
     where = " or ".join(f"{pool.budget_mib * MIB / GIB:.1f} GiB per GPU "
                         f"({pool.scenario.cluster.gpu.name} less its runtime reserve) on up to "

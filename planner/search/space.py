@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +50,8 @@ from planner.search.candidate import (
     MS,
     SWAP_SCALE,
     Candidate,
+    PriceCache,
+    Space,
     Task,
     by_time,
     candidate_at,
@@ -63,7 +64,7 @@ from planner.search.candidate import (
 from planner.search.deadline import Deadline
 from planner.search.kv import kv_bounds, kv_key
 from planner.search.layouts import SHAPES, slot_sizes
-from planner.search.pools import PoolSpace, Shape, all_shapes, price_weights
+from planner.search.pools import PoolSpace, price_weights
 from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
 
@@ -76,45 +77,6 @@ FLOAT_SLACK = 1e-9
 """A KV gap's bound (`Candidate.floor_ms`) takes this share off the seconds it bounds: a larger
 KV size whose rollout is as fast up to summation order must not beat it in whole ms."""
 GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
-
-
-@dataclass
-class Space:
-    """Everything the solvers need: tasks, the pools (`pools.PoolSpace`: their group sizes,
-    memory budgets, price weights), candidates per (task, pool index, size)."""
-
-    scenario: Scenario
-    staleness: int
-    fusion: bool
-    shared: bool
-    swap: bool  # co-located state moves to CPU memory during generation
-    overlap_sync: bool  # the weight sync lands in the rollout group's shadow copy (staleness ≥ 1)
-    partial: bool  # partial rollouts: unfinished responses continue in the next step
-    objective: str
-    tasks: list[Task]
-    pools: list[PoolSpace]
-    slots: int
-    total_gpus: int
-    target_ms: int | None = None  # gpus objective: the longest iteration reaching the target
-    controller_ms: int = 0  # the controller's host time per step (`controller_seconds`)
-    candidates: dict[tuple[str, int, int], list[Candidate]] = field(default_factory=dict)
-    priced: int = 0  # candidates priced before pruning
-    complete: bool = True  # False: the deadline passed before every (task, size) was priced
-    caps: Capabilities | None = None  # `plan --framework`: only what the framework runs
-    cache: PriceCache = field(default_factory=lambda: PriceCache())
-
-    @property
-    def kept(self) -> int:
-        return sum(len(c) for c in self.candidates.values())
-
-    @property
-    def shapes(self) -> list[Shape]:
-        """Every (pool index, size) a slot may take."""
-        return all_shapes(self.pools)
-
-    @property
-    def generation(self) -> Task | None:
-        return next((t for t in self.tasks if t.kind == "generation"), None)
 
 
 def heads_for(sc: Scenario, shared: bool) -> dict[str, Head]:
@@ -249,20 +211,6 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
 def host_budget_mib(sc: Scenario) -> int:
     """CPU memory per GPU for offloaded state (`fit.host_budget_of`)."""
     return host_budget_of(sc.cluster.gpu)
-
-
-@dataclass
-class PriceCache:
-    """What one command priced for the same scenario. `kept`: (task, pool, size, variant) →
-    (kept candidates, candidates priced); generation varies with an overlapped weight sync
-    (the shadow copy) and partial rollouts, the actor with a shared critic head; nothing else
-    depends on the inter-model options. `kv_added`: the KV sizes `refine_kv` priced for a
-    generation shape (`kv_key`), for every option that prices the shape again."""
-
-    kept: dict[tuple, tuple[list[Candidate], int]] = field(default_factory=dict)
-    kv_added: dict[tuple, set[int]] = field(default_factory=dict)
-    rollouts: dict[tuple, Rollout] = field(default_factory=dict)  # (`kv_key`, KV size) →
-    kv_fits: dict[tuple, int | None] = field(default_factory=dict)  # (`kv_key`, MiB) → size
 
 
 def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int) -> PoolSpace:

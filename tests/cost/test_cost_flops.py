@@ -10,8 +10,7 @@ import pytest
 
 from planner.cost import flops as F
 from planner.cost.constants import ADAM_FLOPS_PER_PARAM
-from planner.specs.model import spec_from_hf_config
-from planner.specs.params import attention_params_per_layer, count_params
+from planner.specs.model import attention_params_per_layer, count_params, spec_from_hf_config
 from planner.theory import blocks
 from planner.theory.shape import Head, TheoryModel
 

@@ -15,8 +15,7 @@ from planner.cost.constants import GIB, ZERO3_LAYERS_IN_FLIGHT
 from planner.cost.flops import params_with_head
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile
-from planner.specs.model import spec_from_hf_config
-from planner.specs.params import count_params
+from planner.specs.model import count_params, spec_from_hf_config
 from planner.theory.shape import Head
 
 GB = 1e9  # the ZeRO paper's tables are in decimal GB

@@ -18,8 +18,7 @@ from planner.search import brute, cpsat
 from planner.search.layouts import SHAPES
 from planner.search.space import build_space
 from planner.specs.hardware import load_profile
-from planner.specs.model import load_model
-from planner.specs.params import count_params
+from planner.specs.model import count_params, load_model
 from planner.specs.scenario import load_scenario
 from tests.test_cli import assert_bad_input
 

@@ -33,8 +33,7 @@ from planner.cost.layout_comm import time_dispatch
 from planner.errors import InputError
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
-from planner.specs.model import load_model, spec_from_hf_config
-from planner.specs.params import count_params
+from planner.specs.model import count_params, load_model, spec_from_hf_config
 
 DENSE = load_model("llama-3.1-8b")
 MOE = load_model("qwen3-30b-a3b")  # 128 experts, top-8, every layer MoE

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import math
@@ -25,6 +27,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.export import torch_stub
 from tests.export.plans import command_words
 
 
@@ -114,14 +117,75 @@ def openrlhf_parse(script_text: str, script: str) -> Any:
 
 # --- DeepSpeed: its config class with the role's world size ------------------------------------
 
+class _ConfigPackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """DeepSpeed's packages without their `__init__`: `import deepspeed` loads the whole
+    engine (ops, ZeRO, pipelines), where the config class needs only its own modules. A package
+    is an empty module with its path, so `deepspeed.runtime.config` and the config modules it
+    imports load as written; the two packages whose names they import are given those names
+    from the module their `__init__` takes them from."""
+
+    NAMES_FROM: ClassVar[dict[str, str]] = {"deepspeed.utils": "deepspeed.utils.logging",
+        "deepspeed.runtime.tensor_parallel": "deepspeed.runtime.tensor_parallel.config"}
+
+    def find_spec(self, name, path, target=None):
+        if name != "deepspeed" and not name.startswith("deepspeed."):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        source = self.NAMES_FROM.get(module.__name__)
+        if source:
+            names = vars(importlib.import_module(source))
+            vars(module).update({k: v for k, v in names.items() if not k.startswith("_")})
+
+
+class _CpuAccelerator:  # what DeepSpeed's config modules ask the accelerator: its name
+    @staticmethod
+    def device_name(*_: Any) -> str:
+        return "cpu"
+
+
+def _runtime_only(name: str) -> Any:
+    def refuse(*_: Any, **__: Any) -> None:
+        raise RuntimeError(f"{name}: runtime code, not given to the config check")
+    return refuse
+
+
+_DEEPSPEED_MODULES: dict[str, types.ModuleType] = {}  # torch's stand-in and DeepSpeed's modules
+
+
+@contextlib.contextmanager
+def _deepspeed_config_module() -> Any:
+    """deepspeed.runtime.config, loaded with torch's stand-in (tests/export/torch_stub.py) and
+    DeepSpeed's packages without their `__init__`; two modules given: the accelerator (a CPU,
+    as DeepSpeed picks on a machine without a GPU) and deepspeed.runtime.utils (tensor code,
+    imported by the loss scaler's module and never called by the config class)."""
+    _package_dir("deepspeed")
+    with torch_stub.swapped(("torch", "deepspeed"), [torch_stub.FINDER, _ConfigPackages()],
+                            _DEEPSPEED_MODULES):
+        if "deepspeed.runtime.config" not in sys.modules:
+            accelerator = types.ModuleType("deepspeed.accelerator")
+            accelerator.get_accelerator = _CpuAccelerator
+            utils = types.ModuleType("deepspeed.runtime.utils")
+            utils.has_inf_or_nan = _runtime_only("deepspeed.runtime.utils.has_inf_or_nan")
+            sys.modules.update({"deepspeed.accelerator": accelerator,
+                                "deepspeed.runtime.utils": utils})
+        try:
+            module = importlib.import_module("deepspeed.runtime.config")
+        except ImportError as err:  # a dependency of DeepSpeed's config code
+            pytest.skip(f"DeepSpeed's config module does not import here: {err}")
+        yield module
+
+
 def deepspeed_config(config: dict[str, Any], world_size: int) -> Any:
     """DeepSpeedConfig(config) as a job of `world_size` ranks would build it (its batch
     arithmetic divides by the world size)."""
-    pytest.importorskip("torch", reason="torch (CPU build, tests/frameworks.txt) is missing")
-    try:
-        from deepspeed.runtime import config as ds_config
-    except ImportError as err:  # a dependency of DeepSpeed's config code
-        pytest.skip(f"DeepSpeed's config module does not import here: {err}")
 
     class Dist:  # deepspeed.comm as a job of world_size ranks, rank 0, sees it
         @staticmethod
@@ -132,11 +196,12 @@ def deepspeed_config(config: dict[str, Any], world_size: int) -> Any:
         def get_world_size(*_: Any) -> int:
             return world_size
 
-    saved, ds_config.dist = ds_config.dist, Dist
-    try:
-        return ds_config.DeepSpeedConfig(config)
-    finally:
-        ds_config.dist = saved
+    with _deepspeed_config_module() as ds_config:
+        saved, ds_config.dist = ds_config.dist, Dist
+        try:
+            return ds_config.DeepSpeedConfig(config)
+        finally:
+            ds_config.dist = saved
 
 
 # --- Megatron-LM: its own parse_args/validate_args from megatron-core 0.19.2 -------------------
@@ -187,13 +252,14 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def megatron_validate(cases: list[tuple[list[str], int, dict[str, str]]]) -> list[dict]:
+def megatron_validate(cases: list[tuple[list[str], int, dict[str, str]]],
+                      torch: str = "stand-in") -> list[dict]:
     """Megatron-LM's own parse_args + validate_args on each (argv, world size, environment),
     in one process running megatron-core 0.19.2 (tests/export/megatron_check.py): per case
-    {"ok": True, "args": {...derived...}} or {"ok": False, "error": "..."}."""
-    pytest.importorskip("torch", reason="torch (CPU build, tests/frameworks.txt) is missing")
+    {"ok": True, "args": {...derived...}} or {"ok": False, "error": "..."}. torch is
+    tests/export/torch_stub.py's stand-in, or with torch="real" the installed one."""
     root = megatron_core()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, "RLPLAN_CHECK_TORCH": torch, "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
     payload = [{"argv": argv, "world_size": world, "env": extra} for argv, world, extra in cases]
     run = subprocess.run([sys.executable, str(_CHECK)], input=json.dumps(payload), env=env,

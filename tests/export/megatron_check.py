@@ -5,6 +5,9 @@ on PYTHONPATH, so an installed older megatron-core is not the one imported).
 Reads JSON from stdin: [{"argv": [...], "world_size": N, "env": {...}}, ...]; writes JSON to
 stdout: one {"ok": true, "args": {...}} or {"ok": false, "error": "..."} per entry.
 
+torch is tests/export/torch_stub.py's stand-in (issue 24; RLPLAN_CHECK_TORCH=real keeps the
+installed torch, for the test that compares the two).
+
 The wheel is built for Python 3.12; on 3.11 two things are given (issue 23): `typing.override`
 (3.12's, back-filled from typing_extensions) and `megatron.core.transformer.moe.ops.paged_stash`
 (Triton kernels, imported at module load, never called by the argument checks). The checks
@@ -22,6 +25,7 @@ import types
 import typing
 
 import typing_extensions
+from torch_stub import install as install_torch_stand_in
 
 H100_CAPABILITY = (9, 0)
 KEPT = ("world_size", "data_parallel_size", "tensor_model_parallel_size",
@@ -45,6 +49,8 @@ def _prepare() -> tuple:
     stub.GLOBAL_BLOCK_SIZE = 1024
     stub.paged_stash_copy_kernel = stub.paged_stash_pop_kernel = _triton_only
     sys.modules[name] = stub
+    if os.environ.get("RLPLAN_CHECK_TORCH") != "real":  # "real": the stand-in's comparison test
+        install_torch_stand_in()
     import torch
 
     torch.cuda.get_device_capability = lambda *_: H100_CAPABILITY

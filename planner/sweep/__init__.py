@@ -6,10 +6,10 @@ one node is one node of that many GPUs and must divide the node (8-GPU nodes: 1,
 larger size is whole nodes. The node is the scenario's `cluster.gpus_per_node` (at most the
 profile's); the scenario's `cluster.nodes` is what the sweep varies, so it is ignored.
 
-Each size is searched on its own, in worker processes or on Ray (`planner.sweep_run`), all
-within the command's one time limit. A grid over several GPU types (`planner.sweep_grid`)
+Each size is searched on its own, in worker processes or on Ray (`planner.sweep.run`), all
+within the command's one time limit. A grid over several GPU types (`planner.sweep.grid`)
 makes one such table per profile; a grid over the sizes of a scenario's pools
-(`planner.sweep_pools`) one table of the pools' combinations.
+(`planner.sweep.pools`) one table of the pools' combinations.
 
 Per row: throughput per GPU of the swept size; scaling efficiency, that
 per-GPU throughput over the smallest feasible size's; cost per step and per million tokens for

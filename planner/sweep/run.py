@@ -1,7 +1,7 @@
 """Running a sweep's points: local worker processes (default) or Ray tasks (`--ray`).
 
 A point is (scenario, GPUs) — GPUs None for a scenario already sized (a pool grid's point,
-`planner.sweep_pools`); its work, `solve_point`, is a pure function of the scenario, the
+`planner.sweep.pools`); its work, `solve_point`, is a pure function of the scenario, the
 size and a budget in seconds counted from the task's own start — no clock shared with the
 caller, so a Ray task on another machine does the same work as a local process (a local worker
 also gets the command's clock time its budget ends at: one that starts late, a process still

@@ -9,13 +9,13 @@ Each point is the scenario resolved again with its pools resized (`point_scenari
 means what the same scenario written by hand would: the link between pools defaults to the
 slower present pool's inter-node figure, a point left with one pool is a single-pool scenario
 (its plan names no pool), and the plan JSON carries the point's own cluster. The points are
-solved like any sweep's (`planner.sweep_run`: local processes or Ray, identical answers).
+solved like any sweep's (`planner.sweep.run`: local processes or Ray, identical answers).
 
 Per row: each pool's GPUs and their total, step time, tokens/s, cost per step and per million
 tokens — every GPU of each pool present at that pool's price, idle ones included (as the
 single-type sweep; None when a pool present has no price) — and where each role runs. No
 scaling or knee: the points are not one line of sizes. The frontier and the target are
-`planner.sweep_grid`'s, over all rows.
+`planner.sweep.grid`'s, over all rows.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from planner.sweep import (
     placement_summary,
     plan_row,
 )
-from planner.sweep_grid import Grid, PoolAxis, answers, pools_label
-from planner.sweep_run import OnDone, solve_points
+from planner.sweep.grid import Grid, PoolAxis, answers, pools_label
+from planner.sweep.run import OnDone, solve_points
 
 POOL_FLAG = "--pool"
 Sizes = dict[str, int]  # pool name → GPUs at a point, in the scenario's pool order

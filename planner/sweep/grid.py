@@ -13,38 +13,57 @@ knee, notes); the grid adds two answers over all points:
   the faster, then the earlier profile). Every point of one scenario processes the same tokens
   per step, so the cheapest per step is also the cheapest per token.
 
-A pool grid (`planner.sweep_pools`) is one table of the pools' size combinations instead of one
+A pool grid (`planner.sweep.pools`) is one table of the pools' size combinations instead of one
 per profile; the frontier and the target are the same functions over its rows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 
 from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION
 from planner.search.deadline import Deadline
+from planner.specs import bounds as lim
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
 from planner.sweep import Row, Sweep, summarize
-from planner.sweep_run import OnDone, solve_points
+from planner.sweep.run import OnDone, solve_points
 
 GPU_FLAG = "--gpu"
 POINT_KEYS = ("gpu", "gpus", "status", "iteration_time_s", "tokens_per_s", "cost_per_step_usd",
               "cost_per_million_tokens_usd")
 
 
-def parse_profiles(spec: str) -> list[str]:
-    """The profiles a `--gpu a,b,c` spec names, in the order given."""
-    names = [part.strip() for part in spec.split(",")]
-    if not all(names):
-        raise InputError(f"{GPU_FLAG}: '{spec}' has an empty profile name; give profiles "
-                         "separated by commas, e.g. h100-sxm,h200-sxm,b200 (rlplan gpus lists "
-                         "them)")
+def parse_profiles(spec: str) -> list[tuple[str, float | None]]:
+    """The profiles a `--gpu a,b:PRICE,c` spec names, in the order given, each with the price
+    given after its ':' (USD per GPU-hour; None: the scenario's or the profile's)."""
+    out: list[tuple[str, float | None]] = []
+    for part in spec.split(","):
+        name, colon, price = (s.strip() for s in part.partition(":"))
+        if not name:
+            raise InputError(f"{GPU_FLAG}: '{spec}' has an empty profile name; give profiles "
+                             "separated by commas, e.g. h100-sxm,h200-sxm,b200 (rlplan gpus "
+                             "lists them), each optionally with its price: h100-sxm:3.99")
+        out.append((name, _price(name, price) if colon else None))
+    names = [name for name, _ in out]
     if len(set(names)) < len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise InputError(f"{GPU_FLAG}: {', '.join(twice)} given twice; name each profile once")
-    return names
+    return out
+
+
+def _price(name: str, text: str) -> float:
+    try:
+        price = float(text)
+    except ValueError:
+        price = math.nan
+    if not 0 < price <= lim.MAX_PRICE_USD_PER_GPU_HOUR:
+        raise InputError(f"{GPU_FLAG} {name}:{text}: the price after ':' is USD per GPU-hour, "
+                         f"a number above 0 (at most {lim.MAX_PRICE_USD_PER_GPU_HOUR:g}), e.g. "
+                         f"{name}:3.99")
+    return price
 
 
 def usd(amount: float) -> str:
@@ -136,9 +155,18 @@ def pick_target(rows: list[Row], tokens_per_s: float | None, step_s: float | Non
     r = min(hits, key=lambda r: (r.gpus, r.iteration_time_s, order[r.gpu]))
     return Target(tokens_per_s, step_s, "gpus", r,
                   f"{label(r)} are the fewest swept that reach {want} ({r.tokens_per_s:,.0f} "
-                  f"tokens/s, {r.iteration_time_s:.2f} s); {len(unpriced)} of the "
-                  f"{len(hits)} points reaching it have no price, so not the cheapest: pass "
-                  "--price")
+                  f"tokens/s, {r.iteration_time_s:.2f} s); "
+                  f"{without_price(len(unpriced), len(hits))}, so not the cheapest: pass --price")
+
+
+def without_price(unpriced: int, reaching: int) -> str:
+    """'the point reaching it has no price', 'none of the 3 points reaching it has a price',
+    '1 of the 3 points reaching it has no price', '2 of the 3 ... have no price'."""
+    if unpriced == reaching:
+        return ("the point reaching it has no price" if reaching == 1 else
+                f"none of the {reaching} points reaching it has a price")
+    return (f"{unpriced} of the {reaching} points reaching it "
+            f"{'has' if unpriced == 1 else 'have'} no price")
 
 
 # --- the grid -----------------------------------------------------------------------------------

@@ -1,0 +1,160 @@
+"""Start-up (issue 24): each command imports only what it uses, `--time-limit` counts from the
+process's start, and typer's shell completion works. What is imported is checked, never how
+long it takes (bench/startup.py prints that)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent  # the venv's bin, where `pip install -e` put `rlplan`
+
+_LISTED = """
+import json, sys
+from planner.cli.main import main
+sys.argv = ["rlplan", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+HEAVY = ("ortools", "pandas", "matplotlib", "ray", "planner.search.solve", "planner.search.cpsat",
+         "planner.export", "planner.sweep", "planner.pictures", "planner.importers",
+         "planner.report")
+
+
+def _run(*args: str, code: str = _LISTED, env: dict | None = None
+         ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=300, check=False, env={**os.environ, **(env or {})})
+
+
+def _imported(*args: str) -> set[str]:
+    return set(json.loads(_run(*args).stderr.strip().splitlines()[-1]))
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(h for h in HEAVY if any(m == h or m.startswith(h + ".") for m in modules))
+
+
+@pytest.mark.parametrize(("args", "ran"), [
+    (["--version"], "planner.cli.main"), (["gpus"], "planner.cli.catalog"),
+    (["models"], "planner.cli.catalog"), (["clusters"], "planner.cli.catalog"),
+    (["validate", "examples/grpo-qwen2.5-7b.yaml"], "planner.specs.scenario")])
+def test_quick_commands_import_no_solver_no_pictures(args, ran):
+    modules = _imported(*args)
+    assert ran in modules  # the command did run
+    assert _heavy(modules) == []
+
+
+def test_version_imports_no_command():
+    modules = _imported("--version")
+    commands = {m for m in modules if m.startswith("planner.cli.")}
+    assert commands <= {"planner.cli.main", "planner.cli.clock", "planner.cli.output"}
+    assert not any(m.startswith(("planner.specs", "pydantic", "numpy")) for m in modules)
+
+
+def test_evaluate_loads_no_solver_and_plan_no_pictures():
+    evaluate = _imported("evaluate", "examples/grpo-qwen2.5-7b.yaml",
+                         "examples/plans/grpo-qwen2.5-7b-colocated.json", "--json")
+    assert "planner.cost.iteration" in evaluate  # it priced the plan
+    assert {"ortools", "planner.search.cpsat", "matplotlib"}.isdisjoint(evaluate)
+    plan = _imported("plan", "--help")
+    assert {"matplotlib", "planner.sweep", "ortools"}.isdisjoint(plan)
+
+
+# --- --time-limit counts from the process's start ----------------------------------------------
+
+def test_the_entry_point_counts_from_the_process_start():
+    """Started by the entry point, a command's clock starts no later than the process's first
+    line of Python ran (where the system says when the process started) and no later than the
+    entry point's first line (everywhere)."""
+    out = _run(code="""
+import time
+first = time.monotonic()
+from planner.cli import clock
+from planner.cli.main import _IMPORTED
+clock.mark_start(_IMPORTED)
+print(clock.process_started() is not None, clock.command_started() <= first,
+      clock.command_started() <= _IMPORTED)
+""")
+    known, before_first, before_entry = out.stdout.split()
+    assert before_entry == "True"
+    assert before_first == known  # Linux: /proc says when; elsewhere the entry point's time
+
+
+def test_a_plans_clock_includes_what_ran_before_the_command(tmp_path):
+    """The plan JSON's wall time counts from the process's start: a process that waited half
+    a second before calling the entry point reports at least that."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(
+        "algorithm: grpo\nmodels: {actor: qwen2.5-0.5b, reference: actor, reward: verifier}\n"
+        "workload: {prompts_per_step: 8, samples_per_prompt: 2, prompt_len: 128, "
+        "response_len: 256, max_response_len: 512}\n"
+        "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n")
+    out = _run("plan", str(scenario), "--json", code="""
+import sys, time
+time.sleep(0.5)
+from planner.cli.main import main
+sys.argv = ["rlplan", *sys.argv[1:]]
+main()
+""")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["search"]["wall_s"] >= 0.5
+
+
+def test_a_command_run_in_process_starts_its_clock_when_it_starts():
+    """typer's test runner (and any caller of `app()`) never ran the entry point: the clock is
+    the command's own start, not this test process's."""
+    from planner.cli import clock
+
+    assert clock._started is None  # the entry point never ran in this process
+    before = time.monotonic()
+    assert clock.command_started() >= before
+
+
+# --- shell completion (typer's own) ------------------------------------------------------------
+
+def _rlplan_on_path() -> dict[str, str]:
+    if not (BIN / "rlplan").exists():
+        pytest.skip(f"no rlplan script beside {sys.executable}: install the package (pip "
+                    "install -e .) to test completion")
+    return {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def test_show_completion_prints_a_bash_script_that_completes_commands_and_options():
+    env = _rlplan_on_path()
+    shown = subprocess.run(["rlplan", "--show-completion", "bash"], capture_output=True,
+                           text=True, env={**os.environ, **env}, timeout=120, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert "complete -o default -F _rlplan_completion rlplan" in shown.stdout
+    assert "_RLPLAN_COMPLETE=complete_bash" in shown.stdout
+
+    def complete(*words: str) -> list[str]:  # what bash offers after `rlplan WORDS<TAB>`
+        script = (f"{shown.stdout}\nCOMP_WORDS=(rlplan {' '.join(words)}); "
+                  f"COMP_CWORD={len(words)}; _rlplan_completion rlplan; "
+                  'printf "%s\\n" "${COMPREPLY[@]}"')
+        run = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                             env={**os.environ, **env}, timeout=120, check=False)
+        return run.stdout.split()
+
+    assert complete("sw") == ["sweep"]
+    assert set(complete("plan", "--time")) == {"--timeline", "--time-limit"}
+
+
+def test_install_completion_writes_the_bash_script(tmp_path):
+    env = {**_rlplan_on_path(), "HOME": str(tmp_path)}
+    run = subprocess.run(["rlplan", "--install-completion", "bash"], capture_output=True,
+                         text=True, env={**os.environ, **env}, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    script = tmp_path / ".bash_completions" / "rlplan.sh"
+    assert "_rlplan_completion" in script.read_text()
+    assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
