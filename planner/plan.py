@@ -50,8 +50,17 @@ class Layout(BaseModel):
                             "(`expert_tp`: training and assessment etp = tp, as Megatron-Core; "
                             "generation etp = tp without EP, 1 with EP, as vLLM and SGLang)")
     vp: int = Field(1, gt=0, description="training: interleaved pipeline chunks per rank "
-                    "(Megatron's virtual pipeline); needs pp > 1, and pp·vp must divide the "
-                    "layers")
+                    "(Megatron's virtual pipeline); needs pp > 1, and every stage's layers "
+                    "must split into vp chunks")
+    first_stage_layers: int | None = Field(None, gt=0, description="training and assessment: "
+                                           "transformer layers on the first pipeline stage "
+                                           "(Megatron's --decoder-first-pipeline-num-layers); "
+                                           "absent = as many as the middle stages, which split "
+                                           "the rest evenly")
+    last_stage_layers: int | None = Field(None, gt=0, description="training and assessment: "
+                                          "transformer layers on the last pipeline stage "
+                                          "(--decoder-last-pipeline-num-layers); absent = as "
+                                          "many as the middle stages")
     sp: bool = False
     zero: int = Field(0, ge=0, le=3)
     checkpointing: Checkpointing = "none"
@@ -95,6 +104,9 @@ class Layout(BaseModel):
         data = handler(self)
         data["recompute"] = self.checkpointing
         data["checkpointing"] = self.checkpointing != "none"
+        for end in ("first_stage_layers", "last_stage_layers"):  # absent = even split
+            if data.get(end) is None:
+                data.pop(end, None)
         return data
 
     @model_validator(mode="after")
@@ -108,7 +120,15 @@ class Layout(BaseModel):
         if self.vp > 1 and self.pp == 1:
             raise ValueError(f"vp (interleaved pipeline chunks) {self.vp} needs pp > 1; set vp "
                              "to 1 or use pipeline parallelism")
+        if self.pp == 1 and self.uneven:
+            raise ValueError("first_stage_layers/last_stage_layers (uneven pipeline stages) "
+                             "need pp > 1; drop them or use pipeline parallelism")
         return self
+
+    @property
+    def uneven(self) -> bool:
+        """Whether the layout gives its end stages' layer counts (`pipeline_split`)."""
+        return self.first_stage_layers is not None or self.last_stage_layers is not None
 
     @property
     def gpus(self) -> int:
@@ -244,6 +264,10 @@ class PlanInput(BaseModel):
                 if layout.vp > 1 and stage != "training":
                     raise ValueError(f"{where}.vp: interleaved pipeline chunks are a training "
                                      f"schedule; {stage} runs with vp 1 (drop vp)")
+                if layout.uneven and stage == "generation":
+                    raise ValueError(f"{where}: first_stage_layers/last_stage_layers set a "
+                                     "Megatron pipeline (training, assessment); rollout engines "
+                                     "split their pipeline stages themselves (drop them)")
         self._check_staleness()
         return self
 

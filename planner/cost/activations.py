@@ -52,7 +52,7 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import Num, moe_layer_count
 from planner.cost.memo import memo
-from planner.cost.states import pipeline_stage_layers
+from planner.cost.pipeline_split import pipeline_stage_layers
 from planner.cost.variants import isin, pick, where
 from planner.plan import Checkpointing
 from planner.specs.model import ModelSpec
@@ -281,16 +281,17 @@ def bytes_activation_training_stage(
     spec: ModelSpec, s: Num, b: Num, *, tp: int = 1, pp: int = 1, cp: int = 1, sp: bool = False,
     checkpointing: Checkpointing | np.ndarray = "none", stage: int = 0, micro_batches: Num = 1,
     interleave: int = 1, options: ActivationOptions = MODERN_ACTIVATIONS,
-    activation_bytes: float = BYTES_BF16,
+    activation_bytes: float = BYTES_BF16, first: int | None = None, last: int | None = None,
 ) -> StageActivations:
     """Training activations held by one GPU of pipeline stage `stage` under 1F1B. Units: bytes.
 
     The stage holds min(pp − stage, micro_batches) micro-batches (the first stage: min(pp, n))
-    of its layers; × `1 + (pp−1)/(pp·v)` with v > 1 interleaved chunks. Per-layer terms from
+    of its layers (`first` / `last`: the layout's first/last-stage counts, `pipeline_split`);
+    × `1 + (pp−1)/(pp·v)` with v > 1 interleaved chunks. Per-layer terms from
     `bytes_activation_per_layer` (dense and MoE layers priced separately).
     """
     kw = dict(tp=tp, cp=cp, sp=sp, options=options, activation_bytes=activation_bytes)
-    layers = pipeline_stage_layers(spec.num_hidden_layers, pp)[stage]
+    layers = pipeline_stage_layers(spec.num_hidden_layers, pp, first, last)[stage]
     n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
     n_dense = len(layers) - n_moe
     kinds = [(n, moe) for n, moe in ((n_dense, False), (n_moe, True)) if n]

@@ -161,7 +161,7 @@ def memory_training_per_gpu(
     options: ActivationOptions = MODERN_ACTIVATIONS, reserve_bytes: float = 0.0,
 ) -> MemoryBreakdown:
     """Peak bytes per GPU of a trainable model in its training layout (every pipeline stage
-    priced, the largest returned).
+    priced with the layers the layout's split gives it, the largest returned).
 
     Model states by ZeRO stage over dp·cp ([ZeRO] §3.1; experts over dp·cp·tp/(ep·etp)), after
     TP/PP/EP sharding; 1F1B activations of `layout.micro_batch` sequences of `seq_len` tokens
@@ -179,13 +179,15 @@ def memory_training_per_gpu(
     out = []
     for k in range(layout.pp):
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
-                                   stage=k, head=head)
+                                   stage=k, head=head, first=layout.first_stage_layers,
+                                   last=layout.last_stage_layers)
         states = bytes_model_states(sp_.dense, psi_expert=sp_.routed_experts, zero=layout.zero,
                                     nd=nd, nd_expert=nd_e, precision=precision)
         act = bytes_activation_training_stage(
             spec, seq_len, b, tp=layout.tp, pp=layout.pp, cp=layout.cp, sp=layout.sp,
             checkpointing=layout.checkpointing, stage=k, micro_batches=micro_batches,
-            interleave=layout.vp, options=options, activation_bytes=precision.activation_bytes)
+            interleave=layout.vp, options=options, activation_bytes=precision.activation_bytes,
+            first=layout.first_stage_layers, last=layout.last_stage_layers)
         last = k == layout.pp - 1
         host = where(params_host, states.weights, 0.0) + where(
             optim_host, states.gradients + states.optimizer_states, 0.0)
@@ -233,7 +235,8 @@ def memory_forward_per_gpu(
     out = []
     for k in range(layout.pp):
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
-                                   stage=k, head=head)
+                                   stage=k, head=head, first=layout.first_stage_layers,
+                                   last=layout.last_stage_layers)
         weights = precision.weight_bytes * (sp_.dense / where(sharded, nd, 1)
                                             + sp_.routed_experts / where(sharded, nd_e, 1))
         workspace = bytes_inference_workspace(spec, tokens, tp=layout.tp, context=seq_len,

@@ -11,9 +11,10 @@ Sources (memory.md, ../shared/data/calibration/):
 
 Sharding rules (DESIGN.md layout convention g = dp·tp·pp·cp, ep carved out of dp·cp·tp with
 expert tensor parallelism 1):
-- PP: the layers split as evenly as possible (the first `L mod pp` stages one more); the first
-  stage holds the input embedding, the last the output head and final norm (a tied head keeps a
-  copy of the embedding there when pp > 1, as Megatron does).
+- PP: the layers split as the layout says (`pipeline_split`: the first/last-stage counts it
+  gives and the rest even, else as evenly as possible); the first stage holds the input
+  embedding, the last the output head and final norm (a tied head keeps a copy of the
+  embedding there when pp > 1, as Megatron does).
 - TP: attention, dense FFN and shared-expert matrices, the embedding and the vocabulary head
   /tp; norms, routers and position tables are replicated. Routed experts /ep (not /tp).
 - ZeRO over the data-parallel × context-parallel ranks (N_d = dp·cp, Megatron's distributed
@@ -33,6 +34,7 @@ from planner.cost.constants import (
     BYTES_FP32,
 )
 from planner.cost.flops import Num, moe_layer_count
+from planner.cost.pipeline_split import pipeline_stage_layers
 from planner.specs.model import (
     ModelSpec,
     attention_params_per_layer,
@@ -136,15 +138,6 @@ def bytes_per_param_model_states(precision: Precision, zero: Num, nd: Num) -> Nu
 # --- parameters per pipeline stage -----------------------------------------------------------
 
 
-def pipeline_stage_layers(L: int, pp: int) -> list[range]:
-    """Layer indices of each pipeline stage: as even as possible, the first `L mod pp` one more."""
-    if pp > L:
-        raise ValueError(f"pp ({pp}) exceeds the model's {L} layers; use pp ≤ {L}")
-    base, extra = divmod(L, pp)
-    bounds = [k * base + min(k, extra) for k in range(pp + 1)]
-    return [range(bounds[k], bounds[k + 1]) for k in range(pp)]
-
-
 @dataclass(frozen=True)
 class StageParams:
     """Parameters one GPU holds on one pipeline stage after TP and EP sharding. Units: elements.
@@ -194,30 +187,32 @@ def _layer_params(spec: ModelSpec, tp: int, ep: int, etp: int
 
 @lru_cache(maxsize=4096)  # pure in hashable arguments; the search re-asks per variant
 def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1,
-                         etp: int = 1, stage: int = 0, head: Head = Head.POLICY) -> StageParams:
+                         etp: int = 1, stage: int = 0, head: Head = Head.POLICY,
+                         first: int | None = None, last: int | None = None) -> StageParams:
     """Parameters on one GPU of pipeline stage `stage` (0-based) after TP/EP sharding (routed
-    experts over ep ranks, each split over etp: `planner.plan.expert_tp`).
+    experts over ep ranks, each split over etp: `planner.plan.expert_tp`); `first` / `last`:
+    the layout's first/last-stage layer counts (`pipeline_split`).
 
     Summed over the stages with tp = ep = 1 this is `params_with_head(spec, head)`; a GPT layer
     (no biases, no norms) gives [Korthikanti]'s `12·h²` per layer. Units: elements.
     """
     L, H = spec.num_hidden_layers, spec.hidden_size
-    layers = pipeline_stage_layers(L, pp)[stage]
+    layers = pipeline_stage_layers(L, pp, first, last)[stage]
     n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
     n_dense = len(layers) - n_moe
     dense_layer, moe_layer, routed_layer = _layer_params(spec, tp, ep, etp)
     counts = count_params(spec)
     final_norm = counts.norms - L * spec.traits.norms_per_layer * norm_params(spec, H)
-    first, last = stage == 0, stage == pp - 1
-    embedding = (counts.embedding / tp + counts.position_embedding) if first else 0.0
+    on_first, on_last = stage == 0, stage == pp - 1
+    embedding = (counts.embedding / tp + counts.position_embedding) if on_first else 0.0
     vocab_head = head in (Head.POLICY, Head.SHARED)
     head_params = 0.0
-    if last:
+    if on_last:
         lm_head = counts.lm_head or (counts.embedding if pp > 1 else 0)  # tied: Megatron's copy
         head_params = ((lm_head / tp if vocab_head else 0.0)
                        + (H if head != Head.POLICY else 0) + final_norm)
     units = [u for u, present in ((dense_layer, n_dense), (moe_layer + routed_layer, n_moe),
-                                  (embedding, first), (head_params, last)) if present]
+                                  (embedding, on_first), (head_params, on_last)) if present]
     return StageParams(
         stage=stage, layers=len(layers), moe_layers=n_moe,
         layers_dense=n_dense * dense_layer + n_moe * moe_layer,

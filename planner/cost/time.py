@@ -29,11 +29,12 @@ composed by the 1F1B schedule:
   through every stage once; Narayanan et al. SC'21 §2.2 for equal stages, (M + p − 1)·t).
   Reported as the balanced work M·mean(t_s) split by component, `pp_bubble` = (p − 1)·mean(t_s)
   — exactly (p − 1)/M of the balanced work — and `pp_imbalance` = (M − 1)(max − mean): the
-  last stage also runs the vocabulary head and the loss, the first `L mod p` stages one layer
-  more (`states.pipeline_stage_layers`).
-- Interleaved 1F1B (`vp` > 1 chunks of L/(p·vp) layers per rank, Megatron's virtual pipeline,
-  Narayanan et al. SC'21 §2.2.2): fill and drain pass through chunks vp times shorter, so
-  `pp_bubble` = (p − 1)·mean(t_s)/vp, (p − 1)/(vp·M) of the balanced work; every micro-batch
+  last stage also runs the vocabulary head and the loss, and the stages hold the layers the
+  layout's split gives them (`pipeline_split`: first/last-stage counts, the middle stages even).
+- Interleaved 1F1B (`vp` > 1 chunks per rank, each 1/vp of the rank's layers, Megatron's
+  virtual pipeline, Narayanan et al. SC'21 §2.2.2): fill and drain pass through chunks vp times
+  shorter, so `pp_bubble` = (p − 1)·mean(t_s)/vp, (p − 1)/(vp·M) of the balanced work, while
+  the slowest rank still paces the steady state (`pp_imbalance` as above); every micro-batch
   crosses vp times as many stage boundaries, so `pp_comm` is vp × the sends. The closed form
   needs M ≥ p micro-batches (`interleave_problem`; Megatron's schedule warms up p of them).
 
@@ -100,7 +101,7 @@ from planner.cost.flops import (
 from planner.cost.layout_comm import dp_groups, time_dispatch
 from planner.cost.memo import memo
 from planner.cost.offload import gpus_sharing_host, time_host_stream, time_optimizer_offload
-from planner.cost.states import pipeline_stage_layers
+from planner.cost.pipeline_split import pipeline_stage_layers
 from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import Layout, expert_tp
 from planner.specs.hardware import HardwareProfile
@@ -412,7 +413,8 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
             nbytes, comm.link_p2p(gpu, 2, stride=stride))
 
     out = []
-    for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp)):
+    for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp,
+                                                     L.first_stage_layers, L.last_stage_layers)):
         n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
         counts = {False: len(layers) - n_moe, True: n_moe}
         parts = {f.name: sum(n * getattr(kinds[moe], f.name) for moe, n in counts.items() if n)
@@ -446,18 +448,14 @@ def _pipeline(stages: tuple[_Stage, ...], micro: Num, vp: int = 1) -> _Pipeline:
                      imbalance=(micro - 1) * (slowest - mean))
 
 
-def interleave_problem(layers: int, pp: int, vp: int, micro: Num) -> str | None:
-    """Why `vp` interleaved chunks cannot run (None when they can): Megatron splits each
-    rank's layers evenly into vp chunks (pp·vp must divide the layers), and the bubble's
-    closed form (p − 1)/(vp·M) holds with at least pp micro-batches M per optimizer step."""
+def interleave_problem(pp: int, vp: int, micro: Num) -> str | None:
+    """Why `vp` interleaved chunks cannot run (None when they can): the bubble's closed form
+    (p − 1)/(vp·M) holds with at least pp micro-batches M per optimizer step. (How the layers
+    split into chunks is `pipeline_split.split_problem`'s.)"""
     if vp == 1:
         return None
     if pp == 1:
         return "needs pp > 1"
-    if layers % (pp * vp):
-        fits = [v for v in range(1, layers // pp + 1) if layers % (pp * v) == 0]
-        return (f"pp·vp = {pp}·{vp} must divide the model's {layers} layers; use vp "
-                f"{' or '.join(map(str, fits[-3:]))}")
     if np.any(np.asarray(micro) < pp):
         return (f"needs at least pp = {pp} micro-batches per optimizer step per rank (the "
                 f"schedule has {int(np.min(micro))}); use smaller micro-batches or vp 1")

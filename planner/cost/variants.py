@@ -1,7 +1,8 @@
 """Many layouts priced in one numpy pass: the search's candidates of one parallel shape.
 
 The search prices every ZeRO stage, checkpointing mode, micro-batch size, offload and
-generation KV cache size of each shape (dp, tp, pp, cp, ep, vp): tens of thousands of candidates.
+generation KV cache size of each shape (dp, tp, pp, cp, ep, vp, the pipeline's split): tens of
+thousands of candidates.
 The degrees decide the pipeline stages and the links, so they stay scalars; the per-candidate
 options are numpy arrays (`LayoutVariants`), and the cost functions (`memory.py`, `time.py`)
 take either a `Layout` or a `LayoutVariants` through the same formulas — `where` / `isin` in
@@ -41,6 +42,8 @@ class LayoutVariants:
     ep: int = 1
     etp: int | None = None
     vp: int = 1  # interleaved pipeline chunks per rank (training)
+    first_stage_layers: int | None = None  # uneven pipeline stages (`pipeline_split`)
+    last_stage_layers: int | None = None
     sp: bool = False
     zero: Num = 0
     checkpointing: np.ndarray | str = "none"
@@ -57,7 +60,9 @@ class LayoutVariants:
         options = {name: value[i] if isinstance(value, list) else value
                    for name, value in self._options.items()}
         return Layout(group=self.group, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp,
-                      ep=self.ep, etp=self.etp, vp=self.vp, sp=self.sp, **options)
+                      ep=self.ep, etp=self.etp, vp=self.vp, sp=self.sp,
+                      first_stage_layers=self.first_stage_layers,
+                      last_stage_layers=self.last_stage_layers, **options)
 
     def __iter__(self) -> Iterator[Layout]:
         return (self[i] for i in range(len(self)))

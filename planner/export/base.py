@@ -16,6 +16,7 @@ from typing import Any
 from planner.cost.constants import ENGINES
 from planner.cost.iteration import evaluate, task_memory
 from planner.cost.memory import ROLE_HEADS
+from planner.cost.pipeline_split import MegatronSplit, megatron_split, stage_layer_counts
 from planner.cost.report import to_plan
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
@@ -268,23 +269,32 @@ def train_batch(sc: Scenario, layout: Layout, per_step_key: str, micro_key: str,
     return TrainBatch(micro, per_step, layout.dp, per_step // per_round, unit)
 
 
-def uneven_last_stage(layers: int, pp: int) -> int | None:
-    """Layers of the last pipeline stage when `pp` does not divide `layers` (the others take
-    ceil(layers / pp) each); None when the split is even."""
-    if layers % pp == 0:
-        return None
-    first = math.ceil(layers / pp)
-    last = layers - first * (pp - 1)
-    if last <= 0:
-        raise ExportError(f"pipeline parallel {pp} over {layers} layers leaves a stage empty; "
-                          "use fewer pipeline stages")
-    return last
+def megatron_pipeline(spec: ModelSpec, layout: Layout, where: str) -> MegatronSplit:
+    """The Megatron settings that run the layout's pipeline split (`pipeline_split`: explicit
+    first/last-stage counts, or the account-for switches); a split Megatron cannot run is
+    refused naming the field."""
+    try:
+        return megatron_split(spec.num_hidden_layers, layout.pp, layout.vp,
+                              layout.first_stage_layers, layout.last_stage_layers)
+    except ValueError as err:
+        raise ExportError(f"{where}.{err}") from None
+
+
+def split_note(role: str, spec: ModelSpec, layout: Layout) -> str:
+    """A note on an uneven split: the layers each stage holds."""
+    counts = stage_layer_counts(spec.num_hidden_layers, layout.pp, layout.first_stage_layers,
+                                layout.last_stage_layers)
+    return (f"{role}: uneven pipeline stages over {spec.num_hidden_layers} layers: "
+            f"{', '.join(map(str, counts))}")
 
 
 def shell_value(value: Any) -> str:
-    """A value as one shell word (booleans the way Hydra and Python spell them)."""
+    """A value as one shell word (booleans the way Hydra and Python spell them, None as
+    Hydra's null)."""
     if isinstance(value, bool):
         return "True" if value else "False"
+    if value is None:
+        return "null"
     return shlex.quote(str(value))
 
 

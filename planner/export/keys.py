@@ -82,13 +82,14 @@ def has_key(schema: str, version: str, key: str) -> bool:
 
 def verl_key_ok(schema: str, key: str, version: str = VERL_VERSION) -> bool:
     """A verl override key is valid if the generated config has it, or, with a `+` prefix, if
-    it is new (Hydra refuses `+` on an existing key) under a dict verl's docs extend that way."""
+    it is new (Hydra refuses `+` on an existing key) under a dict verl's docs extend that way;
+    with `++` (Hydra's add-or-override), either."""
     keys = key_set(schema, version)
     if not key.startswith("+"):
         return key in keys
-    bare = key[1:]
+    forced, bare = key.startswith("++"), key.lstrip("+")
     if bare in _prefixes(schema, version):
-        return False
+        return forced and bare in keys
     for parent in VERL_PLUS_PARENTS:  # e.g. critic.megatron.override_transformer_config.X
         owner, found, _ = bare.partition(f".{parent}.")
         if found and f"{owner}.{parent}" in _prefixes(schema, version):

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.export.base import Export, ExportError, PlanView, train_batch, uneven_last_stage
+from planner.export.base import (
+    Export,
+    ExportError,
+    PlanView,
+    megatron_pipeline,
+    split_note,
+    train_batch,
+)
 from planner.export.capabilities import capabilities
 from planner.export.keys import VERSIONS
 from planner.frameworks.conditions import tp_divides_heads
@@ -82,15 +89,9 @@ def role_args(v: PlanView, role: str, spec: ModelSpec, layout: Layout,
         ("--tensor-model-parallel-size", layout.tp),
         ("--pipeline-model-parallel-size", layout.pp),
         ("--context-parallel-size", layout.cp)]
-    last = uneven_last_stage(spec.num_hidden_layers, layout.pp)
-    if last is not None:
-        args.append(("--decoder-last-pipeline-num-layers", last))
-        notes.append(f"{role}: pp {layout.pp} does not divide {spec.num_hidden_layers} layers; "
-                     f"the last stage gets {last}")
-    if layout.vp > 1:  # interleaved 1F1B: each rank's layers in vp chunks (plan checks pp·vp
-        # divides the layers); docs/exports.md §4 names this flag for VPP
-        args.append(("--num-layers-per-virtual-pipeline-stage",
-                     spec.num_hidden_layers // (layout.pp * layout.vp)))
+    args += pipeline_args(spec, layout, f"layouts.{role}.training")
+    if layout.uneven:
+        notes.append(split_note(role, spec, layout))
     if layout.sp:
         args.append(("--sequence-parallel", None))
     if spec.moe is not None:
@@ -122,6 +123,25 @@ def role_args(v: PlanView, role: str, spec: ModelSpec, layout: Layout,
     args += [("--micro-batch-size", batch.micro), ("--global-batch-size", batch.per_step),
              ("--bf16", None)]
     assert {flag for flag, _ in args} <= MEGATRON_FLAGS
+    return args
+
+
+def pipeline_args(spec: ModelSpec, layout: Layout, where: str) -> list[tuple[str, Any]]:
+    """The flags of the layout's pipeline split and interleaving (`pipeline_split`)."""
+    split = megatron_pipeline(spec, layout, where)
+    args: list[tuple[str, Any]] = [(flag, value) for flag, value in (
+        ("--decoder-first-pipeline-num-layers", split.first),
+        ("--decoder-last-pipeline-num-layers", split.last)) if value is not None]
+    args += [(flag, None) for flag, on in (
+        ("--account-for-embedding-in-pipeline-split", split.embedding_in_split),
+        ("--account-for-loss-in-pipeline-split", split.loss_in_split)) if on]
+    if layout.vp > 1 and split.uneven:  # validate_args: "please use
+        # --num-virtual-stages-per-pipeline-rank ... when enable uneven pipeline parallelism"
+        args.append(("--num-virtual-stages-per-pipeline-rank", layout.vp))
+    elif layout.vp > 1:  # interleaved 1F1B: each rank's layers in vp chunks (the plan checks
+        # pp·vp divides the layers); docs/exports.md §4 names this flag for VPP
+        args.append(("--num-layers-per-virtual-pipeline-stage",
+                     spec.num_hidden_layers // (layout.pp * layout.vp)))
     return args
 
 

@@ -13,23 +13,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.cost.pipeline_split import CONFIG_FIELDS, stage_layer_counts
 from planner.export.base import (
     Export,
     ExportError,
     PlanView,
     generation_notes,
     generation_pp_refusal,
+    megatron_pipeline,
     model_path,
     nodes_for,
     shell_script,
     shell_value,
+    split_note,
     train_batch,
-    uneven_last_stage,
 )
 from planner.export.capabilities import capabilities
 from planner.export.keys import VERL_VERSION, check_keys
 from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
 from planner.plan import Layout, expert_tp
+from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -162,9 +165,10 @@ def _fsdp_training(role: str, layout: Layout, v: PlanView, notes: list[str]) -> 
             GRADIENT_CHECKPOINTING[role]: layout.checkpointing != "none"}
 
 
-def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
-                       notes: list[str]) -> dict[str, Any]:
-    """Parallel degrees of one Megatron-backed role (training, or the reference's forward)."""
+def _megatron_parallel(role: str, layout: Layout, sc: Scenario, notes: list[str],
+                       actor: Layout | None = None) -> dict[str, Any]:
+    """Parallel degrees of one Megatron-backed role (training, or the reference's forward; for
+    the reference, `actor` is the actor's training layout, whose settings it inherits)."""
     root = MEGATRON[role]
     o: dict[str, Any] = {f"{root}.tensor_model_parallel_size": layout.tp,
                          f"{root}.pipeline_model_parallel_size": layout.pp,
@@ -172,15 +176,43 @@ def _megatron_parallel(role: str, layout: Layout, sc: Scenario,
                          f"{root}.expert_model_parallel_size": layout.ep}
     if layout.vp > 1:  # interleaved pipeline chunks per rank (Megatron's virtual pipeline)
         o[f"{root}.virtual_pipeline_model_parallel_size"] = layout.vp
+    elif actor is not None and actor.vp > 1:  # the reference would inherit the actor's chunks
+        o[f"{root}.virtual_pipeline_model_parallel_size"] = None
     spec = sc.critic if role == "critic" else sc.actor
     if spec.moe is not None:  # verl's default (null) is Megatron's: etp = tp
         o[f"{root}.expert_tensor_parallel_size"] = expert_tp(layout, "training")
-    last = uneven_last_stage(spec.num_hidden_layers, layout.pp)
-    if last is not None:  # docs/exports.md §1.4: uneven PP splits are `+` overrides
-        o[f"+{root}.override_transformer_config.num_layers_in_last_pipeline_stage"] = last
-        notes.append(f"{role}: pp {layout.pp} does not divide {spec.num_hidden_layers} layers; "
-                     f"the last pipeline stage gets {last}")
-    return o
+    return o | _split_overrides(role, layout, spec, notes, actor)
+
+
+def _split_overrides(role: str, layout: Layout, spec: ModelSpec, notes: list[str],
+                     actor: Layout | None) -> dict[str, Any]:
+    """The uneven pipeline split of one Megatron-backed role as override_transformer_config
+    keys. The reference inherits the actor's whole override_transformer_config (verl 0.9.1:
+    `${oc.select:actor_rollout_ref.actor.megatron.override_transformer_config,{}}`): nothing is
+    written for it when its stages hold the actor's layers (whichever of Megatron's mechanisms
+    the actor's chunks need, the same counts per rank); else its four keys are forced (`++`),
+    which replaces the inherited block."""
+    stage = "assessment" if role == "reference" else "training"
+    split = megatron_pipeline(spec, layout, f"layouts.{role}.{stage}")
+    if split.uneven:
+        notes.append(split_note(role, spec, layout))
+    values = (split.first, split.last, split.embedding_in_split or None,
+              split.loss_in_split or None)
+    cfg = f"{MEGATRON[role]}.override_transformer_config"
+    if actor is None:
+        return {f"+{cfg}.{k}": x for k, x in zip(CONFIG_FIELDS, values, strict=True)
+                if x is not None}
+    if _stage_layers(spec, layout) == _stage_layers(spec, actor):
+        return {}
+    notes.append(f"{role}: its pipeline split differs from the actor's, so its Megatron "
+                 "override_transformer_config is set apart and no longer inherits the actor's "
+                 "other overrides (attention_backend, recompute) — Megatron's defaults there")
+    return {f"++{cfg}.{k}": x for k, x in zip(CONFIG_FIELDS, values, strict=True)}
+
+
+def _stage_layers(spec: ModelSpec, layout: Layout) -> list[int]:
+    return stage_layer_counts(spec.num_hidden_layers, layout.pp, layout.first_stage_layers,
+                              layout.last_stage_layers)
 
 
 def _megatron_training(role: str, layout: Layout, v: PlanView,
@@ -241,7 +273,7 @@ def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus
         offload = ref.offload != "none" or v.inter.offload_during_generation
         if megatron:
             ref = _megatron_reference(v, ref, actor, pool_gpus, notes)
-            o |= _megatron_parallel("reference", ref, v.sc, notes)
+            o |= _megatron_parallel("reference", ref, v.sc, notes, actor)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
         else:
             if needs_megatron([ref]):
@@ -274,6 +306,8 @@ def _megatron_reference(v: PlanView, ref: Layout, actor: Layout, pool_gpus: int,
             v.cluster_of(run.group).gpu.memory_gib:
         run = run.model_copy(update={"tp": actor.tp, "pp": actor.pp, "cp": actor.cp,
                                      "ep": actor.ep,
+                                     "first_stage_layers": actor.first_stage_layers,
+                                     "last_stage_layers": actor.last_stage_layers,
                                      "dp": pool_gpus // (actor.tp * actor.pp * actor.cp)})
         notes.append(f"reference zero 3 over {ref.dp} GPUs: verl's Megatron backend keeps whole "
                      f"weights per tensor × pipeline group, so the reference takes the actor's "

@@ -16,11 +16,12 @@ import re
 from functools import partial
 from typing import Any
 
+from planner.cost.pipeline_split import MegatronSplit
 from planner.errors import InputError
 from planner.importers.defaults import MEGATRON, MEGATRON_SOURCE
 from planner.importers.launch import Launch
 from planner.importers.models import ModelRef, shape_match
-from planner.importers.reading import Reading, whole
+from planner.importers.reading import Reading, uneven_stages, whole
 from planner.importers.values import Settings, as_int, flag_settings
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -148,9 +149,16 @@ def _training(a: _Args, gpus: int, group: str, sc: Scenario, role: str) -> dict[
            "micro_batch": a.int("--micro-batch-size") * (2 if sc.family is Family.DPO else 1)}
     if f.has("--expert-tensor-parallel-size"):
         lay["etp"] = a.int("--expert-tensor-parallel-size")
-    if f.has("--num-layers-per-virtual-pipeline-stage"):  # layers / (pp · vp)
-        lay["vp"] = whole(sc.roles[role].num_hidden_layers,
-                          pp * a.int("--num-layers-per-virtual-pipeline-stage"),
+    split = MegatronSplit(first=a.optional_int("--decoder-first-pipeline-num-layers"),
+                          last=a.optional_int("--decoder-last-pipeline-num-layers"),
+                          embedding_in_split=a.on("--account-for-embedding-in-pipeline-split"),
+                          loss_in_split=a.on("--account-for-loss-in-pipeline-split"))
+    layers = sc.roles[role].num_hidden_layers
+    lay |= uneven_stages(split, layers, pp, f"{role} pipeline split")
+    if f.has("--num-layers-per-virtual-pipeline-stage"):  # (layers + e + s) / (pp · vp),
+        # the embedding / loss counted as layers when the account-for switches are on
+        counted = layers + split.embedding_in_split + split.loss_in_split
+        lay["vp"] = whole(counted, pp * a.int("--num-layers-per-virtual-pipeline-stage"),
                           f"{role} layers ÷ (pp × --num-layers-per-virtual-pipeline-stage)")
     elif f.has("--num-virtual-stages-per-pipeline-rank"):
         lay["vp"] = a.int("--num-virtual-stages-per-pipeline-rank")
@@ -191,8 +199,9 @@ def _arrays(launch: Launch) -> Reading:
                          f"group with its tp {actor['tp']}")
         for role in ("reference", "reward"):
             if role in sc.roles:
-                layouts[role] = {"assessment": {k: actor[k] for k in ("group", "tp", "pp", "cp",
-                                                                       "dp")}}
+                layouts[role] = {"assessment": {k: actor[k] for k in (
+                    "group", "tp", "pp", "cp", "dp", "first_stage_layers", "last_stage_layers")
+                    if k in actor}}
                 notes.append(f"{role}: not in Megatron arguments; assumed with the actor's "
                              "layout")
         return {"groups": [{"name": n, "gpus": g} for n, g in groups.items()],

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.cost.pipeline_split import MegatronSplit, split_from_megatron
 from planner.errors import InputError
 from planner.importers.models import ModelRef
 from planner.importers.values import Settings
@@ -41,6 +42,18 @@ def whole(gpus: int, per: int, what: str) -> int:
         raise InputError(f"import: {what}: {gpus} GPUs do not split into groups of {per}; fix "
                          "the parallel sizes")
     return gpus // per
+
+
+def uneven_stages(settings: MegatronSplit, layers: int, pp: int, where: str) -> dict[str, int]:
+    """The plan's first_stage_layers / last_stage_layers from a Megatron configuration's
+    uneven-split settings (`pipeline_split.split_from_megatron`); what Megatron refuses is
+    refused naming `where`."""
+    try:
+        first, last = split_from_megatron(layers, pp, settings)
+    except ValueError as err:
+        raise InputError(f"import: {where}: {err}") from None
+    return {k: n for k, n in (("first_stage_layers", first), ("last_stage_layers", last))
+            if n is not None}
 
 
 def lengths(fields: dict[str, Any], prompt_cap: int, response_cap: int, where: str,

@@ -15,6 +15,7 @@ from functools import cache, partial
 from importlib.resources import files
 from typing import Any
 
+from planner.cost.pipeline_split import CONFIG_FIELDS, MegatronSplit
 from planner.errors import InputError
 from planner.export.keys import VERL_VERSION, key_set
 from planner.importers.defaults import VERL, VERL_INHERITS, VERL_SOURCE
@@ -26,6 +27,7 @@ from planner.importers.reading import (
     lengths,
     mini_batches,
     refused,
+    uneven_stages,
     whole,
 )
 from planner.importers.shell import Text
@@ -198,10 +200,6 @@ def read(launch: Launch) -> Reading:
     total += reward_pool
     fields |= {"cluster.gpus_per_node": per_node,
                "cluster.nodes": -(-total // per_node)}
-    if backend == "megatron" and s.has(f"{ACTOR}.megatron.override_transformer_config."
-                                       "num_layers_in_last_pipeline_stage"):
-        notes.append("num_layers_in_last_pipeline_stage: the plan splits the layers as evenly "
-                     "as the pipeline allows (uneven stages are not in a plan yet)")
     release = f"verl {VERL_VERSION} ({'Megatron' if backend == 'megatron' else 'FSDP'} backend)"
     notes.append(f"defaults: what the script leaves out takes {VERL_SOURCE}'s value")
     layout = partial(_plan, v, backend, pool, separate, reward_pool, notes)
@@ -224,7 +222,7 @@ def _plan(v: _Verl, backend: str, pool: int, separate: bool, reward_pool: int,
     for role in ("actor", "critic"):
         if role == "critic" and sc.critic is None:
             continue
-        lay = _megatron(v, role, pool) if megatron else _fsdp(v, role, pool)
+        lay = _megatron(v, role, pool, sc) if megatron else _fsdp(v, role, pool)
         lay["micro_batch"] = _micro(v, role, sc, notes)
         layouts[role] = {"training": lay}
     gen_group, gen_gpus = "g0", pool
@@ -315,9 +313,24 @@ def _degrees(v: _Verl, root: str, pool: int) -> dict[str, Any]:
     return {"group": "g0", **d}
 
 
-def _megatron(v: _Verl, role: str, pool: int) -> dict[str, Any]:
+def _uneven(v: _Verl, root: str, layers: int) -> dict[str, int]:
+    """first_stage_layers / last_stage_layers from the uneven-split keys of Megatron's
+    TransformerConfig in `root`.override_transformer_config (exports.md §1.4). The reference
+    inherits the actor's whole block (verl 0.9.1: `${oc.select:actor_rollout_ref.actor.
+    megatron.override_transformer_config,{}}`) unless the script sets it apart."""
+    cfg = f"{root}.override_transformer_config"
+    if root == f"{REF}.megatron" and not any(v.s.has(f"{cfg}.{k}") for k in CONFIG_FIELDS):
+        cfg = f"{ACTOR}.megatron.override_transformer_config"
+    first, last, embedding, loss = (f"{cfg}.{k}" for k in CONFIG_FIELDS)
+    split = MegatronSplit(first=v.optional_int(first), last=v.optional_int(last),
+                          embedding_in_split=v.bool(embedding), loss_in_split=v.bool(loss))
+    pp = v.int(f"{root}.pipeline_model_parallel_size")
+    return uneven_stages(split, layers, pp, f"{cfg} (pipeline split)")
+
+
+def _megatron(v: _Verl, role: str, pool: int, sc: Scenario) -> dict[str, Any]:
     root = f"{ACTOR}.megatron" if role == "actor" else "critic.megatron"
-    lay = _degrees(v, root, pool)
+    lay = _degrees(v, root, pool) | _uneven(v, root, sc.roles[role].num_hidden_layers)
     recompute = v.s.text(f"{root}.override_transformer_config.recompute_granularity")
     mode = recompute.text if recompute is not None else "none"
     # Megatron switches sequence parallelism off at TP 1 (megatron-core 0.19.2 validate_args:
@@ -338,6 +351,7 @@ def _reference(v: _Verl, pool: int, megatron: bool, sc: Scenario,
     if megatron:  # the reference's degrees follow the actor's unless the script sets them
         root = f"{REF}.megatron"
         lay = _degrees(v, root, pool)
+        lay |= _uneven(v, root, sc.reference.num_hidden_layers)
         offload = v.bool(f"{root}.param_offload")
         return {**lay, "sp": v.bool(f"{root}.sequence_parallel") and lay["tp"] > 1,
                 "zero": 0, "offload": "params" if offload else "none", "micro_batch": micro}

@@ -4,9 +4,11 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
 - tp a power of two dividing g, within one scale-up domain, dividing the attention heads and
   compatible with the KV heads (one divides the other); sequence parallelism on whenever tp > 1
   (it only saves memory in the model);
-- pp dividing the layers (Megatron's even split), at most `MAX_PP`; in training, vp interleaved
-  chunks per rank (1, or 2 … `MAX_VP` with pp > 1, pp·vp dividing the layers and at least pp
-  micro-batches per step);
+- pp a power of two, at most `MAX_PP`: dividing the layers (Megatron's even split), or, where
+  it does not, with the one uneven split `pipeline_split.offered_split` gives (first/last-stage
+  layer counts, the middle stages even); in training, vp interleaved chunks per rank (1, or
+  2 … `MAX_VP` with pp > 1 — where pp divides the layers, pp·vp dividing them; where it does
+  not, a split Megatron interleaves — and at least pp micro-batches per step);
 - cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
 - ep dividing the experts and dp·cp·tp (MoE only);
 - micro-batches dividing each rank's share of a mini-batch;
@@ -29,6 +31,7 @@ import numpy as np
 
 from planner.cost.iteration import sequences
 from planner.cost.legality import ep_problem, tp_problem
+from planner.cost.pipeline_split import offered_split
 from planner.cost.variants import LayoutVariants
 from planner.search.kv import kv_levels
 from planner.search.pools import PoolSpace
@@ -137,16 +140,18 @@ def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
 
 def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                      ) -> Iterator[LayoutVariants]:
-    """Training: tp, pp, vp, cp, ep, etp; the variants are ZeRO × checkpointing × micro-batch
-    × offload. Interleaved chunks vp (powers of two up to `MAX_VP`) where pp·vp divides the
-    layers, with the micro-batch sizes that leave at least pp micro-batches per step
-    (`time.interleave_problem`)."""
+    """Training: tp, pp (with its split), vp, cp, ep, etp; the variants are ZeRO ×
+    checkpointing × micro-batch × offload. Interleaved chunks vp (powers of two up to
+    `MAX_VP`) where Megatron splits the stages into them (`_pipelines`), with the micro-batch
+    sizes that leave at least pp micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
-        for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
-                   if spec.num_hidden_layers % p == 0):
+        for pp in _pow2_divisors(g // tp, MAX_PP):
+            pipelines = _pipelines(spec.num_hidden_layers, pp, MAX_VP)
+            if not pipelines:
+                continue
             for cp in (c for c in _pow2_divisors(g // (tp * pp), g) if c == 1
                        or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
                 dp = g // (tp * pp * cp)
@@ -155,7 +160,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 if per_rank < 1 or not micro_batches:
                     continue
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
-                for vp in _vp_options(spec.num_hidden_layers, pp):
+                for vp, (first, last) in pipelines:
                     sizes = [b for b in micro_batches if vp == 1 or per_rank // b >= pp]
                     if not sizes:
                         continue
@@ -163,31 +168,47 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                                        micro_batch=sizes, offload=offloads)
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
                         yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
-                                             vp=vp, sp=tp > 1, **options)
+                                             vp=vp, sp=tp > 1, first_stage_layers=first,
+                                             last_stage_layers=last, **options)
 
 
-def _vp_options(layers: int, pp: int) -> list[int]:
-    """Interleaved chunks per rank the search offers: 1, and with pp > 1 the powers of two up
-    to `MAX_VP` with pp·vp dividing the layers (Megatron's even split into chunks)."""
-    return [1] + [v for v in (1 << k for k in range(1, MAX_VP.bit_length()))
-                  if pp > 1 and v <= MAX_VP and layers % (pp * v) == 0]
+Split = tuple[int | None, int | None]
+
+
+def _pipelines(layers: int, pp: int, max_vp: int) -> list[tuple[int, Split]]:
+    """(vp, (first_stage_layers, last_stage_layers)) the search offers for pp stages: vp 1 and,
+    with pp > 1, the powers of two up to `max_vp`; an even split where pp divides the layers
+    (pp·vp dividing them too), else `offered_split`'s for that vp. Empty: pp has no split."""
+    out: list[tuple[int, Split]] = []
+    for vp in (1 << k for k in range(max_vp.bit_length())):
+        if vp > max_vp or (vp > 1 and pp == 1):
+            continue
+        if layers % pp == 0:
+            if layers % (pp * vp) == 0:
+                out.append((vp, (None, None)))
+        elif (split := offered_split(layers, pp, vp)) is not None:
+            out.append((vp, split))
+    return out
 
 
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     ) -> Iterator[LayoutVariants]:
-    """A frozen model's forward: tp, pp, ep, etp; the variants are ZeRO (0 or 3) × micro-batch."""
+    """A frozen model's forward: tp, pp (with its split, `_pipelines`), ep, etp; the variants
+    are ZeRO (0 or 3) × micro-batch."""
     sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
-        for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
-                   if spec.num_hidden_layers % p == 0):
-            dp = g // (tp * pp)
-            micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
-            if n / dp < 1 or not micro_batches:
-                continue
-            options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
-            for ep, etp in _expert_layouts(spec, dp * tp, tp):
-                yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp, **options)
+        for pp in _pow2_divisors(g // tp, MAX_PP):
+            for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
+                dp = g // (tp * pp)
+                micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
+                if n / dp < 1 or not micro_batches:
+                    continue
+                options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
+                for ep, etp in _expert_layouts(spec, dp * tp, tp):
+                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
+                                         first_stage_layers=first, last_stage_layers=last,
+                                         **options)
 
 
 SHAPES = {"generation": _generation_shapes, "training": _training_shapes,

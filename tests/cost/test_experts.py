@@ -164,10 +164,14 @@ def test_the_search_weighs_both_ways_and_equals_brute_force(tmp_path):
 
 
 @pytest.mark.parametrize(("actor", "gen", "train"), [
-    # DeepSeek-V3 671B: vLLM TP 32 without EP; Megatron TP 8 × PP 16 × EP 8 (etp 1), offloaded
-    ("deepseek-v3", {"dp": 4, "tp": 32}, {"dp": 1, "tp": 8, "pp": 16, "ep": 8, "etp": 1}),
-    # Qwen3-235B-A22B: vLLM TP 16; Megatron TP 8 × PP 8 × EP 8
-    ("qwen3-235b-a22b", {"dp": 8, "tp": 16}, {"dp": 2, "tp": 8, "pp": 8, "ep": 8, "etp": 1}),
+    # DeepSeek-V3 671B: vLLM TP 32 without EP; Megatron TP 8 × PP 16 × EP 8 (etp 1), offloaded;
+    # its 61 layers uneven over 16 stages: 3, 4 × 14, 2
+    ("deepseek-v3", {"dp": 4, "tp": 32}, {"dp": 1, "tp": 8, "pp": 16, "ep": 8, "etp": 1,
+                                          "first_stage_layers": 3, "last_stage_layers": 2}),
+    # Qwen3-235B-A22B: vLLM TP 16; Megatron TP 8 × PP 8 × EP 8; 94 layers: 11, 12 × 6, 11
+    ("qwen3-235b-a22b", {"dp": 8, "tp": 16}, {"dp": 2, "tp": 8, "pp": 8, "ep": 8, "etp": 1,
+                                              "first_stage_layers": 11,
+                                              "last_stage_layers": 11}),
 ])
 def test_large_moe_rollouts_on_tp_fit_80gb_gpus_beside_offloaded_training(actor, gen, train):
     from planner.cost.iteration import evaluate

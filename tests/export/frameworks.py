@@ -280,6 +280,10 @@ def model_args(spec: Any, seq_len: int) -> list[str]:
             "--lr", "1e-5", "--train-iters", "10"]
     if spec.num_key_value_heads != spec.num_attention_heads:
         args += ["--group-query-attention", "--num-query-groups", str(spec.num_key_value_heads)]
+    if not (spec.mlp_bias or spec.o_bias):  # the model's biases (TransformerConfig checks MoE's)
+        args.append("--disable-bias-linear")
+    if spec.qkv_bias:
+        args.append("--add-qkv-bias")
     if spec.moe is not None:
         args += ["--moe-router-topk", str(spec.moe.experts_per_token),
                  "--moe-ffn-hidden-size", str(spec.moe.expert_intermediate_size)]

@@ -1,5 +1,7 @@
-"""Megatron-LM's own `parse_args` + `validate_args` (megatron-core 0.19.2) on argument lists,
-run in a process of its own (tests/export/frameworks.py starts it with the unpacked wheel first
+"""Megatron-LM's own `parse_args` + `validate_args` (megatron-core 0.19.2) on argument lists, and
+the TransformerConfig it builds from them (`core_transformer_config_from_args`: its
+`__post_init__` checks the model's settings, the uneven pipeline split among them), run in a
+process of its own (tests/export/frameworks.py starts it with the unpacked wheel first
 on PYTHONPATH, so an installed older megatron-core is not the one imported).
 
 Reads JSON from stdin: [{"argv": [...], "world_size": N, "env": {...}}, ...]; writes JSON to
@@ -57,7 +59,13 @@ def _prepare() -> tuple:
     from megatron.training import arguments
 
     arguments.get_device_arch_version = lambda: H100_CAPABILITY[0]
-    return arguments.parse_args, arguments.validate_args
+    from megatron.training.argument_utils import core_transformer_config_from_args
+
+    def validate(args: object) -> None:
+        arguments.validate_args(args)
+        core_transformer_config_from_args(args)
+
+    return arguments.parse_args, validate
 
 
 def main() -> None:

@@ -43,11 +43,50 @@ def test_ppo_roles():
 def test_uneven_pipeline():
     sc = scenario()  # 24 layers over 5 stages: 5, 5, 5, 5, 4
     result = export(priced(sc, colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
-                                         train={"dp": 1, "pp": 5, "micro_batch": 2})),
+                                         train={"dp": 1, "pp": 5, "micro_batch": 2,
+                                                "last_stage_layers": 4})),
                     sc, "megatron")
     args = values(arrays(result.text)["ACTOR"])
     assert args["--pipeline-model-parallel-size"] == "5"
     assert args["--decoder-last-pipeline-num-layers"] == "4"
+    assert "--decoder-first-pipeline-num-layers" not in args  # the first is a middle stage
+    assert "actor: uneven pipeline stages over 24 layers: 5, 5, 5, 5, 4" in result.notes
+
+
+def _uneven_actor(**train):
+    sc = scenario()
+    return sc, export(priced(sc, colocated(gpus=8, gen={"dp": 8}, ref={"dp": 8}, train={
+        "dp": 1, "micro_batch": 1, **train})), sc, "megatron")
+
+
+def test_uneven_first_and_last_stages_are_flags():
+    _, result = _uneven_actor(pp=8, first_stage_layers=2, last_stage_layers=2)  # 2, 3 × 6, 2
+    args = values(arrays(result.text)["ACTOR"])
+    assert (args["--decoder-first-pipeline-num-layers"],
+            args["--decoder-last-pipeline-num-layers"]) == ("2", "2")
+    assert "--account-for-embedding-in-pipeline-split" not in args
+
+
+def test_uneven_interleaved_stages_take_the_chunk_count():
+    """Megatron's validate_args wants --num-virtual-stages-per-pipeline-rank with uneven
+    stages (not layers per chunk); stages of 4, 2 × 2, ..., 4 split into 2 chunks each."""
+    _, result = _uneven_actor(pp=8, vp=2, first_stage_layers=4, last_stage_layers=4)
+    args = values(arrays(result.text)["ACTOR"])
+    assert args["--num-virtual-stages-per-pipeline-rank"] == "2"
+    assert "--num-layers-per-virtual-pipeline-stage" not in args
+    assert args["--decoder-first-pipeline-num-layers"] == "4"
+
+
+def test_a_split_megatron_interleaves_only_by_accounting_is_exported_so():
+    """24 layers over 5 stages of 2 chunks: 4, 5, 5, 5, 5 cannot be given as counts (5 is odd
+    … and 4 is not the middle's) — but with vp 1 … here: 5 stages of m = 5 with the first one
+    fewer is --account-for-embedding-in-pipeline-split (25 / 5 = 5 per rank); vp 5 splits it."""
+    _, result = _uneven_actor(pp=4, vp=3, first_stage_layers=5, last_stage_layers=5)
+    args = values(arrays(result.text)["ACTOR"])
+    assert "--account-for-embedding-in-pipeline-split" in args
+    assert "--account-for-loss-in-pipeline-split" in args
+    assert "--decoder-first-pipeline-num-layers" not in args
+    assert args["--num-virtual-stages-per-pipeline-rank"] == "3"
 
 
 def test_tensor_parallel_must_divide_the_heads():

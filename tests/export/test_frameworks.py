@@ -13,12 +13,15 @@ import json
 import re
 import shlex
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
+from planner.cost.pipeline_split import offered_split, split_problem
 from planner.export import ExportError, export
+from planner.export.megatron import pipeline_args
 from planner.importers import import_config
-from planner.plan import PlanInput
+from planner.plan import Layout, PlanInput
 from tests.export import frameworks as fw
 from tests.export.plans import (
     colocated,
@@ -71,6 +74,20 @@ CASES: dict[str, Callable] = {
     "grpo-interleaved-pipeline": lambda: (
         scenario(), colocated(train={"dp": 2, "tp": 2, "pp": 2, "vp": 2, "sp": True, "zero": 1,
                                      "micro_batch": 1}), {"verl", "megatron"}),
+    # uneven pipeline stages (24 layers): explicit first/last counts, interleaved, the
+    # reference on the actor's split (inherited in verl); and a split Megatron interleaves only
+    # as --account-for-embedding-in-pipeline-split does (4, 5 × 4 over 5 chunks per rank)
+    "grpo-uneven-pipeline": lambda: (
+        scenario(), colocated(train={"dp": 2, "pp": 4, "vp": 2, "first_stage_layers": 4,
+                                     "last_stage_layers": 4, "zero": 1, "micro_batch": 1},
+                              ref={"dp": 2, "pp": 4, "first_stage_layers": 4,
+                                   "last_stage_layers": 4, "micro_batch": 2}),
+        {"verl", "megatron"}),
+    "grpo-uneven-accounted": lambda: (
+        scenario(), colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
+                              train={"dp": 1, "pp": 5, "vp": 5, "first_stage_layers": 4,
+                                     "zero": 1, "micro_batch": 1}),
+        {"verl", "megatron"}),
     "grpo-rollout-log-probs": lambda: (scenario(**{"runtime.old_log_probs": "rollout"}),
                                        colocated(), {"verl", "openrlhf", "deepspeed",
                                                      "megatron"}),
@@ -210,6 +227,52 @@ def _megatron_cases(result, sc) -> list[tuple[str, list[str], int, dict[str, str
     return out
 
 
+# override_transformer_config keys of an uneven split → the Megatron flags that set the same
+# TransformerConfig fields (core_transformer_config_from_args; the account-for flags by name)
+_SPLIT_FLAGS = {"num_layers_in_first_pipeline_stage": "--decoder-first-pipeline-num-layers",
+                "num_layers_in_last_pipeline_stage": "--decoder-last-pipeline-num-layers",
+                "account_for_embedding_in_pipeline_split":
+                    "--account-for-embedding-in-pipeline-split",
+                "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split"}
+
+
+def _verl_megatron_cases(result, sc) -> list[tuple[str, list[str], int, dict[str, str]]]:
+    """(role, argv, world size, environment) of the Megatron engines a verl export configures
+    (Megatron backend: actor, reference), composed by verl's Hydra config and written as the
+    Megatron arguments that build the same TransformerConfig: what verl hands Megatron (the
+    degrees, interleaving, the uneven split in override_transformer_config)."""
+    cfg = fw.verl_compose(result.text)
+    if cfg.actor_rollout_ref.actor.strategy != "megatron":
+        return []
+    world = cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node
+    out = []
+    for role, m in (("ACTOR", cfg.actor_rollout_ref.actor.megatron),
+                    ("REFERENCE", cfg.actor_rollout_ref.ref.megatron)):
+        argv = [f"--{k.replace('_', '-')}" if i % 2 == 0 else str(m[k])
+                for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                          "context_parallel_size", "expert_model_parallel_size")
+                for i in range(2)]
+        argv += ["--sequence-parallel"] * bool(m.sequence_parallel)
+        argv += ["--use-distributed-optimizer"] * bool(m.use_distributed_optimizer)
+        if m.virtual_pipeline_model_parallel_size is not None:
+            argv += ["--num-virtual-stages-per-pipeline-rank",
+                     str(m.virtual_pipeline_model_parallel_size)]
+        for key, flag in _SPLIT_FLAGS.items():
+            value = m.override_transformer_config.get(key)
+            if isinstance(value, bool):
+                argv += [flag] * value
+            elif value is not None:
+                argv += [flag, str(value)]
+        if sc.actor.moe is not None:
+            argv += ["--num-experts", str(sc.actor.moe.num_experts)]
+            if m.expert_tensor_parallel_size is not None:
+                argv += ["--expert-tensor-parallel-size", str(m.expert_tensor_parallel_size)]
+        argv += ["--micro-batch-size", "1", "--bf16",
+                 *fw.model_args(sc.actor, sc.workload.max_seq_len)]
+        out.append((role, argv, world, {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}))
+    return out
+
+
 def _refusals() -> list[tuple[list[str], int, dict[str, str]]]:
     """Arguments Megatron must accept (the first) and refuse (the rest): a world size TP × PP
     does not divide, CPU optimizer offload without the precision-aware optimizer, TP without
@@ -220,6 +283,59 @@ def _refusals() -> list[tuple[list[str], int, dict[str, str]]]:
     return [(base, 6, one), ([*base, "--pipeline-model-parallel-size", "4"], 6, one),
             ([*base, "--optimizer-cpu-offload", "--use-distributed-optimizer"], 8, one),
             (base, 8, {})]
+
+
+# (layers, pp, vp, first_stage_layers, last_stage_layers): Megatron's uneven-split rules
+# against rlplan's (`pipeline_split.split_problem`): the layer counts of DeepSeek-V3 (61) and
+# Qwen3-235B (94), the search's offered split, Megatron's account-for split, odd ones
+SPLITS = sorted({
+    (L, pp, vp, *ends)
+    for L in (61, 94) for pp in (4, 5, 8) for vp in (1, 2, 4)
+    for ends in ((None, None), offered_split(L, pp, vp) or (None, None),
+                 (-(-(L + 2) // pp) - 1,) * 2, (2, None), (None, 6), (11, 11), (3, 2))
+    # no ends with vp > 1: Megatron asserts pp·vp | L when it builds the model
+    # (get_num_layers_to_build), not in its config checks
+    if not (vp > 1 and ends == (None, None))
+}, key=str)
+
+
+def _split_case(L: int, pp: int, vp: int, first: int | None, last: int | None
+                ) -> tuple[list[str], int, dict[str, str]]:
+    """Megatron's arguments for a split: the exporter's flags (`megatron.pipeline_args`) where
+    rlplan runs it, else the explicit counts (and the chunk count) as a user would write."""
+    if split_problem(L, pp, vp, first, last) is None:
+        layout = Layout(group="g", dp=1, pp=pp, vp=vp, first_stage_layers=first,
+                        last_stage_layers=last)
+        words = [str(w) for flag, value in pipeline_args(
+            SimpleNamespace(num_hidden_layers=L), layout, "split")
+            for w in (flag, value) if w is not None]
+    else:
+        words = [w for flag, n in (("--decoder-first-pipeline-num-layers", first),
+                                   ("--decoder-last-pipeline-num-layers", last))
+                 if n is not None for w in (flag, str(n))]
+        words += ["--num-virtual-stages-per-pipeline-rank", str(vp)] * (vp > 1)
+    shape = fw.model_args(scenario().actor, 1024)
+    shape[shape.index("--num-layers") + 1] = str(L)
+    return (["--pipeline-model-parallel-size", str(pp), *words, "--micro-batch-size", "1",
+             "--bf16", *shape], pp, {})
+
+
+def test_megatron_runs_exactly_the_splits_rlplan_runs(megatron):
+    """Every split rlplan accepts, Megatron accepts as exported (with the layers per stage and
+    chunks it plans); every split rlplan refuses, Megatron refuses too."""
+    results = megatron[1][6:]
+    assert len(results) == len(SPLITS) > 80
+    disagree = [(split, r.get("error")) for split, r in zip(SPLITS, results, strict=True)
+                if r["ok"] != (split_problem(*split) is None)]
+    assert not disagree, "\n".join(map(str, disagree))
+    accepted = [split for split, r in zip(SPLITS, results, strict=True) if r["ok"]]
+    assert any(f is not None and f % vp for _, _, vp, f, _ in accepted)  # by accounting
+    assert any(vp > 1 and (f or 0) % vp == 0 for _, _, vp, f, _ in accepted)  # by counts
+    assert 12 <= len(accepted) < len(SPLITS) - 40
+    for (L, pp, vp, *_), r in zip(SPLITS, results, strict=True):
+        if r["ok"]:
+            assert (r["args"]["num_layers"], r["args"]["pipeline_model_parallel_size"]) == (L, pp)
+            assert r["args"]["virtual_pipeline_model_parallel_size"] == (vp if vp > 1 else None)
 
 
 def _launch_script_case() -> tuple[list[str], int, dict[str, str]]:
@@ -235,9 +351,10 @@ def _launch_script_case() -> tuple[list[str], int, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def megatron(exports):
-    """Megatron-LM's own parse_args/validate_args, in one process, on: every Megatron export
-    of the test cases and the same plans imported back and exported again; the refusal cases;
-    a launch script's arguments; bare arguments (Megatron's defaults)."""
+    """Megatron-LM's own parse_args/validate_args and TransformerConfig, in one process, on:
+    every Megatron export of the test cases and the same plans imported back and exported
+    again; the Megatron engines every verl export configures; the refusal cases; a launch
+    script's arguments; bare arguments (Megatron's defaults)."""
     cases, where = [], []
     for case, sc, _plan, result in _each(exports, "megatron"):
         back = PlanInput.model_validate(import_config(result.text, sc).plan)
@@ -246,8 +363,13 @@ def megatron(exports):
             for role, argv, world, env in _megatron_cases(res, sc):
                 cases.append((argv, world, env))
                 where.append((case, label, role, argv, world))
+    for case, sc, _plan, result in _each(exports, "verl"):
+        for role, argv, world, env in _verl_megatron_cases(result, sc):
+            cases.append((argv, world, env))
+            where.append((case, "verl's Megatron engine", role, argv, world))
     extra = [*_refusals(), _launch_script_case(),
-             (["--micro-batch-size", "1", *fw.model_args(scenario().actor, 1024)], 8, {})]
+             (["--micro-batch-size", "1", *fw.model_args(scenario().actor, 1024)], 8, {}),
+             *(_split_case(*split) for split in SPLITS)]
     results = fw.megatron_validate(cases + extra)
     return list(zip(where, results[:len(cases)], strict=True)), results[len(cases):]
 
