@@ -20,7 +20,7 @@ from tests.export.plans import (
 )
 
 FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing", "micro_batch",
-          "vp")
+          "vp", "first_stage_layers", "last_stage_layers")
 SIZES = {"grpo": scenario, "ppo3": lambda: ppo_scenario(nodes=3)}
 
 
@@ -102,6 +102,23 @@ TRAIN_INTERLEAVED = {"dp": 2, "tp": 2, "pp": 2, "vp": 2, "zero": 1, "micro_batch
 def test_interleaved_pipelines_round_trip(fmt):
     sc = scenario()
     _same(sc, colocated(train=TRAIN_INTERLEAVED), fmt, [("actor", "training")])
+
+
+# 24 layers: 4, 8, 8, 4 in 2 chunks (counts); 4, 5, 5, 5, 5 in 5 chunks (accounting for the
+# embedding); 5, 5, 5, 5, 4 (the last only)
+UNEVEN = [(8, {"dp": 2, "pp": 4, "vp": 2, "first_stage_layers": 4, "last_stage_layers": 4}),
+          (5, {"dp": 1, "pp": 5, "vp": 5, "first_stage_layers": 4}),
+          (5, {"dp": 1, "pp": 5, "last_stage_layers": 4})]
+
+
+@pytest.mark.parametrize("fmt", ["verl", "megatron"])
+@pytest.mark.parametrize(("gpus", "train"), UNEVEN)
+def test_uneven_pipelines_round_trip(fmt, gpus, train):
+    sc = scenario()
+    train = {**train, "zero": 1, "micro_batch": 1}
+    ref = {k: v for k, v in train.items() if k not in ("vp", "zero")}
+    _same(sc, colocated(gpus=gpus, gen={"dp": gpus}, train=train, ref=ref), fmt,
+          [("actor", "training"), ("reference", "assessment")])
 
 
 def test_unknown_verl_key_is_named():

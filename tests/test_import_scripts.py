@@ -74,6 +74,32 @@ def test_verl_megatron_reads_the_script_and_applies_091s_defaults():
     assert "data.train_files" in ignored and "trainer.logger" in ignored
 
 
+def _pp5(*settings: str):
+    """VERL_MEGATRON on 5 stages (TP 2, 5 nodes of 8: DP 4) with `settings` added."""
+    cfg = "actor_rollout_ref.actor.megatron.override_transformer_config"
+    script = VERL_MEGATRON.replace("pipeline_model_parallel_size=2",
+                                   "pipeline_model_parallel_size=5")
+    added = "".join(f"    +{cfg}.{s} \\\n" for s in settings)
+    script = script.replace('"${COMMON[@]}" \\\n', '"${COMMON[@]}" \\\n' + added)
+    return imported(script, {"NNODES": "5"})[1]
+
+
+def test_verl_uneven_pipeline_keys_become_the_layouts_split():
+    """As verl's DeepSeek-V3 script writes them (`+…override_transformer_config.…`): the
+    last stage's count (the reference inherits the actor's block), or the account-for
+    switches, which Megatron turns into one layer fewer on the first / last stage."""
+    plan = _pp5("num_layers_in_last_pipeline_stage=4")
+    for lay in (plan["layouts"]["actor"]["training"], plan["layouts"]["reference"]["assessment"]):
+        assert (lay["pp"], lay.get("first_stage_layers"), lay["last_stage_layers"]) == (5, None, 4)
+    train = _pp5("account_for_embedding_in_pipeline_split=True")["layouts"]["actor"]["training"]
+    assert (train["first_stage_layers"], train.get("last_stage_layers")) == (4, None)  # 25/5 − 1
+    with pytest.raises(InputError, match=r"override_transformer_config\.num_layers_in_last_"
+                       r"pipeline_stage: the other 4 stage\(s\) must split the remaining 19"):
+        _pp5("num_layers_in_last_pipeline_stage=5")
+    with pytest.raises(InputError, match="cannot be combined with the account-for"):
+        _pp5("num_layers_in_last_pipeline_stage=4", "account_for_loss_in_pipeline_split=True")
+
+
 def test_settings_and_tp1_switch_sequence_parallelism_off():
     sc, plan, _ = imported(VERL_MEGATRON, {"NNODES": "2", "TP": "1"})
     train = plan["layouts"]["actor"]["training"]
@@ -204,6 +230,23 @@ def test_megatron_launch_script():
     # validate_args switches sequence parallelism off at TP 1
     assert (train["tp"], train["pp"], train["dp"], train["sp"], train["zero"],
             train["micro_batch"]) == (1, 2, 4, False, 1, 2)
+
+
+@pytest.mark.parametrize(("flags", "split"), [
+    ("--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 4", (2, 4)),
+    # the embedding and loss counted as layers: 26 over 2 ranks, 13 each, the ends one fewer
+    ("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split", (12, 12)),
+    ("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
+     "--num-layers-per-virtual-pipeline-stage 1", (12, 12)),
+])
+def test_megatron_uneven_pipeline_flags(flags, split):
+    pp = "8" if "decoder" in flags else "2"
+    script = MEGATRON.replace("TP", "1").replace("PP", pp).replace("--sequence-parallel",
+                                                                   f"--sequence-parallel {flags}")
+    train = imported(script)[1]["layouts"]["actor"]["training"]
+    assert (train.get("first_stage_layers"), train.get("last_stage_layers")) == split
+    if "virtual" in flags:  # chunks of 1 over (24 + 2) / 2 per rank: Megatron counts the
+        assert train["vp"] == 13  # embedding and the loss as layers here too
 
 
 def test_megatron_world_too_small_names_the_variable():

@@ -149,12 +149,13 @@ def _training(a: _Args, gpus: int, group: str, sc: Scenario, role: str) -> dict[
            "micro_batch": a.int("--micro-batch-size") * (2 if sc.family is Family.DPO else 1)}
     if f.has("--expert-tensor-parallel-size"):
         lay["etp"] = a.int("--expert-tensor-parallel-size")
-    split = MegatronSplit(first=a.optional_int("--decoder-first-pipeline-num-layers"),
-                          last=a.optional_int("--decoder-last-pipeline-num-layers"),
-                          embedding_in_split=a.on("--account-for-embedding-in-pipeline-split"),
-                          loss_in_split=a.on("--account-for-loss-in-pipeline-split"))
+    flags = ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+             "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
+    split = MegatronSplit(first=a.optional_int(flags[0]), last=a.optional_int(flags[1]),
+                          embedding_in_split=a.on(flags[2]), loss_in_split=a.on(flags[3]))
     layers = sc.roles[role].num_hidden_layers
-    lay |= uneven_stages(split, layers, pp, f"{role} pipeline split")
+    lay |= uneven_stages(split, layers, pp, f"{role} " + (
+        ", ".join(x for x in flags if f.has(x)) or "--pipeline-model-parallel-size"))
     if f.has("--num-layers-per-virtual-pipeline-stage"):  # (layers + e + s) / (pp · vp),
         # the embedding / loss counted as layers when the account-for switches are on
         counted = layers + split.embedding_in_split + split.loss_in_split

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.cost.pipeline_split import MegatronSplit, split_from_megatron
+from planner.cost.pipeline_split import MegatronSplit, split_from_megatron, split_problem
 from planner.errors import InputError
 from planner.importers.models import ModelRef
 from planner.importers.values import Settings
@@ -47,11 +47,13 @@ def whole(gpus: int, per: int, what: str) -> int:
 def uneven_stages(settings: MegatronSplit, layers: int, pp: int, where: str) -> dict[str, int]:
     """The plan's first_stage_layers / last_stage_layers from a Megatron configuration's
     uneven-split settings (`pipeline_split.split_from_megatron`); what Megatron refuses is
-    refused naming `where`."""
+    refused naming `where` (the split into interleaved chunks is checked with the plan)."""
     try:
         first, last = split_from_megatron(layers, pp, settings)
     except ValueError as err:
         raise InputError(f"import: {where}: {err}") from None
+    if bad := split_problem(layers, pp, 1, first, last):
+        raise InputError(f"import: {where}: {bad[1]}")
     return {k: n for k, n in (("first_stage_layers", first), ("last_stage_layers", last))
             if n is not None}
 

@@ -325,7 +325,9 @@ def _uneven(v: _Verl, root: str, layers: int) -> dict[str, int]:
     split = MegatronSplit(first=v.optional_int(first), last=v.optional_int(last),
                           embedding_in_split=v.bool(embedding), loss_in_split=v.bool(loss))
     pp = v.int(f"{root}.pipeline_model_parallel_size")
-    return uneven_stages(split, layers, pp, f"{cfg} (pipeline split)")
+    said = [f"{cfg}.{k}" for k in CONFIG_FIELDS if v.s.has(f"{cfg}.{k}")]
+    return uneven_stages(split, layers, pp,
+                         ", ".join(said) or f"{root}.pipeline_model_parallel_size")
 
 
 def _megatron(v: _Verl, role: str, pool: int, sc: Scenario) -> dict[str, Any]:

@@ -53,40 +53,51 @@ def test_uneven_pipeline():
     assert "actor: uneven pipeline stages over 24 layers: 5, 5, 5, 5, 4" in result.notes
 
 
-def _uneven_actor(**train):
-    sc = scenario()
-    return sc, export(priced(sc, colocated(gpus=8, gen={"dp": 8}, ref={"dp": 8}, train={
+def _uneven_actor(gpus: int = 8, **train):
+    sc = scenario()  # qwen2.5-0.5b: 24 layers
+    return export(priced(sc, colocated(gpus=gpus, gen={"dp": gpus}, ref={"dp": gpus}, train={
         "dp": 1, "micro_batch": 1, **train})), sc, "megatron")
 
 
 def test_uneven_first_and_last_stages_are_flags():
-    _, result = _uneven_actor(pp=8, first_stage_layers=2, last_stage_layers=2)  # 2, 3 × 6, 2
+    result = _uneven_actor(pp=8, first_stage_layers=2, last_stage_layers=4)  # 2, 3 × 6, 4
     args = values(arrays(result.text)["ACTOR"])
     assert (args["--decoder-first-pipeline-num-layers"],
-            args["--decoder-last-pipeline-num-layers"]) == ("2", "2")
+            args["--decoder-last-pipeline-num-layers"]) == ("2", "4")
     assert "--account-for-embedding-in-pipeline-split" not in args
+    assert "actor: uneven pipeline stages over 24 layers: 2, 3, 3, 3, 3, 3, 3, 4" in result.notes
 
 
 def test_uneven_interleaved_stages_take_the_chunk_count():
     """Megatron's validate_args wants --num-virtual-stages-per-pipeline-rank with uneven
-    stages (not layers per chunk); stages of 4, 2 × 2, ..., 4 split into 2 chunks each."""
-    _, result = _uneven_actor(pp=8, vp=2, first_stage_layers=4, last_stage_layers=4)
+    stages, not layers per chunk: stages of 4, 8, 8, 4 in 2 chunks each."""
+    result = _uneven_actor(pp=4, vp=2, first_stage_layers=4, last_stage_layers=4, dp=2)
     args = values(arrays(result.text)["ACTOR"])
     assert args["--num-virtual-stages-per-pipeline-rank"] == "2"
     assert "--num-layers-per-virtual-pipeline-stage" not in args
     assert args["--decoder-first-pipeline-num-layers"] == "4"
 
 
-def test_a_split_megatron_interleaves_only_by_accounting_is_exported_so():
-    """24 layers over 5 stages of 2 chunks: 4, 5, 5, 5, 5 cannot be given as counts (5 is odd
-    … and 4 is not the middle's) — but with vp 1 … here: 5 stages of m = 5 with the first one
-    fewer is --account-for-embedding-in-pipeline-split (25 / 5 = 5 per rank); vp 5 splits it."""
-    _, result = _uneven_actor(pp=4, vp=3, first_stage_layers=5, last_stage_layers=5)
+def test_a_split_interleaved_by_accounting_for_the_embedding():
+    """Stages of 4, 5, 5, 5, 5 in 5 chunks: 4 does not split into 5 chunks, so not as counts;
+    Megatron runs it as --account-for-embedding-in-pipeline-split (the embedding a layer: 25
+    over 5 ranks, 5 chunks of 1, the first chunk the embedding alone)."""
+    result = _uneven_actor(gpus=5, pp=5, vp=5, first_stage_layers=4)
     args = values(arrays(result.text)["ACTOR"])
     assert "--account-for-embedding-in-pipeline-split" in args
-    assert "--account-for-loss-in-pipeline-split" in args
+    assert "--account-for-loss-in-pipeline-split" not in args
     assert "--decoder-first-pipeline-num-layers" not in args
-    assert args["--num-virtual-stages-per-pipeline-rank"] == "3"
+    assert args["--num-virtual-stages-per-pipeline-rank"] == "5"
+
+
+def test_an_edited_plan_with_a_split_megatron_cannot_run_is_refused():
+    """A plan JSON edited after pricing is checked again at export: the field and the fix."""
+    sc = scenario()
+    plan = priced(sc, colocated(train={"dp": 2, "pp": 4, "micro_batch": 1}))
+    plan["layouts"]["actor"]["training"]["last_stage_layers"] = 5  # 19 over 3: uneven
+    with pytest.raises(ExportError, match=r"layouts\.actor\.training\.last_stage_layers: the "
+                       r"other 3 stage\(s\) must split the remaining 19"):
+        export(plan, sc, "megatron")
 
 
 def test_tensor_parallel_must_divide_the_heads():

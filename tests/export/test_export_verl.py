@@ -6,6 +6,7 @@ import pytest
 
 from planner.export import ExportError, export
 from planner.export.keys import VERL_VERSION, verl_key_ok
+from tests.export import frameworks as fw
 from tests.export.plans import (
     colocated,
     dpo_plan,
@@ -68,11 +69,52 @@ def test_ppo_with_tensor_parallel_uses_megatron_and_a_reward_pool():
 def test_uneven_pipeline_split_is_a_plus_override():
     sc = scenario()  # qwen2.5-0.5b: 24 layers over 5 stages
     o = overrides(export(priced(sc, colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
-                                              train={"dp": 1, "pp": 5, "micro_batch": 2})),
+                                              train={"dp": 1, "pp": 5, "micro_batch": 2,
+                                                     "last_stage_layers": 4})),
                          sc, "verl").text)
     key = ("+actor_rollout_ref.actor.megatron.override_transformer_config."
            "num_layers_in_last_pipeline_stage")
     assert o[key] == "4" and verl_key_ok("verl-megatron", key)
+    assert not any("actor.megatron.override_transformer_config.num_layers_in_first" in k
+                   for k in o)  # the first stage is a middle one
+
+
+REF_CFG = "actor_rollout_ref.ref.megatron.override_transformer_config"
+
+
+def test_the_reference_inherits_the_actors_split_or_gets_its_own():
+    """verl's reference inherits the actor's whole override_transformer_config: nothing is
+    written for a reference on the actor's stages; one on other stages gets its four keys
+    forced (`++`), an even one nulls, since the inherited counts would not fit its pp."""
+    sc = scenario()
+    train = {"dp": 2, "pp": 4, "first_stage_layers": 4, "last_stage_layers": 4,
+             "micro_batch": 1}
+    same = export(priced(sc, colocated(train=train, ref={**train, "micro_batch": 2})), sc,
+                  "verl")
+    assert not any(k.lstrip("+").startswith(REF_CFG) for k in overrides(same.text))
+    cfg = fw.verl_compose(same.text)
+    assert cfg.actor_rollout_ref.ref.megatron.override_transformer_config[
+        "num_layers_in_first_pipeline_stage"] == 4  # inherited
+    apart = export(priced(sc, colocated(train=train, ref={"dp": 8, "micro_batch": 2})), sc,
+                   "verl")
+    o = overrides(apart.text)
+    assert o[f"++{REF_CFG}.num_layers_in_first_pipeline_stage"] == "null"
+    assert all(verl_key_ok("verl-megatron", k) for k in o)
+    ref = fw.verl_compose(apart.text).actor_rollout_ref.ref.megatron
+    assert ref.pipeline_model_parallel_size == 1
+    assert ref.override_transformer_config["num_layers_in_first_pipeline_stage"] is None
+    assert any("no longer inherits" in n for n in apart.notes)
+
+
+def test_interleaved_actor_leaves_the_reference_uninterleaved():
+    """The reference would inherit the actor's virtual pipeline; rlplan prices its forward
+    without chunks, so the export says null."""
+    sc = scenario()
+    plan = priced(sc, colocated(train={"dp": 2, "tp": 2, "pp": 2, "vp": 2, "sp": True,
+                                       "zero": 1, "micro_batch": 1}))
+    cfg = fw.verl_compose(export(plan, sc, "verl").text)
+    assert cfg.actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size == 2
+    assert cfg.actor_rollout_ref.ref.megatron.virtual_pipeline_model_parallel_size is None
 
 
 def test_dpo_is_refused():
