@@ -84,6 +84,14 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
         show_plan(result, title(result))
 
 
+def _pp(lay: dict) -> str:
+    """pp, with an uneven split's end-stage layers: `8 (11…11)`, `5 (…4)`."""
+    first, last = lay.get("first_stage_layers"), lay.get("last_stage_layers")
+    if first is None and last is None:
+        return str(lay["pp"])
+    return f"{lay['pp']} ({first or ''}…{last or ''})"
+
+
 def show_plan(plan: Plan, title: str) -> None:
     """The rich view of a priced plan: groups and layouts, time breakdown, memory, bounds."""
     if (cut := search_line(plan)) is not None:
@@ -98,9 +106,10 @@ def show_plan(plan: Plan, title: str) -> None:
     for t in tasks:
         lay = t["layout"]
         etp = {"etp": expert_tp(Layout.model_validate(lay), t["stage"])} if experts else {}
+        shown = {**lay, **etp, "pp": _pp(lay)}
         table.add_row(t["role"], t["stage"], lay["group"],
-                      *(str({**lay, **etp}[k]) for k in (*degrees, "zero", "recompute",
-                                                          "micro_batch", "offload")),
+                      *(str(shown[k]) for k in (*degrees, "zero", "recompute", "micro_batch",
+                                                "offload")),
                       f"{t['time_s']:.2f}")
     console.print(table)
     for line in offload_lines(plan.breakdown):

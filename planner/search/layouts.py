@@ -8,7 +8,8 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   it does not, with the one uneven split `pipeline_split.offered_split` gives (first/last-stage
   layer counts, the middle stages even); in training, vp interleaved chunks per rank (1, or
   2 … `MAX_VP` with pp > 1 — where pp divides the layers, pp·vp dividing them; where it does
-  not, a split Megatron interleaves — and at least pp micro-batches per step);
+  not, the most chunks Megatron interleaves the split into — and at least pp micro-batches per
+  step);
 - cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
 - ep dividing the experts and dp·cp·tp (MoE only);
 - micro-batches dividing each rank's share of a mini-batch;
@@ -177,18 +178,15 @@ Split = tuple[int | None, int | None]
 
 def _pipelines(layers: int, pp: int, max_vp: int) -> list[tuple[int, Split]]:
     """(vp, (first_stage_layers, last_stage_layers)) the search offers for pp stages: vp 1 and,
-    with pp > 1, the powers of two up to `max_vp`; an even split where pp divides the layers
-    (pp·vp dividing them too), else `offered_split`'s for that vp. Empty: pp has no split."""
-    out: list[tuple[int, Split]] = []
-    for vp in (1 << k for k in range(max_vp.bit_length())):
-        if vp > max_vp or (vp > 1 and pp == 1):
-            continue
-        if layers % pp == 0:
-            if layers % (pp * vp) == 0:
-                out.append((vp, (None, None)))
-        elif (split := offered_split(layers, pp, vp)) is not None:
-            out.append((vp, split))
-    return out
+    with pp > 1, the powers of two up to `max_vp`. Where pp divides the layers, the even split
+    with every vp whose pp·vp divides them too; where it does not, `offered_split`'s for vp 1
+    and for the most chunks it runs in (the bubble's gain flattens with vp, and fewer shapes
+    keep the search's pricing modest). Empty: pp has no split."""
+    vps = [v for v in (1 << k for k in range(max_vp.bit_length())) if v == 1 or pp > 1]
+    if layers % pp == 0:
+        return [(vp, (None, None)) for vp in vps if layers % (pp * vp) == 0]
+    splits = [(vp, split) for vp in vps if (split := offered_split(layers, pp, vp)) is not None]
+    return [s for s in splits if s[0] == 1] + [s for s in splits[-1:] if s[0] > 1]
 
 
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
