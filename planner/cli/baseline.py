@@ -17,7 +17,7 @@ from planner.specs.files import parse_json, read_text, validate_as
 from planner.specs.scenario import Scenario, load_scenario
 
 LAYOUT_FIELDS = ("group", "dp", "tp", "pp", "cp", "ep", "zero", "offload", "checkpointing",
-                 "micro_batch")
+                 "micro_batch", "vp", "first_stage_layers", "last_stage_layers")
 
 
 def load_baseline(path: Path, sc: Scenario, source: Path | Mapping[str, Any] | None = None,

@@ -308,3 +308,12 @@ def test_a_searched_uneven_layout_evaluates_to_its_price(tiny):
     t = next(x for x in evaluate(tiny, plan).tasks if x.stage == "training")
     assert math.ceil(t.seconds / 1e-3) == cand.time_ms["training"]
     assert math.ceil(float(t.memory.persistent) / MIB) == cand.persistent_mib
+
+
+def test_a_baseline_comparison_names_a_changed_split():
+    from planner.cli.baseline import changes
+
+    base = _sft_plan(gpus=5, dp=1, pp=5, last_stage_layers=4)
+    best = _sft_plan(gpus=5, dp=1, pp=5, first_stage_layers=4)
+    assert changes(best, base) == ["actor training: first_stage_layers None → 4, "
+                                   "last_stage_layers 4 → None"]
