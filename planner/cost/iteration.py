@@ -72,7 +72,6 @@ from planner.cost.memory import (
     memory_per_gpu,
 )
 from planner.cost.offload import swap_time
-from planner.cost.pipeline_split import split_problem
 from planner.cost.refit import (
     Refit,
     generation_side,
@@ -181,11 +180,6 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
             if layout is None:
                 raise InputError(f"plan: layouts.{role}.{stage} is missing; give the group and "
                                  "degrees this stage runs with")
-            if stage != "generation" and (bad := split_problem(  # a Megatron pipeline
-                    sc.roles[role].num_hidden_layers, layout.pp, layout.vp,
-                    layout.first_stage_layers, layout.last_stage_layers)):
-                written = stage if stage in layouts else "training"
-                raise InputError(f"plan: layouts.{role}.{written}.{bad[0]}: {bad[1]}")
             if stage == "training" and (why := interleave_problem(
                     layout.pp, layout.vp, micro_batches(sc, layout))):
                 raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")

@@ -9,6 +9,7 @@ algorithm is checked here. Each refusal names the field and the fix.
 
 from __future__ import annotations
 
+from planner.cost.pipeline_split import split_problem
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.model import ModelSpec
@@ -60,9 +61,10 @@ def placement_of(groups: dict[str, set[str]]) -> str:
 
 def check_plan(sc: Scenario, plan: PlanInput) -> None:
     """Refuse (InputError, naming the field and the fix) a plan the search could not choose
-    for `sc`: a layout its model cannot run (`layout_problem`), a group holding no layout or
-    listing roles it does not hold, and a co-located label on several groups or the reverse
-    (partial and disaggregated, both several groups, price the same)."""
+    for `sc`: a layout its model cannot run (`layout_problem`; a training or assessment
+    pipeline split Megatron cannot run, `pipeline_split.split_problem`), a group holding no
+    layout or listing roles it does not hold, and a co-located label on several groups or the
+    reverse (partial and disaggregated, both several groups, price the same)."""
     held: dict[str, set[str]] = {g.name: set() for g in plan.groups}
     for role, stages in plan.layouts.items():
         spec = sc.roles.get(role)  # a role the scenario lacks is refused with the tasks
@@ -71,6 +73,10 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
             if spec is not None and (why := layout_problem(spec, layout)) is not None:
                 raise InputError(f"plan: layouts.{role}.{stage}: {why}; choose degrees the "
                                  "model divides into")
+            if spec is not None and stage != "generation" and (bad := split_problem(
+                    spec.num_hidden_layers, layout.pp, layout.vp, layout.first_stage_layers,
+                    layout.last_stage_layers)):  # a Megatron pipeline (the search's splits)
+                raise InputError(f"plan: layouts.{role}.{stage}.{bad[0]}: {bad[1]}")
     for g in plan.groups:
         if not held[g.name]:
             raise InputError(f"plan: groups: '{g.name}' holds no layout; remove it or place "
