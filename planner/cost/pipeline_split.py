@@ -15,8 +15,10 @@ evenly. Megatron runs a split by one of two mechanisms (megatron-core 0.19.2,
   embedding (the loss) counts as a layer, every rank gets m = (L + e + s)/pp and the first (the
   last) one fewer; with vp chunks m divisible by vp (the fewer falls in the first / last chunk).
 
-Without either, Megatron asserts that pp (and pp·vp) divide the layers. Rollout engines split
-their own pipelines (`pipeline_stage_layers` with no ends: the first L mod pp stages one more).
+Without either, Megatron asserts that pp (and pp·vp) divide the layers. Megatron's third way,
+`--pipeline-model-parallel-layout` (any layers per chunk, MTP layers placed by hand), is not
+planned: a split only it runs is refused. Rollout engines split their own pipelines
+(`pipeline_stage_layers` with no ends: the first L mod pp stages one more).
 """
 
 from __future__ import annotations
@@ -119,7 +121,8 @@ def _problem(L: int, pp: int, vp: int, first: int | None, last: int | None,
         return "vp", (f"vp {vp}: Megatron interleaves uneven stages only when every stage's "
                       f"layers divide into vp chunks, or as --account-for-embedding/loss-in-"
                       f"pipeline-split does (every stage m layers, the first and/or last m − 1, "
-                      f"m divisible by vp); the stages hold {shown}. "
+                      f"m divisible by vp); the stages hold {shown} (free layouts, "
+                      "--pipeline-model-parallel-layout, are not planned). "
                       + hint(L, pp, vp, "use vp 1"))
     return None
 
