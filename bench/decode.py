@@ -45,13 +45,10 @@ from planner.specs.model import load_model
 from planner.specs.scenario import load_scenario
 
 sys.path.insert(0, str(Path(__file__).parent))
-from rl_mapping import NEMO_GPU_MEMORY_UTILIZATION, vllm_kv_tokens
+from rl_mapping import NEMO_GPU_MEMORY_UTILIZATION, VLLM_GPU_MEMORY_UTILIZATION, vllm_kv_tokens
 
 RUNS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "calibration" / "runs.csv"
 LARGE_MOE_ROWS = ("0", "1", "2", "3", "4", "5", "27")
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
-"""vLLM's own default, where NeMo-RL's 0.6 leaves no KV cache beside the weights (the
-performance recipes' value is not in the data)."""
 LARGE_MOE_MODELS = {"DeepSeek-V3": "deepseek-v3", "Qwen3-235B": "qwen3-235b-a22b"}
 
 FP8 = Precision(weight_bytes=1)  # FP8 weights, bf16 KV cache (vLLM's default kv_cache_dtype)
