@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import csv
 import itertools
-import re
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,17 +42,12 @@ from planner.specs.hardware import (
     load_profile,
 )
 from planner.specs.model import load_model
-from planner.specs.scenario import load_scenario
 
 sys.path.insert(0, str(Path(__file__).parent))
-from rl_mapping import NEMO_GPU_MEMORY_UTILIZATION, vllm_kv_tokens
+from rl_mapping import map_row
 
 RUNS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "calibration" / "runs.csv"
 LARGE_MOE_ROWS = ("0", "1", "2", "3", "4", "5", "27")
-VLLM_GPU_MEMORY_UTILIZATION = 0.9
-"""vLLM's own default, where NeMo-RL's 0.6 leaves no KV cache beside the weights (the
-performance recipes' value is not in the data)."""
-LARGE_MOE_MODELS = {"DeepSeek-V3": "deepseek-v3", "Qwen3-235B": "qwen3-235b-a22b"}
 
 FP8 = Precision(weight_bytes=1)  # FP8 weights, bf16 KV cache (vLLM's default kv_cache_dtype)
 FP8_KV = Precision(weight_bytes=1, kv_cache_bytes=1)
@@ -391,43 +386,26 @@ class MoeRollout:
 
 
 def moe_rollouts(path: Path = RUNS) -> list[MoeRollout]:
-    """The rollout alone of each large-MoE NeMo-RL row (runs.csv rows 0-5, 27): the row's
+    """The rollout alone of each large-MoE NeMo-RL row (runs.csv rows 0-5, 27), mapped as
+    bench/rl_mapping.py maps the whole row (the calibration bench prices the whole step): its
     generation layout (vLLM TP across nodes, PP 1, no EP), its G-GBS responses of G-avg mean
-    length (the planner's length distribution up to T-max minus the prompt), the prompt
-    derived from the row's throughput as bench/rl_mapping.py does, and the KV cache vLLM
-    allocates at NeMo-RL's gpu_memory_utilization (vLLM's 0.9 where 0.6 leaves too little
-    for one sequence beside the weights). The whole step (training, log-probs,
-    refit) is not priced here: the rollout must fit inside the measured step."""
+    length up to T-max minus the prompt derived from the row's throughput, BF16 weights, and
+    the KV cache vLLM allocates at NeMo-RL's gpu_memory_utilization (vLLM's 0.9 where 0.6
+    leaves too little for one sequence beside the weights). The rollout must fit inside the
+    measured step."""
     out = []
-    with open(path, newline="") as f:
+    with open(path, newline="") as f, tempfile.TemporaryDirectory() as tmp:
         for r in csv.DictReader(f):
             if r["id"] not in LARGE_MOE_ROWS:
                 continue
-            gpus, step = int(r["n_gpus"]), float(r["step_time_s"])
-            g_gbs = int(re.findall(r"(\d+)", r["batch"])[0])
-            gen_len, t_max = float(r["avg_gen_len"]), int(r["max_len"])
-            prompt = max(1, round(float(r["tok_per_s_per_gpu"]) * step * gpus / g_gbs - gen_len))
-            split = re.search(r"(\d+) gen nodes|\d+T\+(\d+)G nodes", r["placement"])
-            gen_gpus = 8 * int(split.group(1) or split.group(2)) if split else gpus
-            tp = int(re.search(r"\[(\d+),", r["gen_parallel"]).group(1))
-            sc = load_scenario(None, {
-                "algorithm": "grpo", "models.actor": LARGE_MOE_MODELS[r["model"]],
-                "models.reference": "none", "models.reward": "verifier",
-                "workload.prompts_per_step": g_gbs // 16, "workload.samples_per_prompt": 16,
-                "workload.prompt_len": prompt, "workload.response_len": round(gen_len),
-                "workload.max_response_len": t_max - prompt, "cluster.gpu": "h100-sxm",
-                "cluster.nodes": gen_gpus // 8, "cluster.gpus_per_node": 8})
-            gen = Layout(group="g", dp=gen_gpus // tp, tp=tp)
-            util = NEMO_GPU_MEMORY_UTILIZATION
-            if vllm_kv_tokens(sc, gen, util) < t_max:  # the recipe must have set more
-                util = VLLM_GPU_MEMORY_UTILIZATION
-            gen = gen.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(sc, gen, util)})
+            case = map_row(r, Path(tmp))
+            sc, gen = case.scenario, case.plan.layouts["actor"]["generation"]
             roll = generation_rollout(sc, gen)
-            mode = "colocated" if r["placement"].startswith("colocated") else "1-off"
             out.append(MoeRollout(
-                r["id"], f"{r['model']} {gpus}g {mode} gen TP{tp} x{gen.dp} on {gen_gpus}",
-                step, roll.seconds, int(sc.response_lengths.max()), roll.regime,
-                int(gen.kv_cache_tokens), util))
+                r["id"], f"{r['model']} {r['n_gpus']}g {case.label.split()[-1]} gen TP{gen.tp}"
+                f" x{gen.dp} on {gen.gpus}", float(r["step_time_s"]), roll.seconds,
+                int(sc.response_lengths.max()), roll.regime, int(gen.kv_cache_tokens),
+                case.gpu_memory_utilization))
     return out
 
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import yaml
+import rl_misses  # bench/rl_misses.py
 from fitting import (
     DATA,
     MIN_GAIN,
@@ -29,8 +28,9 @@ from fitting import (
     section,
     with_efficiency,
 )
+from rl_controller import ControllerFit, controller_fit
+from rl_controller import report as report_controller
 from rl_mapping import (
-    H20_INTER_NODE_GBPS,
     MODELS,
     NEMO_RL_CONTROLLER_US_PER_TOKEN,
     VERL_RESPONSE_SENSITIVITY,
@@ -38,80 +38,25 @@ from rl_mapping import (
     _map_verl,
     map_row,
     vllm_kv_tokens,
+    write_local_files,
+)
+from rl_price import (
+    RLResult,
+    pair_orders,
+    price,
+    print_table,
+    rl_errors,
+    with_controller,
 )
 
-from planner.cost.flops import params_with_head
-from planner.cost.iteration import Evaluation, evaluate, generated_tokens_per_step
-from planner.errors import InfeasibleError, InputError
+from planner.cost.iteration import Evaluation
 from planner.specs.hardware import (
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_HBM_EFFICIENCY,
     HardwareProfile,
-    load_profile,
 )
 
 # --- 2. RL rows of runs.csv -------------------------------------------------------------------
-
-
-@dataclass
-class RLResult:
-    case: RLCase
-    predicted: float | None = None
-    error: str | None = None
-    ev: Evaluation | None = None
-
-
-def price(case: RLCase, gpu: HardwareProfile | None = None) -> RLResult:
-    if case.skip or case.scenario is None or case.plan is None:
-        return RLResult(case, error=case.skip)
-    sc = case.scenario
-    if gpu is not None:
-        sc = sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"gpu": gpu})})
-    try:
-        ev = evaluate(sc, case.plan)
-    except (InfeasibleError, InputError) as exc:
-        return RLResult(case, error=f"{type(exc).__name__}: {exc}")
-    return RLResult(case, predicted=ev.iteration_time_s, ev=ev)
-
-
-def with_controller(case: RLCase, us_per_token: float) -> RLCase:
-    """The case with `runtime.controller_us_per_token` set to `us_per_token`."""
-    sc = case.scenario
-    assert sc is not None
-    runtime = sc.runtime.model_copy(update={"controller_us_per_token": us_per_token})
-    return replace(case, scenario=sc.model_copy(update={"runtime": runtime}))
-
-
-def _generated_tokens(case: RLCase) -> float:
-    assert case.scenario is not None
-    return generated_tokens_per_step(case.scenario)
-
-
-@dataclass
-class ControllerFit:
-    """NeMo-RL's controller rate (µs per generated token) from its co-located rows: each
-    row's gap (measured − predicted, priced without one) per generated token; the fit is their
-    median; each NeMo-RL row's leave-one-out rate is the median of the other co-located rows'."""
-
-    gaps: dict[str, float]
-    fitted: float
-    loo: dict[str, float]
-
-
-def controller_fit(cases: list[RLCase]) -> ControllerFit:
-    gaps = {}
-    nemo = [c for c in cases if c.source == "NeMo-RL" and c.plan is not None and c.measured_s]
-    for c in nemo:
-        if not c.plan.inter_model.staleness:  # type: ignore[union-attr]
-            r = price(with_controller(c, 0.0))
-            if r.predicted is not None:
-                gaps[c.id] = (c.measured_s - r.predicted) / _generated_tokens(c) * 1e6
-    loo = {c.id: float(np.median([g for i, g in gaps.items() if i != c.id])) for c in nemo}
-    return ControllerFit(gaps, float(np.median(list(gaps.values()))), loo)
-
-
-PAIRS = (("6", "7"), ("19", "20"), ("21", "22"), ("23", "24"), ("25", "26"), ("32", "33"),
-         ("34", "35"))
 
 
 def _with_overlapped_sync(case: RLCase) -> RLCase:
@@ -131,20 +76,6 @@ def _with_overlapped_sync(case: RLCase) -> RLCase:
     plan = plan.model_copy(update={"layouts": layouts, "inter_model": plan.inter_model.model_copy(
         update={"overlap_weight_sync": True})})
     return replace(case, plan=plan)
-
-
-def rl_errors(results: dict[str, RLResult]) -> dict[str, tuple[float, float, int]]:
-    """source -> (median APE, mean APE, rows priced)."""
-    by: dict[str, list[float]] = {}
-    for res in results.values():
-        c = res.case
-        if res.predicted is not None and c.measured_s:
-            by.setdefault(c.source, []).append(abs(res.predicted - c.measured_s) / c.measured_s)
-    every = [e for v in by.values() for e in v]
-    out = {s: (float(np.median(v)), float(np.mean(v)), len(v)) for s, v in by.items()}
-    if every:
-        out["all"] = (float(np.median(every)), float(np.mean(every)), len(every))
-    return out
 
 
 def _rl_errors(cases: list[RLCase], gpu: HardwareProfile) -> list[float]:
@@ -212,19 +143,15 @@ def _profile_of(case: RLCase) -> HardwareProfile:
     return case.scenario.cluster.gpu  # type: ignore[union-attr]
 
 
-def run_rl(vfit: VFit, fit: bool, engines: dict
-           ) -> tuple[dict, dict, dict[str, tuple[float, float]]]:
+def run_rl(vfit: VFit, fit: bool, engines: dict) -> tuple[dict, dict[str, tuple]]:
+    """Every row of runs.csv mapped, priced and reported; returns the figures section 4 prints
+    (errors, pairs, the controller fit) and each profile's efficiencies with a verdict."""
     section("2b. RL rows of runs.csv: whole steps priced with evaluate()")
     with tempfile.TemporaryDirectory() as tmp:
-        h20 = load_profile("h20")
-        raw = h20.model_dump(exclude_none=True)
-        raw.update(name="h20-bench", inter_node_gbps=H20_INTER_NODE_GBPS)
-        raw["sources"] = {**raw.get("sources", {}), "inter_node_gbps": "bench assumption"}
-        h20_path = Path(tmp) / "h20-bench.yaml"
-        h20_path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        write_local_files(Path(tmp))
         with (DATA / "runs.csv").open(encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
-        cases = [map_row(r, h20_path) for r in rows]
+        cases = [map_row(r, Path(tmp)) for r in rows]
         # the verl sensitivity cases (mean response length)
         sens = {}
         for case in cases:
@@ -237,7 +164,7 @@ def run_rl(vfit: VFit, fit: bool, engines: dict
         return _rl_report(cases, sens, vfit, fit, engines)
 
 
-def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: dict):
+def _print_assumptions(cases: list[RLCase]) -> None:
     print("Mapping and assumptions per row (shared ones stated once per source):")
     seen: set[str] = set()
     for c in cases:
@@ -248,11 +175,67 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         for a in c.assumptions:
             key = f"{c.source}:{a}"
             if key in seen and not a.startswith(("prompt length", "max response", "chosen",
-                                                 "1-off node", "no candidate")):
+                                                 "1-off node", "no candidate", "measured step")):
                 continue
             seen.add(key)
             print(f"    - {a}")
 
+
+def _controller_prices(cases: list[RLCase], after: dict[str, RLResult]
+                       ) -> tuple[ControllerFit, dict[str, dict[str, RLResult]]]:
+    """The controller rate fitted, and the rows priced with each of its fits: 'fitted' (NeMo-RL's
+    rows at the rate its co-located rows give), 'loo' (each NeMo-RL row at the rate fitted
+    without it), 'nemo->verl' and 'verl->nemo' (one source's rows at the rate the other's
+    give), 'loso' (every row at the rate the other sources give). Rows a pricing does not
+    change keep their shipped result."""
+    control = controller_fit(cases)
+    by_id = {c.id: c for c in cases}
+
+    def at(rates: dict[str, float]) -> dict[str, RLResult]:
+        return {**after, **{cid: price(with_controller(by_id[cid], rate))
+                            for cid, rate in rates.items() if by_id[cid].plan is not None}}
+
+    def source_rate(source: str, rate: float) -> dict[str, float]:
+        return {c.id: rate for c in cases if c.source == source}
+
+    return control, {
+        "shipped": after,
+        "fitted": at(source_rate("NeMo-RL", control.fitted)),
+        "loo": at(control.loo),
+        "nemo->verl": at(source_rate("verl", control.alone.get("NeMo-RL", 0.0))),
+        "verl->nemo": at(source_rate("NeMo-RL", control.alone.get("verl", 0.0))),
+        "loso": at({c.id: control.loso[c.source] for c in cases if c.source in control.loso}),
+    }
+
+
+def controller_verdict(errors: dict[str, dict[str, tuple]]) -> str:
+    """Whether the fitted controller rate should replace the preset's: it must lower NeMo-RL's
+    median APE by MIN_GAIN["rl"] in sample (the bench's rule for every fitted value) and
+    predict no worse out of sample (leave-one-out) than the shipped rate does in sample."""
+    shipped, fitted, loo = (errors[k].get("NeMo-RL") for k in ("shipped", "fitted", "loo"))
+    if not (shipped and fitted and loo):
+        return "not fitted: no NeMo-RL row priced"
+    gain = shipped[0] - fitted[0]
+    numbers = (f"NeMo-RL median APE {fitted[0]:.1%} fitted, {shipped[0]:.1%} shipped, "
+               f"{loo[0]:.1%} leave-one-out")
+    if gain < MIN_GAIN["rl"]:
+        return f"kept: {numbers} (gains {100 * gain:.1f} pp, under {100 * MIN_GAIN['rl']:g})"
+    if loo[0] > shipped[0]:
+        return (f"kept: {numbers} (in sample it gains {100 * gain:.1f} pp, out of sample it "
+                "predicts worse than the shipped rate: the rows do not agree on one rate)")
+    return f"update it: {numbers}"
+
+
+def _print_errors(before: dict, after: dict) -> None:
+    print("\nErrors per source (median / mean / worst APE, rows priced), before and after:")
+    for s in sorted(set(before) | set(after), key=lambda x: (x == "all", x)):
+        cells = [f"{pct(v[0])} / {pct(v[1])} / {pct(v[2])}, {v[3]:2d}" if v else "-"
+                 for v in (before.get(s), after.get(s))]
+        print(f"  {s:15s} before {cells[0]:30s} after {cells[1]}")
+
+
+def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: dict):
+    _print_assumptions(cases)
     profiles: dict[str, list[RLCase]] = {}
     for c in cases:
         if not c.skip and c.scenario is not None:
@@ -285,27 +268,30 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                     print(f"  {n}")
                 verdicts[name] = "shipped: RL rows check it, they do not fit it"
             fitted[name] = (c_, h_)
-            gpu = with_efficiency(base, c_, h_)
             for c in group:
-                results_after[c.id] = price(c, gpu)
-        sens_res = {}
-        for (cid, t), alt in sens.items():
-            base = _profile_of(alt)
-            sens_res[(cid, t)] = price(alt, with_efficiency(base, *fitted[base.name]))
-        overlapped = {c.id: price(_with_overlapped_sync(c), with_efficiency(
-            _profile_of(c), *fitted[_profile_of(c).name]))
-            for c in cases if c.plan is not None and c.plan.inter_model.staleness}
-        control = controller_fit(cases)
-        results_loo = {**results_after, **{
-            cid: price(with_controller(next(c for c in cases if c.id == cid), rate))
-            for cid, rate in control.loo.items()}}
-        engine_sens = {c.id: {what: price(alt, with_efficiency(
-            _profile_of(c), *fitted[_profile_of(c).name])) for what, alt in _rollout_variants(c)}
-            for c in cases if c.source == "NeMo-RL" and not c.skip and c.plan is not None}
+                results_after[c.id] = price(c)
+        sens_res = {key: price(alt) for key, alt in sens.items()}
+        overlapped = {c.id: price(_with_overlapped_sync(c))
+                      for c in cases if c.plan is not None and c.plan.inter_model.staleness}
+        control, by_rate = _controller_prices(cases, results_after)
+        engine_sens = {c.id: {what: price(alt) for what, alt in _rollout_variants(c)}
+                       for c in cases if c.source == "NeMo-RL" and not c.skip
+                       and c.plan is not None}
 
-    print("\nPredicted vs measured step time (s). 'after' = shipped efficiencies, the run's "
-          "framework and engine constants; rollout = the slowest replica's peak running batch "
-          "and regime.")
+    print("\nThe RL rows of runs.csv (issue 22's table): shipped constants and presets; error = "
+          "predicted / measured - 1")
+    print_table(cases, results_after)
+    before_e, after_e = rl_errors(results_before), rl_errors(results_after)
+    _print_errors(before_e, after_e)
+    print("\nPair orderings (co-located vs asynchronous), shipped:")
+    ordered = pair_orders(cases, results_after, show=True)
+    errors = {k: rl_errors(v) for k, v in by_rate.items()}
+    report_controller(control, NEMO_RL_CONTROLLER_US_PER_TOKEN, errors)
+    rl_misses.report(cases, results_after)
+
+    print("\nEvery row in detail (s). before = the schema's efficiencies and the pre-fit "
+          "framework constants, no controller; rollout = the slowest replica's peak running "
+          "batch and regime.")
     print(f"{'row':>4} {'source':8} {'case':42} {'meas':>7} {'before':>8} {'after':>8} "
           f"{'APE':>6} {'rollout':>18}  stages after (gen/assess/train/sync)")
     for c in cases:
@@ -326,11 +312,6 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
               f"{a.predicted:8.1f} {pct(abs(a.predicted - meas) / meas)} "
               f"{_rollout_cell(a.ev):>18}  {stages}")
         print(f"{'':>4} {'':8} {breakdown(a.ev)}")  # type: ignore[arg-type]
-        if c.source == "verl":
-            print(f"{'':>4} {'':8} measured components: {c.row['notes'].split(';')[0]}")
-            parts = {t.stage: t.seconds for t in a.ev.tasks if t.role == "actor"}  # type: ignore
-            print(f"{'':>4} {'':8} predicted components: gen {parts.get('generation', 0):.1f} "
-                  f"old_lp {parts.get('assessment', 0):.1f} update {parts.get('training', 0):.1f}")
 
     print("\nNeMo-RL rows under other rollout assumptions (sensitivity, nothing fitted): the "
           "engine of the 2024 rows, an engine without CUDA graphs, and the KV cache the "
@@ -345,15 +326,14 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
         variants = list(next(iter(engine_sens.values())))
         cells = []
         for what in ["shipped", *variants]:
-            errs = [abs(r.predicted - c.measured_s) / c.measured_s  # type: ignore[operator]
-                    for c in cases if c.id in engine_sens
+            errs = [r.ape for c in cases if c.id in engine_sens
                     and (r := results_after[c.id] if what == "shipped"
-                         else engine_sens[c.id][what]).predicted is not None]
+                         else engine_sens[c.id][what]).ape is not None]
             cells.append(f"{what} {pct(float(np.median(errs))).strip()}")
         print("  NeMo-RL median APE: " + ", ".join(cells))
 
     if sens:
-        print("\nverl sensitivity to the assumed mean response length ('after' constants):")
+        print("\nverl sensitivity to the assumed mean response length (shipped constants):")
         for c in cases:
             if c.source != "verl" or c.skip:
                 continue
@@ -365,7 +345,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
             print(f"  row {c.id} (measured {c.measured_s:.1f}): " + ", ".join(cells))
 
     print("\nAsynchronous rows with the weight sync overlapped instead (shadow copy on the "
-          "rollout group; 'after' constants):")
+          "rollout group; shipped constants):")
     for cid, res in overlapped.items():
         c = next(c for c in cases if c.id == cid)
         got = (f"{res.predicted:7.1f} (blocking {results_after[cid].predicted:7.1f}, rollout "
@@ -373,179 +353,9 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
                else f"failed: {res.error}")
         print(f"  row {cid} (measured {c.measured_s:.1f}): {got}")
 
-    _controller_report(cases, control, results_after, results_loo)
-    print("\nPair orderings (co-located vs asynchronous), 'after':")
-    ordered = pair_orders(cases, results_after, show=True)
-    ordered_loo = pair_orders(cases, results_loo, show=False)
-
-    _diagnostics(cases, results_after)
-    before_e, after_e = rl_errors(results_before), rl_errors(results_after)
-    print("\nErrors per source (median APE / mean APE / rows priced):")
-    for s in sorted(set(before_e) | set(after_e), key=lambda x: (x == "all", x)):
-        b = before_e.get(s)
-        a = after_e.get(s)
-        bs = f"{pct(b[0])} / {pct(b[1])} / {b[2]}" if b else "-"
-        as_ = f"{pct(a[0])} / {pct(a[1])} / {a[2]}" if a else "-"
-        print(f"  {s:10s} before {bs:26s} after {as_}")
-    loo = {"loo_errors": rl_errors(results_loo), "loo_ordered": ordered_loo,
-           "verl_worst": max((abs(r.predicted - r.case.measured_s) / r.case.measured_s
-                              for r in results_after.values() if r.case.source == "verl"
-                              and r.predicted is not None and r.case.measured_s),
-                             default=math.inf),
-           "controller": control.fitted}
-    return {"before": before_e, "after": after_e, **loo}, ordered, {
-        k: (*v, verdicts.get(k, "--no-fit: shipped values")) for k, v in fitted.items()}
-
-
-def pair_orders(cases: list[RLCase], results: dict[str, RLResult], show: bool
-                ) -> dict[tuple[str, str], bool | None]:
-    """Whether each co-located vs asynchronous pair is priced in the measured order."""
-    ordered: dict[tuple[str, str], bool | None] = {}
-    for a_id, b_id in PAIRS:
-        ra, rb = results.get(a_id), results.get(b_id)
-        ca = next(c for c in cases if c.id == a_id)
-        cb = next(c for c in cases if c.id == b_id)
-        meas_order = ca.measured_s > cb.measured_s  # type: ignore[operator]
-        if ra is None or rb is None or ra.predicted is None or rb.predicted is None:
-            ordered[(a_id, b_id)] = None
-            if show:
-                print(f"  {a_id} vs {b_id}: cannot order (a row failed)")
-            continue
-        ordered[(a_id, b_id)] = (ra.predicted > rb.predicted) == meas_order
-        if show:
-            verdict = "ordered as measured" if ordered[(a_id, b_id)] else "WRONG ORDER"
-            print(f"  {a_id} vs {b_id} ({ca.label} vs {cb.label.split()[-1]}): measured "
-                  f"{ca.measured_s:.1f} vs {cb.measured_s:.1f}, predicted {ra.predicted:.1f} "
-                  f"vs {rb.predicted:.1f} -> {verdict}")
-    return ordered
-
-
-def _controller_report(cases: list[RLCase], control: ControllerFit,
-                       after: dict[str, RLResult], loo: dict[str, RLResult]) -> None:
-    """NeMo-RL's controller rate: the co-located rows' gaps, the fit, and every NeMo-RL row
-    priced with the rate fitted without it (leave-one-out)."""
-    print("\nNeMo-RL controller host time (runtime.controller_us_per_token), fitted on the "
-          "co-located rows: (measured - predicted without it) per generated token")
-    print("  " + ", ".join(f"row {cid} {g:+.1f} us" for cid, g in control.gaps.items())
-          + f"  -> median {control.fitted:.2f} us (shipped "
-          f"in the nemo-rl preset {NEMO_RL_CONTROLLER_US_PER_TOKEN:g})")
-    by_id = {c.id: c for c in cases}
-    spread = {}  # the gaps in other units: the unit with the least spread is the mechanism's
-    for unit, per in (("per generated token", _generated_tokens),
-                      ("per response", lambda c: c.scenario.sequences_per_step),
-                      ("per step", lambda c: 1.0),
-                      ("per generated token per GPU", lambda c: _generated_tokens(c)
-                       / c.scenario.total_gpus)):
-        gaps = np.array([g * _generated_tokens(by_id[cid]) / per(by_id[cid])
-                         for cid, g in control.gaps.items()])
-        spread[unit] = float(np.std(gaps) / np.mean(gaps))
-    print("  spread of the gaps (std / mean) by unit: " + ", ".join(
-        f"{unit} {v:.2f}" for unit, v in spread.items()))
-    print("  leave-one-out: each row priced with the median of the other co-located rows")
-    for cid, rate in control.loo.items():
-        c = by_id[cid]
-        a, r = after[cid], loo[cid]
-        if r.predicted is None or a.predicted is None:
-            continue
-        loo_e, shipped_e = (pct(abs(x.predicted - c.measured_s) / c.measured_s).strip()
-                            for x in (r, a))
-        print(f"    row {cid:>2} {c.label[:42]:42s} rate {rate:5.2f} us: {r.predicted:6.1f} s "
-              f"vs measured {c.measured_s:6.1f} ({loo_e}; shipped rate {shipped_e})")
-    verl = {c.id: c for c in cases if c.source == "verl" and c.measured_s}
-    if {"32", "34"} <= set(verl):  # step = W / GPUs + H over the two co-located scales
-        t32, t34 = verl["32"].measured_s, verl["34"].measured_s
-        print(f"  verl, rows 32/34 (32 and 64 GPUs, the same batch): step = W/GPUs + H gives "
-              f"H = {2 * t34 - t32:+.1f} s: no room for a GPU-independent host cost there, "
-              "so the rate is NeMo-RL's, not a planner default")
-
-
-def _measured_parts(row: dict[str, str]) -> dict[str, float]:
-    """verl's measured per-step timers from the row's notes ('gen 21.26 old_lp  update ...')."""
-    return {k: float(v) for k, v in re.findall(r"(gen|old_lp|update) ([\d.]+)",
-                                               row["notes"].split(";")[0])}
-
-
-def _trainer_busy_s(case: RLCase) -> float:
-    """The most the row's trainer can have worked per step, by its own timers: the update,
-    and for an asynchronous row no more than the step less the wait for samples."""
-    parts = _measured_parts(case.row)
-    if case.plan.inter_model.staleness:  # type: ignore[union-attr]
-        return min(parts["update"], case.measured_s - parts["gen"])  # type: ignore[operator]
-    return parts["update"]
-
-
-def implied_length(case: RLCase) -> tuple[int, RLResult] | None:
-    """verl: the mean response length at which the planner's trainer does what the row's own
-    update timer measured (bisection over whole tokens), and the row priced at it — a
-    diagnostic of what the data's lengths would have to be, never a counted figure."""
-    def priced(length: int) -> RLResult:
-        alt = RLCase(row=case.row, source=case.source, measured_s=case.measured_s,
-                     profile=case.profile)
-        _map_verl(alt, MODELS["qwen2.5-math-7b"], int(case.row["n_gpus"]), 8, length)
-        return price(alt)
-
-    def trainer_s(res: RLResult) -> float:
-        return next(t.seconds for t in res.ev.tasks if t.stage == "training")  # type: ignore
-
-    target, lo, hi = _trainer_busy_s(case), 16, 8192
-    if (first := priced(lo)).ev is None or trainer_s(first) > target:
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        res = priced(mid)
-        if res.ev is not None and trainer_s(res) <= target:
-            lo = mid
-        else:
-            hi = mid
-    return lo, priced(lo)
-
-
-def _diagnostics(cases: list[RLCase], results: dict[str, RLResult]) -> None:
-    """What the off rows lack, in the rows' own units (measured − predicted with the shipped
-    constants): per generated token for NeMo-RL, the trainer's measured bound for verl."""
-    print("\nWhat the model lacks, per row (diagnostic: measured - predicted, shipped constants):")
-    print("  NeMo-RL, per generated token of the step (B·K x mean response length):")
-    for c in cases:
-        r = results.get(c.id)
-        if c.source != "NeMo-RL" or r is None or r.predicted is None or not c.measured_s:
-            continue
-        tokens = _generated_tokens(c)
-        mode = "co-located" if not c.plan.inter_model.staleness else "1-off"  # type: ignore
-        print(f"    row {c.id:>2} {mode:10s} {c.label[:40]:40s} "
-              f"{(c.measured_s - r.predicted) / tokens * 1e6:+6.1f} us/token "
-              f"({c.measured_s - r.predicted:+6.1f} s over {tokens / 1e6:.2f}M tokens)")
-    print("  verl update_actor, GPU-seconds per step (the same 512 x 16 batch in every row):")
-    for c in cases:
-        r = results.get(c.id)
-        if c.source != "verl" or r is None or r.ev is None:
-            continue
-        parts = _measured_parts(c.row)
-        train = next(t for t in r.ev.tasks if t.stage == "training")
-        gpus = train.layout.dp * train.layout.tp * train.layout.pp * train.layout.cp
-        line = (f"    row {c.id:>2} {c.label[:40]:40s} measured {parts['update'] * gpus:7.0f}, "
-                f"predicted {train.seconds * gpus:7.0f} on {gpus} GPUs")
-        busy = _trainer_busy_s(c)
-        if c.plan.inter_model.staleness:  # type: ignore[union-attr]
-            line += (f"; the trainer waited {parts['gen']:.1f} s for samples, so it was busy "
-                     f"<= {busy:.1f} s of the step (predicted {train.seconds:.1f} s)")
-        # the least work a token can cost: 6 FLOPs per parameter (no recompute, no attention)
-        sc = c.scenario
-        peak = sc.cluster.gpu.bf16_tflops * 1e12  # type: ignore[union-attr]
-        per_seq = busy * gpus * peak / (6 * params_with_head(sc.actor)  # type: ignore[union-attr]
-                                         * sc.sequences_per_step)  # type: ignore[union-attr]
-        print(line + f"\n      -> at 100% of peak, 6 FLOPs per parameter per token: <= "
-              f"{per_seq:,.0f} tokens per sequence (the bench assumes "
-              f"{sc.workload.seq_len:,.0f})")  # type: ignore[union-attr]
-    print("  verl at the mean response length each row's own update timer implies (the "
-          "planner's trainer doing the measured work; a diagnostic, not counted):")
-    for c in cases:
-        if c.source != "verl" or c.skip or not c.measured_s:
-            continue
-        found = implied_length(c)
-        if found is None or found[1].predicted is None:
-            print(f"    row {c.id:>2}: no length fits the timer")
-            continue
-        length, res = found
-        print(f"    row {c.id:>2} {c.label[:40]:40s} mean response {length:5,} tokens: step "
-              f"{res.predicted:6.1f} s vs measured {c.measured_s:6.1f} "
-              f"({pct(abs(res.predicted - c.measured_s) / c.measured_s).strip()})")
+    rl_misses.verl_diagnostics(cases, results_after)
+    stats = {"after": after_e, "loso": errors["loso"], "ordered": ordered, "rows": len(cases),
+             "loso_ordered": pair_orders(cases, by_rate["loso"], show=False),
+             "controller": (control.fitted, controller_verdict(errors))}
+    return stats, {k: (*v, verdicts.get(k, "--no-fit: shipped values"))
+                   for k, v in fitted.items()}
