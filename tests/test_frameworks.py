@@ -39,7 +39,6 @@ def test_the_exporters_know_the_same_releases():
         assert releases()[fmt] == versions
         for v in versions:
             assert load_preset(f"{fmt}@{v}").export_format == fmt
-    assert load_preset("nemo-rl").export_format is None  # planned and priced, not exported yet
 
 
 def test_names_default_to_the_newest_release_and_bad_names_say_which_exist():
@@ -217,7 +216,7 @@ def test_evaluate_says_what_the_named_framework_would_change(cli, write):
     assert "  verl 0.9.1: layouts.reference.assessment.zero 0" in view.stdout
 
 
-def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(cli, write):
+def test_a_nemo_rl_plan_is_planned_and_exported_with_no_format_named(cli, write):
     import json
 
     from tests.conftest import grpo_scenario
@@ -234,9 +233,10 @@ def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(
 
     assert "runtime" not in data["scenario"]
     assert scenario_from_plan(data, "p.json").runtime.controller_us_per_token == 9.75
-    refused = cli("export", str(out))
-    assert refused.exit_code == 2
-    assert "nemo-rl is planned and priced but has no exporter yet" in refused.stderr
+    config = out.parent / "run.yaml"
+    done = cli("export", str(out), "--out", str(config))  # the plan's framework: nemo-rl
+    assert done.exit_code == 0, done.stderr
+    assert config.read_text().startswith("# NeMo-RL 0.6")
 
 
 def test_the_python_api_plans_for_a_framework():

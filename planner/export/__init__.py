@@ -1,4 +1,5 @@
-"""Framework exporters: a plan JSON → a config for verl, OpenRLHF, DeepSpeed or Megatron-LM.
+"""Framework exporters: a plan JSON → a config for verl, OpenRLHF, DeepSpeed, Megatron-LM or
+NeMo-RL.
 
 `export(plan, sc, fmt, version)` is the one entry point; each target lives in its own module
 as a pure function. Every key an exporter writes is checked against the target's own key list
@@ -12,18 +13,20 @@ from dataclasses import replace
 from typing import Any
 
 from planner.errors import InputError
+from planner.export.as_run import running_notes
 from planner.export.base import Export, ExportError, training_software_notes
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
+from planner.export.nemo_rl import export_nemo_rl
 from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
 from planner.frameworks import capabilities, releases
 from planner.specs.scenario import Scenario
 
-FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
+FORMATS = ("verl", "openrlhf", "deepspeed", "megatron", "nemo-rl")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
-             "megatron": export_megatron}
+             "megatron": export_megatron, "nemo-rl": export_nemo_rl}
 
 __all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export", "parse_framework"]
 
@@ -50,7 +53,9 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
     try:
         sc, pool_notes = pools_for_export(plan, sc, fmt, version)
         done = EXPORTERS[fmt](plan, sc, version)
-        return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
+        priced = running_notes(plan, sc, f"{fmt}@{version}", done.runs)
+        return replace(done, notes=(*done.notes, *pool_notes, *priced,
+                                    *training_software_notes(sc)))
     except ExportError as err:
         raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version)}") from None
 

@@ -40,8 +40,11 @@ class ExportError(InputError):
 @dataclass(frozen=True)
 class Export:
     text: str
-    kind: str  # "sh" (a bash script or argument block) or "json"
+    kind: str  # "sh" (a bash script or argument block), "json" or "yaml"
     notes: tuple[str, ...] = ()
+    # the plan as the framework runs it (groups, layouts, inter_model), where the exporter
+    # changes it; None: the preset's rules say (`frameworks.runs.converted`)
+    runs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
