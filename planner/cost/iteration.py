@@ -50,6 +50,7 @@ from planner.cost.flops import Head, Num
 from planner.cost.generation import (
     Rollout,
     bytes_resharding_buffer,
+    kv_tokens_that_fit,
     memory_generation_per_gpu,
     rollout_precision,
     time_generation,
@@ -520,6 +521,18 @@ def kv_need_mib(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool
     cache with it (`fit.Load.stages`; the re-laying buffer apart)."""
     return lambda kv: whole_mib(float(generation_memory(sc, layout, shadow, resharding=False,
                                                         kv_tokens=kv).transient))
+
+
+def vllm_kv_tokens(sc: Scenario, gen: Layout, utilization: float, shadow: bool = False
+                   ) -> int:
+    """The KV cache (tokens per replica) vLLM allocates at `gpu_memory_utilization`: what is
+    left of that fraction of each GPU's memory once the generation weights (and a `shadow`
+    copy) and workspaces are placed (vLLM profiles its activation peak and gives the rest of
+    the budget to the cache). The inverse of the exporters' fraction (`export.base.PlanView`)."""
+    gpu = sc.cluster.gpu
+    return kv_tokens_that_fit(sc.actor, gen, utilization * gpu.memory_gib * GIB,
+                              max_seqs(sc, gen), shadow_weights=shadow,
+                              precision=rollout_precision_of(sc))
 
 
 def generation_load(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool) -> Load:

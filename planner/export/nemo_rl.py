@@ -161,6 +161,11 @@ def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
                      "GPUs of its own (policy.generation.colocated.enabled false); with "
                      "generation on the policy's GPUs the step runs synchronously")
         update |= {"staleness": 0, "partial_rollout": False}
+    elif inter.partial_rollout and not inter.staleness:
+        notes.append("partial_rollout: NeMo-RL continues unfinished generations only one step "
+                     "or more off-policy (async GRPO's in-flight weight updates); on-policy "
+                     "every response finishes in its step")
+        update["partial_rollout"] = False
     if inter.overlap_weight_sync:
         notes.append("overlap_weight_sync: NeMo-RL keeps no shadow copy of the weights; "
                      "in-flight weight updates (grpo.async_grpo.in_flight_weight_updates) go "

@@ -124,3 +124,40 @@ MEGATRON: dict[str, Any] = {
     "--recompute-granularity": None, "--micro-batch-size": None, "--global-batch-size": None,
     "--ffn-hidden-size": None, "--num-query-groups": 1, "--seq-length": None,
 }
+
+# NeMo-RL 0.6: what a config leaves out. The values docs/exports.md §5 gives from its shipped
+# configs (use_distributed_optimizer true, colocated generation, max_trajectory_age_steps 1,
+# vLLM's gpu_memory_utilization 0.6 and TP 1, which the preset holds); grpo_math_1B.yaml trains
+# with DTensor, grpo_math_1B_megatron.yaml switches Megatron on (§5's launch line); every
+# parallel size 1, sequence parallelism, recomputation and offload off as Megatron-Core's own
+# defaults (the MEGATRON table) and torch's FSDP2 have them; async GRPO off unless enabled.
+_NEMO_RL = load_preset("nemo-rl@0.6")
+NEMO_RL_SOURCE = ("NeMo-RL 0.6 examples/configs/grpo_math_1B(_megatron).yaml as docs/exports.md "
+                  "§5 gives them, and Megatron-Core's defaults")
+NEMO_RL: dict[str, Any] = {
+    "policy.megatron_cfg.enabled": False,
+    "policy.megatron_cfg.tensor_model_parallel_size": MEGATRON["--tensor-model-parallel-size"],
+    "policy.megatron_cfg.pipeline_model_parallel_size":
+        MEGATRON["--pipeline-model-parallel-size"],
+    "policy.megatron_cfg.context_parallel_size": MEGATRON["--context-parallel-size"],
+    "policy.megatron_cfg.expert_model_parallel_size": MEGATRON["--expert-model-parallel-size"],
+    "policy.megatron_cfg.sequence_parallel": MEGATRON["--sequence-parallel"],
+    "policy.megatron_cfg.activation_checkpointing": False,
+    "policy.megatron_cfg.optimizer.use_distributed_optimizer": True,
+    "policy.megatron_cfg.optimizer.optimizer_cpu_offload": False,
+    "policy.dtensor_cfg.tensor_parallel_size": 1,
+    "policy.dtensor_cfg.context_parallel_size": 1,
+    "policy.dtensor_cfg.sequence_parallel": False,
+    "policy.dtensor_cfg.activation_checkpointing": False,
+    "policy.dtensor_cfg.cpu_offload": False,
+    "policy.generation.vllm_cfg.tensor_parallel_size": _NEMO_RL.engine.tensor_parallel_size.value,
+    "policy.generation.vllm_cfg.pipeline_parallel_size": 1,
+    "policy.generation.vllm_cfg.expert_parallel_size": 1,
+    "policy.generation.vllm_cfg.gpu_memory_utilization":
+        _NEMO_RL.engine.gpu_memory_utilization.value,
+    "policy.generation.vllm_cfg.enforce_eager": not _NEMO_RL.engine.cuda_graphs.value,
+    "policy.generation.colocated.enabled": True,
+    "grpo.async_grpo.enabled": False,
+    "grpo.async_grpo.max_trajectory_age_steps": 1,
+    "grpo.async_grpo.in_flight_weight_updates": False,
+}
