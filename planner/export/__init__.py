@@ -57,22 +57,26 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         return replace(done, notes=(*done.notes, *pool_notes, *priced,
                                     *training_software_notes(sc)))
     except ExportError as err:
-        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version)}") from None
+        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version, err.replan)}",
+                          err.replan) from None
 
 
 TRAINER_ONLY = ("deepspeed", "megatron")  # their exports configure training alone
 
 
-def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> str:
+def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str,
+                 replan: bool = True) -> str:
     """What fixes a refused export: the flag that re-plans for the format (unless the plan
-    was already searched for it), and the formats that accept the plan as it is, a
-    trainer-only one said so."""
-    fix = (f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
+    was already searched for it, or re-planning cannot help), and the formats that accept the
+    plan as it is, a trainer-only one said so."""
+    fix = ("" if not replan else
+           f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
            "runs)" if plan.get("framework") != f"{fmt}@{version}" else
            "the scenario has changed since the plan was made: re-plan it")
     others = [f"{o} (training only)" if o in TRAINER_ONLY else o
               for o in accepting(plan, sc, exclude=fmt)]
-    return fix + (f"; --format {' or '.join(others)} accepts it as it is" if others else "")
+    accept = f"--format {' or '.join(others)} accepts it as it is" if others else ""
+    return "; ".join(x for x in (fix, accept) if x) or "no format accepts the plan as it is"
 
 
 def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str

@@ -34,7 +34,12 @@ VLLM_MEMORY = ("memory/persistent/weights", "memory/transient/kv_cache",
 
 
 class ExportError(InputError):
-    """The plan breaks a constraint the target framework checks at start-up. Exit code 2."""
+    """The plan breaks a constraint the target framework checks at start-up. Exit code 2.
+    `replan`: planning for the framework (`--framework`) would give a plan it exports."""
+
+    def __init__(self, message: str, replan: bool = True):
+        super().__init__(message)
+        self.replan = replan
 
 
 @dataclass(frozen=True)

@@ -63,15 +63,16 @@ def backend_of(layout: Layout) -> str:
 def export_nemo_rl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     if sc.algorithm not in CAPS.algorithms:
         raise ExportError(f"NeMo-RL {version} has no {sc.algorithm} trainer (it runs "
-                          f"{', '.join(sorted(CAPS.algorithms))})")
+                          f"{', '.join(sorted(CAPS.algorithms))})", replan=False)
     if sc.algorithm == "ppo":
         raise ExportError("NeMo-RL's PPO (ppo_math_1B.yaml's `value:` section): the value "
                           "model's keys are not in rlplan's NeMo-RL key list (docs/exports.md "
-                          "§5 names the section only), so rlplan does not export it")
+                          "§5 names the section only), so rlplan does not export it",
+                          replan=False)
     if sc.reward_kind == "model":
         raise ExportError("models.reward: NeMo-RL's rewards come from environments (the math "
                           "verifier), it runs no reward model; set models.reward to verifier "
-                          "(--reward verifier)")
+                          "(--reward verifier)", replan=False)
     v, notes = PlanView(plan, sc), []
     runs = as_nemo_rl_runs(v, notes)
     train = runs.layouts["actor"]["training"]

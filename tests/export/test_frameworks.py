@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from planner.export import ExportError, export
+from planner.export import FORMATS, ExportError, export
 from planner.importers import import_config
 from planner.plan import PlanInput
 from tests.export import frameworks as fw
@@ -48,14 +48,15 @@ def _moe():
 # case → (scenario, plan, the formats that accept it: the others must refuse)
 CASES: dict[str, Callable] = {
     "grpo-dense-colocated": lambda: (scenario(), colocated(),
-                                     {"verl", "openrlhf", "deepspeed", "megatron"}),
+                                     {"verl", "openrlhf", "deepspeed", "megatron", "nemo-rl"}),
     "grpo-dense-colocated-tp2-offload": lambda: (
         scenario(), colocated(train={"dp": 4, "tp": 2, "zero": 1, "micro_batch": 2,
                                      "offload": "optimizer"}),
-        {"verl", "openrlhf", "deepspeed", "megatron"}),
-    "grpo-moe-colocated-pp": lambda: (*_moe(), {"verl", "megatron"}),
+        {"verl", "openrlhf", "deepspeed", "megatron", "nemo-rl"}),
+    "grpo-moe-colocated-pp": lambda: (*_moe(), {"verl", "megatron", "nemo-rl"}),
     "grpo-partial-colocated": lambda: (partial_scenario(), colocated(partial_rollout=True),
-                                       {"verl", "openrlhf", "deepspeed", "megatron"}),
+                                       {"verl", "openrlhf", "deepspeed", "megatron",
+                                        "nemo-rl"}),
     "ppo-megatron-rollout-with-reward": lambda: (ppo_scenario(), ppo_disaggregated(),
                                                  {"verl", "deepspeed", "megatron"}),
     "ppo-split-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(),
@@ -64,19 +65,20 @@ CASES: dict[str, Callable] = {
                                  {"verl", "deepspeed", "megatron"}),
     "ppo-one-step-off-openrlhf": lambda: (ppo_scenario(nodes=3), ppo_split(staleness=1),
                                           {"openrlhf", "deepspeed", "megatron"}),
-    "dpo": lambda: (scenario("dpo"), dpo_plan(), {"openrlhf", "deepspeed", "megatron"}),
+    "dpo": lambda: (scenario("dpo"), dpo_plan(), {"openrlhf", "deepspeed", "megatron",
+                                                  "nemo-rl"}),
     "sft": lambda: (scenario("sft"), {"groups": [{"name": "g0", "gpus": 8}], "layouts": {
         "actor": {"training": {"group": "g0", "dp": 8, "zero": 2, "micro_batch": 2}}},
-        "inter_model": {"placement": "colocated"}}, {"deepspeed", "megatron"}),
+        "inter_model": {"placement": "colocated"}}, {"deepspeed", "megatron", "nemo-rl"}),
     "grpo-interleaved-pipeline": lambda: (
         scenario(), colocated(train={"dp": 2, "tp": 2, "pp": 2, "vp": 2, "sp": True, "zero": 1,
-                                     "micro_batch": 1}), {"verl", "megatron"}),
+                                     "micro_batch": 1}), {"verl", "megatron", "nemo-rl"}),
     "grpo-rollout-log-probs": lambda: (scenario(**{"runtime.old_log_probs": "rollout"}),
                                        colocated(), {"verl", "openrlhf", "deepspeed",
-                                                     "megatron"}),
+                                                     "megatron", "nemo-rl"}),
     "grpo-fp8-rollout": lambda: (scenario(**{"runtime.rollout_weights": "fp8",
                                              "runtime.kv_cache_dtype": "fp8"}), colocated(),
-                                 {"verl", "deepspeed", "megatron"}),
+                                 {"verl", "deepspeed", "megatron", "nemo-rl"}),
 }
 
 
@@ -88,7 +90,7 @@ def exports():
         sc, plan, _ = make()
         plan = priced(sc, plan)
         out[name] = (sc, plan, {})
-        for fmt in ("verl", "openrlhf", "deepspeed", "megatron"):
+        for fmt in FORMATS:
             try:
                 out[name][2][fmt] = export(plan, sc, fmt)
             except ExportError as err:
