@@ -186,6 +186,24 @@ def _arrays(text: str) -> dict[str, list[str]]:
             for name, body in re.findall(r"^(\w+)_ARGS=\((.*?)^\)", text, re.M | re.S)}
 
 
+def test_nemo_rl_own_config_code_accepts_every_export(exports):
+    """Every NeMo-RL export against NeMo-RL's shipped base config and its loader. NeMo-RL is
+    not on the package index, so this runs only where a checkout is installed (skips, saying
+    so, elsewhere); its Megatron layout is checked by Megatron-Core's own code below."""
+    checked = 0
+    for case, _sc, _plan, result in _each(exports, "nemo-rl"):
+        loaded = fw.nemo_rl_check(result.text)
+        assert loaded["cluster.num_nodes"] >= 1, case
+        checked += 1
+    assert checked >= 6
+
+
+def test_nemo_rl_megatron_layouts_pass_megatron_core(megatron):
+    checked, _ = megatron
+    ours = [(w[0], r) for w, r in checked if w[1] == "nemo-rl policy.megatron_cfg"]
+    assert len(ours) >= 3 and all(r["ok"] for _, r in ours), ours
+
+
 def test_megatron_rules_in_every_export(exports):
     for case, _, _, result in _each(exports, "megatron"):
         for words in _arrays(result.text).values():
@@ -238,7 +256,9 @@ def _launch_script_case() -> tuple[list[str], int, dict[str, str]]:
 @pytest.fixture(scope="module")
 def megatron(exports):
     """Megatron-LM's own parse_args/validate_args, in one process, on: every Megatron export
-    of the test cases and the same plans imported back and exported again; the refusal cases;
+    of the test cases and the same plans imported back and exported again; every NeMo-RL
+    export's policy.megatron_cfg (NeMo-RL builds Megatron-Core's config from it); the refusal
+    cases;
     a launch script's arguments; bare arguments (Megatron's defaults)."""
     cases, where = [], []
     for case, sc, _plan, result in _each(exports, "megatron"):
@@ -248,6 +268,15 @@ def megatron(exports):
             for role, argv, world, env in _megatron_cases(res, sc):
                 cases.append((argv, world, env))
                 where.append((case, label, role, argv, world))
+    for case, sc, _plan, result in _each(exports, "nemo-rl"):  # its policy.megatron_cfg
+        got = fw.nemo_rl_megatron_args(result.text)
+        if got is not None:
+            argv, world = got
+            env = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # NeMo-RL's launcher sets it
+            experts = ["--num-experts", str(sc.actor.moe.num_experts)] if sc.actor.moe else []
+            cases.append((argv + experts + fw.model_args(sc.actor, sc.workload.max_seq_len),
+                          world, env))
+            where.append((case, "nemo-rl policy.megatron_cfg", "ACTOR", cases[-1][0], world))
     extra = [*_refusals(), _launch_script_case(),
              (["--micro-batch-size", "1", *fw.model_args(scenario().actor, 1024)], 8, {})]
     results = fw.megatron_validate(cases + extra)
