@@ -51,14 +51,19 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     version = check_version(fmt, version)
     try:
-        sc, pool_notes = pools_for_export(plan, sc, fmt, version)
-        done = EXPORTERS[fmt](plan, sc, version)
-        priced = running_notes(plan, sc, f"{fmt}@{version}", done.runs)
-        return replace(done, notes=(*done.notes, *pool_notes, *priced,
-                                    *training_software_notes(sc)))
+        return _export(plan, sc, fmt, version)
     except ExportError as err:
         raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version, err.replan)}",
                           err.replan) from None
+
+
+def _export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> Export:
+    """The export with its notes: the pools, the exporter, what running the plan as the
+    framework does changes (refused when it no longer fits), the training software."""
+    sc, pool_notes = pools_for_export(plan, sc, fmt, version)
+    done = EXPORTERS[fmt](plan, sc, version)
+    priced = running_notes(plan, sc, f"{fmt}@{version}", done.runs)
+    return replace(done, notes=(*done.notes, *pool_notes, *priced, *training_software_notes(sc)))
 
 
 TRAINER_ONLY = ("deepspeed", "megatron")  # their exports configure training alone
@@ -111,8 +116,7 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
         if fmt == exclude:
             continue
         try:
-            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt, VERSIONS[fmt][0])[0],
-                           VERSIONS[fmt][0])
+            _export(plan, sc, fmt, VERSIONS[fmt][0])
         except ExportError:
             continue
         out.append(fmt)

@@ -53,6 +53,8 @@ VERL: dict[str, Any] = {
     "actor_rollout_ref.rollout.expert_parallel_size": 1,
     "actor_rollout_ref.rollout.pipeline_model_parallel_size": 1,
     "actor_rollout_ref.rollout.max_num_seqs": _VERL.engine.max_num_seqs.value,
+    "actor_rollout_ref.rollout.gpu_memory_utilization":
+        _VERL.engine.gpu_memory_utilization.value,
     "actor_rollout_ref.rollout.n": 1,
     "actor_rollout_ref.rollout.enforce_eager": not _VERL.engine.cuda_graphs.value,
     "actor_rollout_ref.rollout.nnodes": 0,
@@ -102,6 +104,7 @@ OPENRLHF: dict[str, Any] = {
     "actor_nodes": 1, "actor_gpus": 8, "critic_nodes": 1, "critic_gpus": 8,
     "reference_nodes": 1, "reference_gpus": 8, "reward_nodes": 1, "reward_gpus": 8,
     "vllm_tp": _OPENRLHF.engine.tensor_parallel_size.value, "zero": 2, "ds_tp": 1, "ring": 1,
+    "vllm_memory": _OPENRLHF.engine.gpu_memory_utilization.value,
     "rollout_batch": 1024, "micro_rollout": 1,
     "train_batch": 128, "micro_train": 1, "samples": 1, "max_len": 2048, "max_epochs": 1,
     "init_kl": 0.01, "estimator": "gae", "async_queue": 1,

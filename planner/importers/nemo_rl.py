@@ -19,17 +19,15 @@ from typing import Any
 
 import yaml
 
-from planner.cost.iteration import vllm_kv_tokens
 from planner.cost.legality import placement_of
 from planner.errors import InputError
 from planner.export.keys import VERSIONS, key_set
 from planner.importers.defaults import NEMO_RL, NEMO_RL_SOURCE
 from planner.importers.launch import Launch
 from planner.importers.models import model_ref
-from planner.importers.reading import Reading, mini_batches, whole
+from planner.importers.reading import Reading, kv_tokens, mini_batches, whole
 from planner.importers.shell import Text
 from planner.importers.values import Settings, as_bool, as_float, as_int
-from planner.plan import Layout
 from planner.specs.scenario import Scenario
 
 VERSION = VERSIONS["nemo-rl"][0]
@@ -216,7 +214,7 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
         raise InputError(f"import: {PLACEMENT}.resources asks for {gen_gpus} GPUs of the "
                          f"cluster's {total}; none are left to train on")
     groups = [{"name": "g0", "gpus": pool}]
-    train = _training(v, pool)
+    train = _training(v, pool, 2 if sc.family.value == "dpo" else 1)
     logprob = v.int("policy.logprob_batch_size") if v.s.has("policy.logprob_batch_size") \
         else train["micro_batch"]
     layouts: dict[str, dict[str, Any]] = {"actor": {"training": train}}
@@ -242,8 +240,9 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
     return {"groups": groups, "layouts": layouts, "inter_model": inter}
 
 
-def _training(v: _NemoRL, pool: int) -> dict[str, Any]:
-    micro = v.int("policy.train_micro_batch_size")
+def _training(v: _NemoRL, pool: int, per_item: int) -> dict[str, Any]:
+    """The policy's layout; its micro-batch in sequences (DPO's counts pairs: `per_item` 2)."""
+    micro = v.int("policy.train_micro_batch_size") * per_item
     if v.bool(f"{MEGATRON}.enabled"):
         d = {x: v.int(f"{MEGATRON}.{key}") for x, key in (
             ("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
@@ -277,9 +276,5 @@ def _generation(v: _NemoRL, sc: Scenario, group: str, gpus: int) -> dict[str, An
            "dp": whole(gpus, tp * pp, f"{VLLM}.tensor_parallel_size × pipeline_parallel_size")}
     if ep > 1:
         gen["ep"] = ep
-    fraction = v.float(f"{VLLM}.gpu_memory_utilization")
-    kv = vllm_kv_tokens(sc, Layout(**gen), fraction)
-    if kv < 1:
-        raise InputError(f"import: {VLLM}.gpu_memory_utilization {fraction}: vLLM's weights "
-                         "and workspaces alone take more of the GPU; raise it")
-    return {**gen, "kv_cache_tokens": kv}
+    return {**gen, "kv_cache_tokens": kv_tokens(sc, gen, v.float(f"{VLLM}.gpu_memory_utilization"),
+                                                f"{VLLM}.gpu_memory_utilization")}
