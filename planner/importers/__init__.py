@@ -5,8 +5,9 @@ shell.py reads the script without running it (variables, arrays, defaults, wrapp
 launch.py finds the training command; one module per framework (verl.py, openrlhf.py,
 megatron.py, nemo_rl.py, which also reads NeMo-RL's YAML configs) maps its settings, with that
 release's defaults (defaults.py), to scenario fields (models.py for the models) and to the
-plan; scenario.py joins them with `--scenario` and the flags (flag > scenario file > script). Settings rlplan does not price are listed in a note;
-settings that change the layout in a way a plan cannot say are refused (one InputError).
+plan; scenario.py joins them with `--scenario` and the flags (flag > scenario file > script).
+Settings rlplan does not price are listed in a note; settings that change the layout in a way
+a plan cannot say are refused (one InputError).
 """
 
 from __future__ import annotations
