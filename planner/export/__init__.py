@@ -117,7 +117,7 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
             continue
         try:
             _export(plan, sc, fmt, VERSIONS[fmt][0])
-        except ExportError:
+        except InputError:  # a refusal, or a plan the scenario does not allow
             continue
         out.append(fmt)
     return out

@@ -143,8 +143,9 @@ def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
     logprob = layouts["actor"].get("assessment", train).micro_batch
     ref = layouts.get("reference", {}).get("assessment")
     if ref is not None:
-        run = train.model_copy(update={"zero": 3 if train.zero == 3 else 0,
-                                       "micro_batch": logprob, "offload": "none"})
+        run = Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, cp=train.cp,
+                     ep=train.ep, etp=train.etp, zero=3 if train.zero == 3 else 0,
+                     micro_batch=logprob)
         if ref != run:
             notes.append(f"reference: NeMo-RL scores it in the policy's workers, with the "
                          f"policy's layout (group {run.group}, dp {run.dp}, tp {run.tp}, pp "

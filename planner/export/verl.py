@@ -289,9 +289,9 @@ def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus
             ref = _megatron_reference(v, ref, actor, pool_gpus, notes)
             o |= _megatron_parallel("reference", ref, v.sc, notes)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
-            # the reference's sequence_parallel is not written: verl's default (on) applies
+            o[f"{MEGATRON['reference']}.sequence_parallel"] = ref.sp  # verl's default: on
             ran["reference"] = ref.model_copy(update={
-                "sp": ref.tp > 1, "offload": "params" if offload else "none"})
+                "sp": ref.sp and ref.tp > 1, "offload": "params" if offload else "none"})
         else:
             if needs_megatron([ref]):
                 notes.append(f"reference tp {ref.tp}/pp {ref.pp}/ep {ref.ep}: verl's FSDP "

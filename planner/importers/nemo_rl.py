@@ -221,8 +221,10 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
     if logprob != train["micro_batch"] and not sc.family.offline:
         layouts["actor"]["assessment"] = {**train, "micro_batch": logprob}
     if sc.reference is not None:  # in the policy's workers, with its layout
-        layouts["reference"] = {"assessment": {**train, "zero": 3 if train["zero"] == 3 else 0,
-                                               "micro_batch": logprob, "offload": "none"}}
+        layouts["reference"] = {"assessment": {
+            **{k: v for k, v in train.items() if k in ("group", "dp", "tp", "pp", "cp", "ep",
+                                                      "etp")},
+            "zero": 3 if train["zero"] == 3 else 0, "micro_batch": logprob}}
     staleness, partial_rollout = 0, False
     if not sc.family.offline:
         group = "g0"

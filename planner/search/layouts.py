@@ -144,6 +144,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
+    # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
+    sequence_parallel = space.caps is None or space.caps.sequence_parallel
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in (p for p in _pow2_divisors(g // tp, MAX_PP)
                    if spec.num_hidden_layers % p == 0):
@@ -163,7 +165,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                                        micro_batch=sizes, offload=offloads)
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
                         yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
-                                             vp=vp, sp=tp > 1, **options)
+                                             vp=vp, sp=tp > 1 and sequence_parallel,
+                                             **options)
 
 
 def _vp_options(layers: int, pp: int) -> list[int]:

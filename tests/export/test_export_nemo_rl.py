@@ -31,7 +31,8 @@ def apart(staleness: int = 1, partial: bool = False, gen_gpus: int = 8) -> dict:
     return {"groups": [{"name": "g0", "gpus": 8}, {"name": "g1", "gpus": gen_gpus}],
             "layouts": {"actor": {"generation": layout("g1", dp=gen_gpus // 2, tp=2),
                                   "training": layout(**train)},
-                        "reference": {"assessment": layout(**{**train, "zero": 0})}},
+                        # as NeMo-RL scores it: the policy's degrees and micro-batch, ZeRO-0
+                        "reference": {"assessment": layout(dp=4, tp=2, micro_batch=2)}},
             "inter_model": {"placement": "disaggregated", "staleness": staleness,
                             "partial_rollout": partial}}
 
