@@ -60,6 +60,8 @@ def running_notes(plan: dict[str, Any], sc: Scenario, release: str,
     except InfeasibleError as exc:
         raise ExportError(f"as {label} runs it, the plan no longer fits: {exc}") from None
     before = figures(sc, own)
+    if after == before:  # e.g. a setting the plan left to its default, written out
+        return ()
     cost = ("" if before.cost_usd is None or after.cost_usd is None else
             f", cost per step ${after.cost_usd:.4g} ({after.cost_usd / before.cost_usd - 1:+.1%})")
     return (f"as {label} runs it ({'; '.join(changes(own, ran))}), the plan prices at "
