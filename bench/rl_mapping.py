@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from planner.cost.pipeline_split import offered_split
 
-from planner.cost.generation import kv_tokens_that_fit
-from planner.cost.iteration import evaluate, max_seqs
+from planner.cost.iteration import evaluate, vllm_kv_tokens
+from planner.cost.pipeline_split import offered_split
 from planner.errors import InfeasibleError
 from planner.frameworks import load_preset
 from planner.plan import Layout, PlanInput
-from planner.specs.hardware import GIB, load_profile
+from planner.specs.hardware import load_profile
 from planner.specs.scenario import Scenario, load_scenario
 
 MODELS = {"qwen3-30b-a3b": "qwen3-30b-a3b", "llama3.1-8b": "llama-3.1-8b",
@@ -117,17 +116,6 @@ class RLCase:
         mode = "colocated" if r["placement"].startswith("colocated") else (
             "fully-async" if "fully async" in r["placement"] else "1-off")
         return f"{r['model']} {r['hardware'].split()[0]} {r['n_gpus']}g {mode}"
-
-
-def vllm_kv_tokens(sc: Scenario, gen: Layout, utilization: float, shadow: bool = False
-                   ) -> int:
-    """The KV cache (tokens per replica) vLLM allocates at `gpu_memory_utilization`: what is
-    left of that fraction of each GPU's memory once the generation weights (and a `shadow`
-    copy) and workspaces are placed (vLLM profiles its activation peak and gives the rest of
-    the budget to the cache)."""
-    gpu = sc.cluster.gpu
-    return kv_tokens_that_fit(sc.actor, gen, utilization * gpu.memory_gib * GIB,
-                              max_seqs(sc, gen), shadow_weights=shadow)
 
 
 def _degrees(text: str) -> dict[str, int] | None:

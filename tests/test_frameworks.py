@@ -39,7 +39,6 @@ def test_the_exporters_know_the_same_releases():
         assert releases()[fmt] == versions
         for v in versions:
             assert load_preset(f"{fmt}@{v}").export_format == fmt
-    assert load_preset("nemo-rl").export_format is None  # planned and priced, not exported yet
 
 
 def test_names_default_to_the_newest_release_and_bad_names_say_which_exist():
@@ -144,8 +143,10 @@ def test_layout_rules_work_on_one_layout_and_on_arrays():
                           cp=np.array([1, 1, 1]), ep=np.array([1, 1, 1]),
                           zero=np.array([0, 3, 0]), checkpointing=np.array(["none"] * 3),
                           offload=np.array(["none"] * 3), micro_batch=np.array([1, 1, 1]))
-    # FSDP shards a frozen model (ZeRO-3); Megatron keeps it whole per model-parallel group
-    assert list(caps.mask("forward", ref, spec)) == [False, True, True]
+    # verl serves the reward model with an engine: whole weights (ZeRO-0), one sequence per
+    # micro-batch; the rule is the reward's alone (the reference follows the trainers')
+    assert list(caps.mask("forward", ref, spec, "reward")) == [True, False, True]
+    assert caps.mask("forward", ref, spec, "reference") is True
     gen = Layout(group="g0", dp=4, pp=2)
     assert "NotImplementedError" in caps.refusal("generation", gen, spec, "g")
 
@@ -187,7 +188,9 @@ def test_which_frameworks_run_a_plan_and_what_each_changes():
     sc = scenario()
     assert differences(capabilities("verl"), sc, _colocated(3)) == []
     said = differences(capabilities("verl"), sc, _colocated(0))
-    assert len(said) == 1 and said[0].startswith("layouts.reference.assessment.zero 0: verl")
+    assert said == ["layouts.reference.assessment: verl runs the reference on the trainers' "
+                    "backend: an FSDP module over the pool (ZeRO-3) beside FSDP trainers, whole "
+                    "weights per TP × PP group (ZeRO-0) beside Megatron ones"]
     apart = _colocated(3).model_copy(update={"inter_model": _colocated(3).inter_model.model_copy(
         update={"inter_stage_fusion": True})})
     assert "no inter-stage fusion" in differences(capabilities("openrlhf"), sc, apart)
@@ -209,15 +212,16 @@ def test_evaluate_says_what_the_named_framework_would_change(cli, write):
     assert data["framework"] == "verl@0.9.1"
     (verl,) = data["frameworks"]
     assert not verl["runs_as_is"]
-    assert verl["changes"][0].startswith("layouts.reference.assessment.zero 0")
+    assert verl["changes"][0].startswith("layouts.reference.assessment: verl runs the "
+                                         "reference on the trainers' backend")
     # as verl runs it, the reference is sharded (ZeRO-3): less memory per GPU
     assert verl["as_it_runs"].startswith("as it runs it: -")
     view = cli("evaluate", str(sc), str(plan))  # none named: every release, in the view
     assert "frameworks that run it as is: " in view.stdout
-    assert "  verl 0.9.1: layouts.reference.assessment.zero 0" in view.stdout
+    assert "  verl 0.9.1: layouts.reference.assessment: verl runs the reference" in view.stdout
 
 
-def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(cli, write):
+def test_a_nemo_rl_plan_is_planned_and_exported_with_no_format_named(cli, write):
     import json
 
     from tests.conftest import grpo_scenario
@@ -234,9 +238,10 @@ def test_a_nemo_rl_plan_is_planned_and_its_export_says_there_is_no_exporter_yet(
 
     assert "runtime" not in data["scenario"]
     assert scenario_from_plan(data, "p.json").runtime.controller_us_per_token == 9.75
-    refused = cli("export", str(out))
-    assert refused.exit_code == 2
-    assert "nemo-rl is planned and priced but has no exporter yet" in refused.stderr
+    config = out.parent / "run.yaml"
+    done = cli("export", str(out), "--out", str(config))  # the plan's framework: nemo-rl
+    assert done.exit_code == 0, done.stderr
+    assert config.read_text().startswith("# NeMo-RL 0.6")
 
 
 def test_the_python_api_plans_for_a_framework():

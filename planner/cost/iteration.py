@@ -50,6 +50,7 @@ from planner.cost.flops import Head, Num
 from planner.cost.generation import (
     Rollout,
     bytes_resharding_buffer,
+    kv_tokens_that_fit,
     memory_generation_per_gpu,
     rollout_precision,
     time_generation,
@@ -510,6 +511,38 @@ def kv_need_mib(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool
     cache with it (`fit.Load.stages`; the re-laying buffer apart)."""
     return lambda kv: whole_mib(float(generation_memory(sc, layout, shadow, resharding=False,
                                                         kv_tokens=kv).transient))
+
+
+def vllm_kv_tokens(sc: Scenario, gen: Layout, utilization: float, shadow: bool = False
+                   ) -> int:
+    """The KV cache (tokens per replica) vLLM allocates at `gpu_memory_utilization`: what is
+    left of that fraction of each GPU's memory once the generation weights (and a `shadow`
+    copy), workspaces and the runtime reserve are placed (vLLM profiles its activation peak and
+    the memory outside torch — CUDA context, NCCL — and gives the rest of the budget to the
+    cache). The inverse of `vllm_utilization`, the exporters' fraction."""
+    gpu = sc.cluster.gpu
+    return kv_tokens_that_fit(sc.actor, gen, utilization * gpu.memory_gib * GIB - ROUNDING_SLACK,
+                              max_seqs(sc, gen), shadow_weights=shadow,
+                              reserve_bytes=gpu.runtime_reserve_gib * GIB,
+                              precision=rollout_precision_of(sc))
+
+
+def vllm_utilization(sc: Scenario, gen: Layout, shadow: bool = False) -> float:
+    """The `gpu_memory_utilization` at which vLLM allocates `gen`'s KV cache
+    (`kv_cache_tokens`): its weights, KV cache, workspaces and the runtime reserve over the
+    GPU's memory, the inverse of `vllm_kv_tokens`."""
+    mem = memory_generation_per_gpu(sc.actor, gen, kv_tokens=gen.kv_cache_tokens,
+                                    decode_batch=max_seqs(sc, gen), shadow_weights=shadow,
+                                    reserve_bytes=sc.cluster.gpu.runtime_reserve_gib * GIB,
+                                    precision=rollout_precision_of(sc))
+    return (float(mem.total) + ROUNDING_SLACK) / (sc.cluster.gpu.memory_gib * GIB)
+
+
+ROUNDING_SLACK = 2 * 2**20
+"""Bytes per GPU a fraction of vLLM's leaves aside (`vllm_kv_tokens`, `vllm_utilization`): the
+fit check rounds the budget down and each load up to whole MiB (`fit.budget_of`,
+`fit.whole_mib`), so a fraction exactly at the memory headroom (OpenRLHF's 0.95 under the 5%
+default) would miss it by those MiB."""
 
 
 def generation_load(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool) -> Load:

@@ -1,4 +1,5 @@
-"""Framework exporters: a plan JSON → a config for verl, OpenRLHF, DeepSpeed or Megatron-LM.
+"""Framework exporters: a plan JSON → a config for verl, OpenRLHF, DeepSpeed, Megatron-LM or
+NeMo-RL.
 
 `export(plan, sc, fmt, version)` is the one entry point; each target lives in its own module
 as a pure function. Every key an exporter writes is checked against the target's own key list
@@ -12,18 +13,20 @@ from dataclasses import replace
 from typing import Any
 
 from planner.errors import InputError
+from planner.export.as_run import running_notes
 from planner.export.base import Export, ExportError, training_software_notes
 from planner.export.deepspeed import export_deepspeed
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
+from planner.export.nemo_rl import export_nemo_rl
 from planner.export.openrlhf import export_openrlhf
 from planner.export.verl import export_verl
 from planner.frameworks import capabilities, releases
 from planner.specs.scenario import Scenario
 
-FORMATS = ("verl", "openrlhf", "deepspeed", "megatron")
+FORMATS = ("verl", "openrlhf", "deepspeed", "megatron", "nemo-rl")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
-             "megatron": export_megatron}
+             "megatron": export_megatron, "nemo-rl": export_nemo_rl}
 
 __all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export", "parse_framework"]
 
@@ -48,26 +51,37 @@ def export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str | None = N
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
     version = check_version(fmt, version)
     try:
-        sc, pool_notes = pools_for_export(plan, sc, fmt, version)
-        done = EXPORTERS[fmt](plan, sc, version)
-        return replace(done, notes=(*done.notes, *pool_notes, *training_software_notes(sc)))
+        return _export(plan, sc, fmt, version)
     except ExportError as err:
-        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version)}") from None
+        raise ExportError(f"{err}; {refusal_hint(plan, sc, fmt, version, err.replan)}",
+                          err.replan) from None
+
+
+def _export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> Export:
+    """The export with its notes: the pools, the exporter, what running the plan as the
+    framework does changes (refused when it no longer fits), the training software."""
+    sc, pool_notes = pools_for_export(plan, sc, fmt, version)
+    done = EXPORTERS[fmt](plan, sc, version)
+    priced = running_notes(plan, sc, f"{fmt}@{version}", done.runs)
+    return replace(done, notes=(*done.notes, *pool_notes, *priced, *training_software_notes(sc)))
 
 
 TRAINER_ONLY = ("deepspeed", "megatron")  # their exports configure training alone
 
 
-def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str) -> str:
+def refusal_hint(plan: dict[str, Any], sc: Scenario, fmt: str, version: str,
+                 replan: bool = True) -> str:
     """What fixes a refused export: the flag that re-plans for the format (unless the plan
-    was already searched for it), and the formats that accept the plan as it is, a
-    trainer-only one said so."""
-    fix = (f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
+    was already searched for it, or re-planning cannot help), and the formats that accept the
+    plan as it is, a trainer-only one said so."""
+    fix = ("" if not replan else
+           f"re-plan with --framework {fmt}@{version} (the search then offers only what it "
            "runs)" if plan.get("framework") != f"{fmt}@{version}" else
            "the scenario has changed since the plan was made: re-plan it")
     others = [f"{o} (training only)" if o in TRAINER_ONLY else o
               for o in accepting(plan, sc, exclude=fmt)]
-    return fix + (f"; --format {' or '.join(others)} accepts it as it is" if others else "")
+    accept = f"--format {' or '.join(others)} accepts it as it is" if others else ""
+    return "; ".join(x for x in (fix, accept) if x) or "no format accepts the plan as it is"
 
 
 def pools_for_export(plan: dict[str, Any], sc: Scenario, fmt: str, version: str
@@ -102,9 +116,8 @@ def accepting(plan: dict[str, Any], sc: Scenario, exclude: str) -> list[str]:
         if fmt == exclude:
             continue
         try:
-            EXPORTERS[fmt](plan, pools_for_export(plan, sc, fmt, VERSIONS[fmt][0])[0],
-                           VERSIONS[fmt][0])
-        except ExportError:
+            _export(plan, sc, fmt, VERSIONS[fmt][0])
+        except InputError:  # a refusal, or a plan the scenario does not allow
             continue
         out.append(fmt)
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.cost.iteration import evaluate, task_memory
+from planner.cost.iteration import evaluate, task_memory, vllm_utilization
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.pipeline_split import MegatronSplit, megatron_split, stage_layer_counts
 from planner.cost.report import to_plan
@@ -27,22 +27,24 @@ from planner.specs.runtime import TRAINING_SOFTWARE
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
-# Memory components (breakdown.tasks[*].memory_gib) vLLM's gpu_memory_utilization must cover:
-# its weights, the planned KV cache and its workspace. Not the runtime reserve (CUDA context,
-# allocator slack) nor the resharding buffer, which the trainer holds, not vLLM.
-VLLM_MEMORY = ("memory/persistent/weights", "memory/transient/kv_cache",
-               "memory/transient/inference_workspace", "memory/transient/logits")
-
 
 class ExportError(InputError):
-    """The plan breaks a constraint the target framework checks at start-up. Exit code 2."""
+    """The plan breaks a constraint the target framework checks at start-up. Exit code 2.
+    `replan`: planning for the framework (`--framework`) would give a plan it exports."""
+
+    def __init__(self, message: str, replan: bool = True):
+        super().__init__(message)
+        self.replan = replan
 
 
 @dataclass(frozen=True)
 class Export:
     text: str
-    kind: str  # "sh" (a bash script or argument block) or "json"
+    kind: str  # "sh" (a bash script or argument block), "json" or "yaml"
     notes: tuple[str, ...] = ()
+    # the plan as the framework runs it (groups, layouts, inter_model), where the exporter
+    # changes it; None: the preset's rules say (`frameworks.runs.converted`)
+    runs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,22 +142,25 @@ class PlanView:
         return gen.kv_cache_tokens or rollout.get("kv_cache_tokens")
 
     def vllm_memory_fraction(self, engine: str = "vLLM") -> tuple[float, str]:
-        """gpu_memory_utilization giving the engine the plan's KV cache, and why (in GiB per GPU
-        and in tokens per replica, which the engine logs at start-up and the user can compare)."""
+        """gpu_memory_utilization giving the engine the plan's KV cache (`vllm_utilization`,
+        rounded up to 1e-4: `import` reads it back as the plan's KV cache within 0.01% of the
+        GPU's memory), and why (in GiB per GPU and in tokens per replica, which the engine logs
+        at start-up and the user can compare)."""
         mem = self.task_memory_gib("actor", "generation")
-        used = sum(mem.get(k, 0.0) for k in VLLM_MEMORY)
-        gen = self.layout("actor", "generation")
-        capacity = (self.cluster_of(gen.group) if gen else self.sc.cluster).gpu.memory_gib
-        # rounded up so vLLM gets at least the planned KV cache; the plan's runtime reserve
-        # (GiB per GPU) absorbs the < 1% extra
-        fraction = math.ceil(round(used / capacity * 100, 6)) / 100
-        tokens = self.kv_cache_tokens(gen) if gen else None
+        gen = self.need("actor", "generation")
+        view = self.views.get(gen.group, self.sc)
+        capacity = view.cluster.gpu.memory_gib
+        tokens = self.kv_cache_tokens(gen)
+        fraction = math.ceil(round(vllm_utilization(
+            view, gen.model_copy(update={"kv_cache_tokens": tokens})) * 1e4, 6)) / 1e4
         log = "vLLM logs it as 'GPU KV cache size'" if engine == "vLLM" else \
             f"{engine} logs it at start-up"
         per_replica = f", {tokens:,} tokens per replica: {log}" if tokens else ""
-        why = (f"gpu_memory_utilization {fraction}: {engine} weights + KV cache + workspace = "
-               f"{used:.1f} GiB of the {capacity:g} GiB per GPU (the plan's KV cache "
-               f"{mem.get('memory/transient/kv_cache', 0.0):.1f} GiB per GPU{per_replica})")
+        why = (f"gpu_memory_utilization {fraction}: {engine} weights + KV cache + workspace "
+               f"+ CUDA context = "
+               f"{fraction * capacity:.1f} GiB of the {capacity:g} GiB per GPU (the plan's KV "
+               f"cache {mem.get('memory/transient/kv_cache', 0.0):.1f} GiB per GPU"
+               f"{per_replica})")
         return fraction, why
 
     def max_num_seqs(self, gen: Layout) -> int:

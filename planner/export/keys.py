@@ -23,6 +23,7 @@ VERSIONS: dict[str, tuple[str, ...]] = {
     "openrlhf": ("0.11.2", "0.9.5"),
     "deepspeed": ("0.19.8",),
     "megatron": ("0.19.2",),
+    "nemo-rl": ("0.6",),  # its preset's release; keys copied from docs/exports.md §5
 }
 VERL_VERSION = VERSIONS["verl"][0]
 OPENRLHF_VERSIONS = VERSIONS["openrlhf"]
@@ -31,7 +32,8 @@ OPENRLHF_VERSIONS = VERSIONS["openrlhf"]
 # schema: its two generated trainer configs have different keys in one release.
 SCHEMAS = {"verl-fsdp": ("verl", "fsdp"), "verl-megatron": ("verl", "megatron"),
            "openrlhf-train_ppo_ray": ("openrlhf", "train_ppo_ray"),
-           "openrlhf-train_dpo": ("openrlhf", "train_dpo")}
+           "openrlhf-train_dpo": ("openrlhf", "train_dpo"),
+           "nemo-rl": ("nemo-rl", "config")}
 KEY_FILES: dict[tuple[str, str], str] = {
     (schema, version): f"{framework}_{version}_{suffix}.txt"
     for schema, (framework, suffix) in SCHEMAS.items() for version in VERSIONS[framework]}
@@ -60,9 +62,22 @@ def key_set(schema: str, version: str) -> frozenset[str]:
     if name is None:
         known = ", ".join(f"{s} {v}" for s, v in KEY_FILES)
         raise InputError(f"no key list for {schema} {version}; known: {known}")
+    return frozenset(key for key, _ in _entries(name))
+
+
+def _entries(name: str) -> list[tuple[str, str]]:
+    """(key, its mark) of each line of a shipped list: `key [unverified]` marks a key the
+    list's source does not show (keys/SOURCE.md)."""
     text = files("planner.export").joinpath("keys", name).read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines()
-                     if line.strip() and not line.startswith("#"))
+    return [(words[0], " ".join(words[1:])) for line in text.splitlines()
+            if line.strip() and not line.startswith("#") for words in [line.split()]]
+
+
+@cache
+def unverified_keys(schema: str, version: str) -> frozenset[str]:
+    """The keys of `schema` at `version` its list marks [unverified]."""
+    return frozenset(key for key, mark in _entries(KEY_FILES[(schema, version)])
+                     if mark == "[unverified]")
 
 
 @cache

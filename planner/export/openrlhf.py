@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.cost.constants import ENGINES
+from planner.cost.iteration import vllm_kv_tokens
 from planner.export.base import (
     Export,
     ExportError,
@@ -26,7 +27,7 @@ from planner.export.base import (
 )
 from planner.export.capabilities import capabilities
 from planner.export.keys import VERSIONS, check_keys
-from planner.plan import Layout
+from planner.plan import Layout, PlanInput
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
 
@@ -265,11 +266,57 @@ def _ppo(v: PlanView, version: str) -> Export:
         notes.append("stage fusion: OpenRLHF has no setting to overlap stages as planned")
 
     check_keys("openrlhf-train_ppo_ray", version, list(a.values))
+    runs = _runs(v, a, trains, micro_rollout, run_async)
     header = [f"OpenRLHF {version} train_ppo_ray (flags from openrlhf/cli/train_ppo_ray.py at "
               f"{version}); `ray job submit` reads the cluster address from RAY_ADDRESS",
               "add the dataset and save path as extra arguments", *header]
     command = "ray job submit -- python3 -m openrlhf.cli.train_ppo_ray"
-    return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes))
+    return Export(shell_script(header, notes, command, [*a.words(), '"$@"']), "sh", tuple(notes),
+                  runs=runs.model_dump(mode="json", exclude_none=True))
+
+
+def _deepspeed(v: PlanView, train: Layout, group: str, micro: int) -> Layout:
+    """A trained model as OpenRLHF's DeepSpeed runs it: the actor's ZeRO stage, AutoTP and
+    ring attention on every trained model, no pipeline or expert parallelism, optimizer
+    offload only, full recomputation only."""
+    return Layout(group=group, dp=v.group_gpus(group) // (train.tp * train.cp), tp=train.tp,
+                  cp=train.cp, zero=train.zero, micro_batch=micro,
+                  offload="optimizer" if train.offload in ("optimizer", "both") else "none",
+                  checkpointing="full" if train.checkpointing != "none" else "none")
+
+
+def _runs(v: PlanView, a: Args, trains: dict[str, Layout], micro_rollout: int,
+          run_async: bool) -> PlanInput:
+    """The plan as OpenRLHF runs this export: what `import` reads back from it. Frozen models
+    run DeepSpeed's eval config (ZeRO-3 under --zero_stage 3, else ZeRO-0) with the trainers'
+    TP and ring attention; every forward takes --micro_rollout_batch_size."""
+    train = trains["actor"]
+    layouts: dict[str, dict[str, Layout]] = {}
+    for role, layout in trains.items():
+        run = _deepspeed(v, train, layout.group, train.micro_batch)
+        layouts[role] = {"training": run}
+        if micro_rollout != run.micro_batch:
+            layouts[role]["assessment"] = run.model_copy(update={"micro_batch": micro_rollout})
+    for role in ("reference", "reward"):
+        if role in v.sc.roles and (role != "reward" or v.sc.reward_kind == "model"):
+            frozen = v.need(role, "assessment")
+            layouts[role] = {"assessment": _deepspeed(v, train, frozen.group, micro_rollout)
+                             .model_copy(update={"zero": 3 if train.zero == 3 else 0,
+                                                 "offload": "none" if frozen.offload == "none"
+                                                 else "params", "checkpointing": "none"})}
+    gen = v.need("actor", "generation")
+    run = gen.model_copy(update={"cp": 1, "ep": 1, "etp": None, "max_num_seqs": None})
+    if (run.cp, run.ep) != (gen.cp, gen.ep):  # engines of TP only: a KV cache of their own
+        run = run.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(
+            v.views[gen.group], run.model_copy(update={"kv_cache_tokens": None}),
+            a.values[a.flag("vllm_memory")])})
+    layouts["actor"]["generation"] = run
+    queue = a.values.get(a.flag("async_queue"), 0) if run_async else 0
+    inter = v.inter.model_copy(update={
+        "staleness": queue, "partial_rollout": a.is_set("partial"),
+        "offload_during_generation": a.is_set("ds_sleep"), "overlap_weight_sync": False,
+        "inter_stage_fusion": False, "intra_stage_fusion": False})
+    return v.input.model_copy(update={"layouts": layouts, "inter_model": inter})
 
 
 def _check_ray_gpus(v: PlanView, groups: dict[str, str], a: Args, gen: Layout,

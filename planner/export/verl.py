@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.cost.iteration import vllm_kv_tokens
 from planner.cost.pipeline_split import CONFIG_FIELDS, stage_layer_counts
 from planner.export.base import (
     Export,
@@ -30,8 +31,8 @@ from planner.export.base import (
 )
 from planner.export.capabilities import capabilities
 from planner.export.keys import VERL_VERSION, check_keys
-from planner.export.verl_pools import ROLLOUT, Pools, reward_overrides, rollout_pool
-from planner.plan import Layout, expert_tp
+from planner.export.verl_pools import REWARD, ROLLOUT, Pools, reward_overrides, rollout_pool
+from planner.plan import Layout, PlanInput, expert_tp
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
 from planner.specs.workload import Family
@@ -114,7 +115,8 @@ def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
                               f"every model on its global pool, the actor's group {pool}; "
                               f"re-plan {role} training on group {pool}")
 
-    o |= _assessment(v, megatron, trains["actor"], pool, pool_gpus, notes)
+    ran: dict[str, Layout] = {}  # the reference as verl runs it (`_assessment`)
+    o |= _assessment(v, megatron, trains["actor"], pool, pool_gpus, notes, ran)
     separate = gen.group != pool and v.inter.staleness >= 1
     o |= _rollout(v, gen, pool, pool_gpus, separate, notes, comments)
     if separate:
@@ -124,6 +126,7 @@ def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
     notes += _inter_model_notes(v, separate)
     pools.check()  # the pools add up to the plan's GPUs
 
+    runs = _runs(v, trains, megatron, pool, separate, ran, o)
     args = [f"{k}={shell_value(x)}" for k, x in o.items()]
     check_keys(schema, version, list(o))
     command = "python3 -m verl.trainer.main_ppo"
@@ -135,7 +138,50 @@ def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
               f"{sc.algorithm} plan on {v.gpus} GPUs ({pools.describe()}); set "
               "data.train_files and data.val_files: extra overrides pass through as arguments",
               *comments]
-    return Export(shell_script(header, notes, command, [*args, '"$@"']), "sh", tuple(notes))
+    return Export(shell_script(header, notes, command, [*args, '"$@"']), "sh", tuple(notes),
+                  runs=runs.model_dump(mode="json", exclude_none=True))
+
+
+def _runs(v: PlanView, trains: dict[str, Layout], megatron: bool, pool: str, separate: bool,
+          ran: dict[str, Layout], o: dict[str, Any]) -> PlanInput:
+    """The plan as verl runs this export: what `import` reads back from it."""
+    layouts: dict[str, dict[str, Layout]] = {}
+    for role, layout in trains.items():
+        params, optimizer = _offloads(layout, v)
+        offload = {(True, True): "both", (False, True): "optimizer",
+                   (True, False): "params"}.get((params, optimizer), "none")
+        if megatron:
+            update = {"zero": min(layout.zero, 1), "sp": layout.sp and layout.tp > 1}
+        else:  # reshard_after_forward: ZeRO-3, else ZeRO-2; full recomputation only
+            update = {"zero": 3 if layout.zero == 3 else 2,
+                      "checkpointing": "full" if layout.checkpointing != "none" else "none"}
+        layouts[role] = {"training": layout.model_copy(update={**update, "offload": offload})}
+    actor = v.layout("actor", "assessment")
+    if actor is not None and actor.micro_batch != layouts["actor"]["training"].micro_batch:
+        layouts["actor"]["assessment"] = layouts["actor"]["training"].model_copy(
+            update={"micro_batch": actor.micro_batch})
+    if "reference" in ran:
+        layouts["reference"] = {"assessment": ran["reference"]}
+    gen = v.need("actor", "generation")
+    group = gen.group if separate else pool  # replicas fill their pool, TP only
+    run = gen.model_copy(update={"group": group, "dp": v.group_gpus(group) // gen.tp, "cp": 1,
+                                 "max_num_seqs": o[f"{ROLLOUT}.max_num_seqs"]})
+    if (run.group, run.dp, run.cp) != (gen.group, gen.dp, gen.cp):  # a KV cache of its own
+        run = run.model_copy(update={"kv_cache_tokens": vllm_kv_tokens(
+            v.views[group], run.model_copy(update={"kv_cache_tokens": None}),
+            o[f"{ROLLOUT}.gpu_memory_utilization"])})
+    layouts["actor"]["generation"] = run
+    if f"{REWARD}.rollout.tensor_model_parallel_size" in o:
+        rm = v.need("reward", "assessment")
+        own = o.get(f"{REWARD}.enable_resource_pool", False)
+        group, tp = (rm.group if own else pool), o[f"{REWARD}.rollout.tensor_model_parallel_size"]
+        layouts["reward"] = {"assessment": Layout(group=group, dp=v.group_gpus(group) // tp,
+                                                  tp=tp)}  # micro-batch: not a verl key
+    inter = v.inter.model_copy(update={
+        "staleness": v.inter.staleness if separate else 0, "partial_rollout": separate,
+        "overlap_weight_sync": False, "inter_stage_fusion": False, "intra_stage_fusion": False,
+        "offload_during_generation": False})  # verl offloads per model: the layouts' offload
+    return v.input.model_copy(update={"layouts": layouts, "inter_model": inter})
 
 
 def _offloads(layout: Layout, v: PlanView) -> tuple[bool, bool]:
@@ -262,9 +308,9 @@ def _check_batches(sc: Scenario, role: str, layout: Layout, pool_gpus: int, mega
 
 
 def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus: int,
-                notes: list[str]) -> dict[str, Any]:
+                notes: list[str], ran: dict[str, Layout]) -> dict[str, Any]:
     """Old log-probs (actor), reference log-probs and critic values: micro-batches, and the
-    reference's own layout."""
+    reference's own layout (as verl runs it, into `ran`)."""
     o: dict[str, Any] = {}
     o[f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu"] = v.need("actor", "assessment").micro_batch
     if v.sc.reference is not None:
@@ -275,12 +321,19 @@ def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus
             ref = _megatron_reference(v, ref, actor, pool_gpus, notes)
             o |= _megatron_parallel("reference", ref, v.sc, notes, actor)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
+            o[f"{MEGATRON['reference']}.sequence_parallel"] = ref.sp  # verl's default: on
+            ran["reference"] = ref.model_copy(update={
+                "sp": ref.sp and ref.tp > 1, "offload": "params" if offload else "none"})
         else:
             if needs_megatron([ref]):
                 notes.append(f"reference tp {ref.tp}/pp {ref.pp}/ep {ref.ep}: verl's FSDP "
                              "backend shards the reference over all trainer GPUs instead")
             o |= {"actor_rollout_ref.ref.fsdp_config.param_offload": offload,
                   "actor_rollout_ref.ref.ulysses_sequence_parallel_size": ref.cp}
+            dp = pool_gpus // ref.cp  # FSDP shards it over the pool (ZeRO-3)
+            ran["reference"] = Layout(group=pool, dp=dp, cp=ref.cp, zero=3 if dp > 1 else 0,
+                                      micro_batch=ref.micro_batch,
+                                      offload="params" if offload else "none")
         if ref.group != pool:
             notes.append(f"reference runs on verl's global pool (group {pool}), not on group "
                          f"{ref.group}: verl always co-locates it with the actor")

@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from planner.errors import InputError
 from planner.frameworks.capabilities import (
     PARTIAL_ROLLOUTS,
+    RELATIONS,
     Capabilities,
+    Follow,
     GroupPattern,
     Options,
     Rule,
@@ -92,6 +94,7 @@ class RuleInput(_Strict):
     `why` (formatted with `where` and the layout's fields) says what the framework does."""
 
     kind: Literal["generation", "training", "forward"]
+    role: Literal["actor", "critic", "reference", "reward"] | None = None  # None: every role
     when: dict[str, Any] = {}
     require: dict[str, Any]
     why: str = Field(min_length=1)
@@ -118,7 +121,7 @@ class RuleInput(_Strict):
         def say(where: str, x: Any) -> str:
             return why.format(where=where, **{f: getattr(x, f) for f in FIELDS})
 
-        return Rule(self.kind, ok, say, self.refuse, self.fix())
+        return Rule(self.kind, ok, say, self.refuse, self.fix(), self.role)
 
     def fix(self) -> dict[str, Any] | None:
         """The layout fields that satisfy `require` when it names fields alone, each at its
@@ -150,6 +153,24 @@ class PatternInput(_Strict):
     def pattern(self) -> GroupPattern:
         return GroupPattern(None if self.tasks == "all" else frozenset(self.tasks),
                             self.staleness, self.online)
+
+
+class FollowInput(_Strict):
+    """A task laid out after another's (`Follow`): `same` fields equal, and `relation`."""
+
+    task: Literal[TASKS]  # type: ignore[valid-type]
+    trainer: Literal["actor.training"]
+    same: list[Literal[FIELDS]] = []  # type: ignore[valid-type]
+    relation: Literal[tuple(RELATIONS)] | None = None  # type: ignore[valid-type]
+    why: str = Field(min_length=1)
+
+    def follow(self) -> Follow:
+        return Follow(self.task, self.trainer, tuple(self.same), self.relation, self.why)
+
+
+class FollowsInput(_Strict):
+    source: str = Field(min_length=1)
+    rules: list[FollowInput] = Field(min_length=1)
 
 
 class GroupsInput(_Strict):
@@ -187,10 +208,12 @@ class CapabilitiesInput(_Strict):
     algorithms: Algorithms
     reward_model: Flag  # runs a reward model (else rewards come from rule-based verifiers)
     mixed_pools: Flag  # places groups on pools of different GPU types
+    sequence_parallel: Flag | None = None  # training TP with sequence parallelism (None: yes)
     whole_nodes: Flag
     options: OptionsInput
     rules: list[RuleInput] = []
     groups: GroupsInput | None = None  # None: any placement (a trainer-only export)
+    follows: FollowsInput | None = None  # None: every task's layout is its own
 
 
 class Preset(_Strict):
@@ -239,7 +262,9 @@ class Preset(_Strict):
                             shared_actor_critic=o.shared_actor_critic.value,
                             partial_rollout=o.partial_rollout.value),
             groups=None if c.groups is None else tuple(p.pattern() for p in c.groups.patterns),
-            whole_nodes=c.whole_nodes.value)
+            whole_nodes=c.whole_nodes.value,
+            sequence_parallel=c.sequence_parallel is None or c.sequence_parallel.value,
+            follows=() if c.follows is None else tuple(f.follow() for f in c.follows.rules))
 
 
 PRESETS = files("planner.frameworks") / "presets"

@@ -38,7 +38,11 @@ def differences(caps: Capabilities, sc: Scenario, plan: PlanInput) -> list[str]:
             if task is None:
                 continue
             groups.setdefault(layout.group, set()).add(task)
-            out += caps.differences(KIND[stage], layout, spec, f"layouts.{role}.{stage}")
+            out += caps.differences(KIND[stage], layout, spec, f"layouts.{role}.{stage}", role)
+    for f in caps.follows:
+        mine, theirs = layout_of(plan, f.task), layout_of(plan, f.trainer)
+        if mine is not None and theirs is not None and not f.ok(mine, theirs):
+            out.append(f"{where_of(f.task)}: {f.why}")
     tasks = frozenset(t for g in groups.values() for t in g)
     im = plan.inter_model
     if caps.groups is not None:
@@ -76,13 +80,40 @@ def converted(caps: Capabilities, sc: Scenario, plan: PlanInput) -> PlanInput | 
         spec = sc.roles.get(role)
         for stage, layout in stages.items():
             kind = "training" if task_of(role, stage) is None else KIND[stage]
-            fixes = [rule.fix for rule in caps.broken(kind, layout, spec)]
+            fixes = [rule.fix for rule in caps.broken(kind, layout, spec, role)]
             if any(f is None for f in fixes):
                 return None
             update = {k: v for f in fixes for k, v in (f or {}).items()}
             changed |= bool(update)
             layouts.setdefault(role, {})[stage] = layout.model_copy(update=update)
+    ran = plan.model_copy(update={"layouts": layouts})
+    for f in caps.follows:
+        mine, theirs = layout_of(ran, f.task), layout_of(ran, f.trainer)
+        if mine is None or theirs is None or f.ok(mine, theirs):
+            continue
+        run = f.run(mine, theirs)
+        if run is None:
+            return None
+        role, stage = STAGE_OF[f.task]
+        layouts[role][stage] = run
+        changed = True
     return plan.model_copy(update={"layouts": layouts}) if changed else None
+
+
+STAGE_OF = {"actor.generation": ("actor", "generation"), "actor.training": ("actor", "training"),
+            "critic.training": ("critic", "training"),
+            "reference.forward": ("reference", "assessment"),
+            "reward.forward": ("reward", "assessment")}
+"""A search task → the (role, stage) of its layout in a plan."""
+
+
+def layout_of(plan: PlanInput, task: str) -> Any:
+    role, stage = STAGE_OF[task]
+    return plan.layouts.get(role, {}).get(stage)
+
+
+def where_of(task: str) -> str:
+    return "layouts.{}.{}".format(*STAGE_OF[task])
 
 
 def as_it_runs(caps: Capabilities, sc: Scenario, plan: PlanInput, peak_gib: float,

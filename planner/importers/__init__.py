@@ -3,10 +3,11 @@
 
 shell.py reads the script without running it (variables, arrays, defaults, wrappers);
 launch.py finds the training command; one module per framework (verl.py, openrlhf.py,
-megatron.py) maps its settings, with that release's defaults (defaults.py), to scenario fields
-(models.py for the models) and to the plan; scenario.py joins them with `--scenario` and the
-flags (flag > scenario file > script). Settings rlplan does not price are listed in a note;
-settings that change the layout in a way a plan cannot say are refused (one InputError).
+megatron.py, nemo_rl.py, which also reads NeMo-RL's YAML configs) maps its settings, with that
+release's defaults (defaults.py), to scenario fields (models.py for the models) and to the
+plan; scenario.py joins them with `--scenario` and the flags (flag > scenario file > script).
+Settings rlplan does not price are listed in a note; settings that change the layout in a way
+a plan cannot say are refused (one InputError).
 """
 
 from __future__ import annotations
@@ -35,13 +36,16 @@ class Imported:
 def read_file(text: str, fmt: str | None = None,
               settings: dict[str, str] | None = None) -> Reading:
     """What the script says (its variables fixed by `settings`, --set NAME=VALUE)."""
-    from planner.importers import megatron, openrlhf, verl
+    from planner.importers import megatron, nemo_rl, openrlhf, verl
 
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"--format: unknown format '{fmt}'; choose one of {', '.join(FORMATS)}")
+    if fmt in (None, "nemo-rl") and nemo_rl.is_config(text):  # its YAML, not a script
+        return nemo_rl.read_config(text)
     script = read_script(text, settings)
     launch = find_launch(script, text, fmt)
-    readers = {"verl": verl.read, "openrlhf": openrlhf.read, "megatron": megatron.read}
+    readers = {"verl": verl.read, "openrlhf": openrlhf.read, "megatron": megatron.read,
+               "nemo-rl": nemo_rl.read}
     reading = readers[launch.fmt](launch)
     wrapped = [f"--set {name}: replaces the script's own assignment of {name}"
                for name in script.overridden]
@@ -51,7 +55,9 @@ def read_file(text: str, fmt: str | None = None,
 
 def detect(text: str) -> str:
     """The format, recognised from the launch command (or the file's shape)."""
-    return find_launch(read_script(text), text).fmt
+    from planner.importers.nemo_rl import is_config
+
+    return "nemo-rl" if is_config(text) else find_launch(read_script(text), text).fmt
 
 
 def lay_out(reading: Reading, sc: Scenario) -> Imported:

@@ -53,6 +53,8 @@ VERL: dict[str, Any] = {
     "actor_rollout_ref.rollout.expert_parallel_size": 1,
     "actor_rollout_ref.rollout.pipeline_model_parallel_size": 1,
     "actor_rollout_ref.rollout.max_num_seqs": _VERL.engine.max_num_seqs.value,
+    "actor_rollout_ref.rollout.gpu_memory_utilization":
+        _VERL.engine.gpu_memory_utilization.value,
     "actor_rollout_ref.rollout.n": 1,
     "actor_rollout_ref.rollout.enforce_eager": not _VERL.engine.cuda_graphs.value,
     "actor_rollout_ref.rollout.nnodes": 0,
@@ -102,6 +104,7 @@ OPENRLHF: dict[str, Any] = {
     "actor_nodes": 1, "actor_gpus": 8, "critic_nodes": 1, "critic_gpus": 8,
     "reference_nodes": 1, "reference_gpus": 8, "reward_nodes": 1, "reward_gpus": 8,
     "vllm_tp": _OPENRLHF.engine.tensor_parallel_size.value, "zero": 2, "ds_tp": 1, "ring": 1,
+    "vllm_memory": _OPENRLHF.engine.gpu_memory_utilization.value,
     "rollout_batch": 1024, "micro_rollout": 1,
     "train_batch": 128, "micro_train": 1, "samples": 1, "max_len": 2048, "max_epochs": 1,
     "init_kl": 0.01, "estimator": "gae", "async_queue": 1,
@@ -123,4 +126,41 @@ MEGATRON: dict[str, Any] = {
     "--sequence-parallel": False, "--use-distributed-optimizer": False,
     "--recompute-granularity": None, "--micro-batch-size": None, "--global-batch-size": None,
     "--ffn-hidden-size": None, "--num-query-groups": 1, "--seq-length": None,
+}
+
+# NeMo-RL 0.6: what a config leaves out. The values docs/exports.md §5 gives from its shipped
+# configs (use_distributed_optimizer true, colocated generation, max_trajectory_age_steps 1,
+# vLLM's gpu_memory_utilization 0.6 and TP 1, which the preset holds); grpo_math_1B.yaml trains
+# with DTensor, grpo_math_1B_megatron.yaml switches Megatron on (§5's launch line); every
+# parallel size 1, sequence parallelism, recomputation and offload off as Megatron-Core's own
+# defaults (the MEGATRON table) and torch's FSDP2 have them; async GRPO off unless enabled.
+_NEMO_RL = load_preset("nemo-rl@0.6")
+NEMO_RL_SOURCE = ("NeMo-RL 0.6 examples/configs/grpo_math_1B(_megatron).yaml as docs/exports.md "
+                  "§5 gives them, and Megatron-Core's defaults")
+NEMO_RL: dict[str, Any] = {
+    "policy.megatron_cfg.enabled": False,
+    "policy.megatron_cfg.tensor_model_parallel_size": MEGATRON["--tensor-model-parallel-size"],
+    "policy.megatron_cfg.pipeline_model_parallel_size":
+        MEGATRON["--pipeline-model-parallel-size"],
+    "policy.megatron_cfg.context_parallel_size": MEGATRON["--context-parallel-size"],
+    "policy.megatron_cfg.expert_model_parallel_size": MEGATRON["--expert-model-parallel-size"],
+    "policy.megatron_cfg.sequence_parallel": MEGATRON["--sequence-parallel"],
+    "policy.megatron_cfg.activation_checkpointing": False,
+    "policy.megatron_cfg.optimizer.use_distributed_optimizer": True,
+    "policy.megatron_cfg.optimizer.optimizer_cpu_offload": False,
+    "policy.dtensor_cfg.tensor_parallel_size": 1,
+    "policy.dtensor_cfg.context_parallel_size": 1,
+    "policy.dtensor_cfg.sequence_parallel": False,
+    "policy.dtensor_cfg.activation_checkpointing": False,
+    "policy.dtensor_cfg.cpu_offload": False,
+    "policy.generation.vllm_cfg.tensor_parallel_size": _NEMO_RL.engine.tensor_parallel_size.value,
+    "policy.generation.vllm_cfg.pipeline_parallel_size": 1,
+    "policy.generation.vllm_cfg.expert_parallel_size": 1,
+    "policy.generation.vllm_cfg.gpu_memory_utilization":
+        _NEMO_RL.engine.gpu_memory_utilization.value,
+    "policy.generation.vllm_cfg.enforce_eager": not _NEMO_RL.engine.cuda_graphs.value,
+    "policy.generation.colocated.enabled": True,
+    "grpo.async_grpo.enabled": False,
+    "grpo.async_grpo.max_trajectory_age_steps": 1,
+    "grpo.async_grpo.in_flight_weight_updates": False,
 }

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from planner.errors import InputError
 from planner.importers.shell import Script, Text
 
-FORMATS = ("verl", "openrlhf", "megatron")
+FORMATS = ("verl", "openrlhf", "megatron", "nemo-rl")
 
 _MEGATRON_FLAGS = ("--tensor-model-parallel-size", "--num-layers", "--micro-batch-size",
                    "--pipeline-model-parallel-size", "--global-batch-size")
@@ -40,6 +40,8 @@ def _entry(word: str) -> str | None:
         return "verl"
     if word.startswith("openrlhf.cli."):
         return "openrlhf"
+    if re.search(r"(^|/)run_(grpo|dpo|sft)\w*\.py$", word):  # NeMo-RL's example runners
+        return "nemo-rl"
     return None
 
 

@@ -34,6 +34,7 @@ from planner.importers.models import model_ref
 from planner.importers.reading import (
     Reading,
     algorithm_of,
+    kv_tokens,
     lengths,
     mini_batches,
     refused,
@@ -259,23 +260,30 @@ def _frozen(f: _Flags, group: str, gpus: int, role: str, micro: int) -> dict[str
 
 def _plan(f: _Flags, groups: dict[str, int], place: dict[str, str], staleness: int,
           notes: list[str], sc: Scenario) -> dict[str, Any]:
+    gen = {"group": place["rollout"], "dp": f.int("vllm_engines"), "tp": f.int("vllm_tp")}
+    gen["kv_cache_tokens"] = kv_tokens(sc, gen, f.float("vllm_memory"), f.flag("vllm_memory"))
+    micro = _forward_micro(f, sc)  # every forward's, the actor's old log-probs included
     layouts: dict[str, dict[str, Any]] = {
         "actor": {"training": _training(f, "g0", groups["g0"], sc, notes, "actor"),
-                  "generation": {"group": place["rollout"], "dp": f.int("vllm_engines"),
-                                 "tp": f.int("vllm_tp")}}}
+                  "generation": gen}}
     if sc.critic is not None and "critic" in place:
         g = place["critic"]
         layouts["critic"] = {"training": _training(f, g, groups[g], sc, notes, "critic")}
+    for role in ("actor", "critic"):
+        train = layouts.get(role, {}).get("training")
+        if train is not None and train["micro_batch"] != micro:
+            layouts[role]["assessment"] = {**train, "micro_batch": micro}
     for role in ("reference", "reward"):
         if role in place and (role != "reward" or sc.reward_kind == "model"):
             g = place[role]
-            layouts[role] = {"assessment": _frozen(f, g, groups[g], role,
-                                                   _forward_micro(f, sc))}
+            layouts[role] = {"assessment": _frozen(f, g, groups[g], role, micro)}
     if sc.reference is not None and "reference" not in place:
         notes.append("the scenario has a reference model and the command none (its KL "
                      "coefficient is 0)")
     inter = {"placement": "colocated" if len(groups) == 1 else "partial",
-             "staleness": staleness, "partial_rollout": f.on("partial")}
+             "staleness": staleness, "partial_rollout": f.on("partial"),
+             # DeepSpeed's sleep: the co-located models' state off the GPUs while vLLM runs
+             "offload_during_generation": f.on("ds_sleep") and len(groups) == 1}
     return {"groups": [{"name": n, "gpus": g} for n, g in groups.items()],
             "layouts": layouts, "inter_model": inter}
 

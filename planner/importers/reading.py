@@ -91,3 +91,19 @@ def refused(where: str, what: str) -> InputError:
     """A setting that changes the layout in a way a plan cannot say."""
     return InputError(f"import: {where}: {what} is not something a plan can say; drop it to "
                       "import the script")
+
+
+def kv_tokens(sc: Scenario, gen: dict[str, Any], fraction: float, key: str) -> int:
+    """The KV cache (tokens per replica) vLLM allocates for generation layout `gen` at
+    `gpu_memory_utilization` `fraction` (`iteration.vllm_kv_tokens`)."""
+    from planner.cost.iteration import vllm_kv_tokens
+    from planner.plan import Layout
+
+    if not 0 < fraction <= 1:
+        raise InputError(f"import: {key}={fraction}: expected a fraction of the GPU's memory "
+                         "in (0, 1]")
+    tokens = vllm_kv_tokens(sc, Layout(**gen), fraction)
+    if tokens < 1:
+        raise InputError(f"import: {key}={fraction}: vLLM's weights and workspaces alone take "
+                         "more of the GPU; raise it")
+    return tokens

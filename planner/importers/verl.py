@@ -24,6 +24,7 @@ from planner.importers.models import ModelRef, model_ref
 from planner.importers.reading import (
     Reading,
     algorithm_of,
+    kv_tokens,
     lengths,
     mini_batches,
     refused,
@@ -31,7 +32,7 @@ from planner.importers.reading import (
     whole,
 )
 from planner.importers.shell import Text
-from planner.importers.values import Settings, as_bool, as_int
+from planner.importers.values import Settings, as_bool, as_float, as_int
 from planner.specs.scenario import Scenario
 
 ACTOR, REF = "actor_rollout_ref.actor", "actor_rollout_ref.ref"
@@ -117,6 +118,10 @@ class _Verl:
     def bool(self, key: str) -> bool:
         where, value = self.value(key)
         return as_bool(where, value) if isinstance(value, Text) else bool(value)
+
+    def float(self, key: str) -> float:
+        where, value = self.value(key)
+        return as_float(where, value) if isinstance(value, Text) else float(value)
 
     def str(self, key: str) -> str | None:
         _, value = self.value(key)
@@ -236,7 +241,13 @@ def _plan(v: _Verl, backend: str, pool: int, separate: bool, reward_pool: int,
                            "max_num_seqs": v.int(f"{ROLLOUT}.max_num_seqs")}
     if v.int(f"{ROLLOUT}.expert_parallel_size") > 1:
         gen["ep"] = v.int(f"{ROLLOUT}.expert_parallel_size")
+    gen["kv_cache_tokens"] = kv_tokens(sc, gen, v.float(f"{ROLLOUT}.gpu_memory_utilization"),
+                                       f"{ROLLOUT}.gpu_memory_utilization")
     layouts["actor"]["generation"] = gen
+    logprob = v.optional_int(f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu")
+    train = layouts["actor"]["training"]
+    if logprob is not None and logprob != train["micro_batch"]:  # the old log-probs' forward
+        layouts["actor"]["assessment"] = {**train, "micro_batch": logprob}
     if sc.reference is not None:
         layouts["reference"] = {"assessment": _reference(v, pool, megatron, sc, notes)}
     if sc.reward_kind == "model":

@@ -26,6 +26,7 @@ import dataclasses
 from planner.plan import STAGES
 from planner.search.candidate import Candidate
 from planner.search.choice import Choice, fits, meets_target, objective_value, score, valid
+from planner.search.follow import agree
 from planner.search.space import Space
 
 
@@ -124,15 +125,34 @@ def _greedy(space: Space, sizes: tuple[int, ...], on: tuple[int, ...],
         return None
     pick = {n: min(p, key=lambda c: (c.persistent_mib, sum(c.time_ms.values())))
             for n, p in pools.items()}
-    if not fits(space, Choice(sizes, slot, pick, on)):
+    pick = agreeing(space, pick, pools)
+    if pick is None or not fits(space, Choice(sizes, slot, pick, on)):
         return None
     for name in sorted(pick, key=lambda n: -sum(pick[n].time_ms.values())):
         for c in sorted(pools[name], key=lambda c: sum(c.time_ms.values())):
             trial = {**pick, name: c}
-            if fits(space, Choice(sizes, slot, trial, on)):
+            if agree(space, Choice(sizes, slot, trial, on)) and \
+                    fits(space, Choice(sizes, slot, trial, on)):
                 pick = trial
                 break
     return Choice(sizes, slot, pick, on)
+
+
+def agreeing(space: Space, pick: dict[str, Candidate], pools: dict[str, list[Candidate]]
+             ) -> dict[str, Candidate] | None:
+    """`pick` with each follower's candidate replaced, where it does not agree with its
+    trainer's, by the smallest-state one that does (`follow.py`); None when none does."""
+    if space.caps is None:
+        return pick
+    for f in space.caps.follows:
+        if f.task in pick and f.trainer in pick and \
+                not f.ok(pick[f.task].layout, pick[f.trainer].layout):
+            ok = [c for c in pools[f.task] if f.ok(c.layout, pick[f.trainer].layout)]
+            if not ok:
+                return None
+            pick = {**pick, f.task: min(ok, key=lambda c: (c.persistent_mib,
+                                                            sum(c.time_ms.values())))}
+    return pick
 
 
 def incumbent(space: Space) -> Choice | None:

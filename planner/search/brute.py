@@ -12,6 +12,7 @@ from itertools import product
 
 from planner.search.candidate import Candidate
 from planner.search.choice import Choice, fits, meets_target, score, valid
+from planner.search.follow import agree
 from planner.search.refine import kv_for_room, kv_room
 from planner.search.space import Space, price_layout
 
@@ -35,7 +36,9 @@ def enumerate_choices(space: Space):
             if not all(cands) or not valid(space, skeleton):
                 continue
             for picks in product(*cands):
-                yield Choice(sizes, slot, dict(zip(names, picks, strict=True)), on)
+                ch = Choice(sizes, slot, dict(zip(names, picks, strict=True)), on)
+                if agree(space, ch):  # a follower's layout its trainer's (`follow.py`)
+                    yield ch
 
 
 def solve(space: Space, time_limit_s: float | None = None

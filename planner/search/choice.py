@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from planner.cost.fit import Load, kv_room_mib, overflow
 from planner.plan import STAGES
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE, Candidate
+from planner.search.follow import agree
 from planner.search.pools import pool_gpus_ok, slots_ordered
 from planner.search.space import GPU_WEIGHT, Space
 
@@ -61,6 +62,8 @@ def valid(space: Space, ch: Choice) -> bool:
     if (space.caps is not None and not space.caps.mixed_pools
             and len({on[k] for k, u in enumerate(used) if u}) > 1):
         return False  # the framework runs on one GPU type (`Capabilities.mixed_pools`)
+    if not agree(space, ch):
+        return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
                for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])
 

@@ -23,6 +23,7 @@ from planner.search.bounds import carry, incumbent, prune, space_lower_bound
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
 from planner.search.choice import Choice, allowed_groups, score
 from planner.search.deadline import Deadline
+from planner.search.follow import add_follows
 from planner.search.space import GPU_WEIGHT, Space
 
 BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
@@ -322,6 +323,7 @@ class Model:
         check_range(self.space, _horizon(self.space))  # before any term is built
         self.add_slots()
         self.add_placement()
+        add_follows(self)  # `plan --framework`: followers' layouts agree with their trainers'
         self.add_generation_slot()
         self.add_fusion_separation()
         self.add_memory()

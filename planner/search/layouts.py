@@ -148,6 +148,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
+    # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
+    sequence_parallel = space.caps is None or space.caps.sequence_parallel
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             pipelines = _pipelines(spec.num_hidden_layers, pp, MAX_VP)
@@ -169,7 +171,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                                        micro_batch=sizes, offload=offloads)
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
                         yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
-                                             vp=vp, sp=tp > 1, first_stage_layers=first,
+                                             vp=vp, sp=tp > 1 and sequence_parallel,
+                                             first_stage_layers=first,
                                              last_stage_layers=last, **options)
 
 

@@ -56,12 +56,12 @@ from planner.search.candidate import (
     by_time,
     candidate_at,
     fits_alone,
-    front_of,
     pareto,
     to_mib,
     to_ms,
 )
 from planner.search.deadline import Deadline
+from planner.search.follow import fronts, grouped, label_of
 from planner.search.kv import kv_bounds, kv_key
 from planner.search.layouts import SHAPES, slot_sizes
 from planner.search.pools import PoolSpace, price_weights
@@ -177,15 +177,16 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     spec = space.scenario.roles[task.role]
     shapes = list(SHAPES[task.kind](space, ps, task.role, g))
     if space.caps is not None:  # the framework's rules, before pricing where a shape fails all
-        masks = [space.caps.mask(task.kind, variants, spec) for variants in shapes]
+        masks = [space.caps.mask(task.kind, variants, spec, task.role) for variants in shapes]
         shapes = [v for v, m in zip(shapes, masks, strict=True) if np.any(m)]
     space.priced += sum(len(variants) for variants in shapes)
     if one_at_a_time:
         each = [[candidate_at(_price(space, ps, task, lay, head), 0, lay) for lay in variants]
                 for variants in shapes]
-        kept = pareto(ps, [c for variants, cs in zip(shapes, each, strict=True) for c in cs
-                           if space.caps is None
-                           or space.caps.mask(task.kind, c.layout, spec)])
+        label = label_of(space, task.name)
+        cands = [c for variants, cs in zip(shapes, each, strict=True) for c in cs
+                 if space.caps is None or space.caps.mask(task.kind, c.layout, spec, task.role)]
+        kept = [c for group in grouped(cands, label) for c in pareto(ps, group)]
         return by_time(kept + kv_bounds(space, ps, task, shapes, [
             (np.array([c.floor_ms for c in cs]),
              np.array([c.transient_mib.get("generation", 0) for c in cs]),
@@ -194,7 +195,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
     for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
         n = len(variants)
-        allowed = True if space.caps is None else space.caps.mask(task.kind, variants, spec)
+        allowed = True if space.caps is None else space.caps.mask(task.kind, variants, spec,
+                                                                   task.role)
         fit = np.flatnonzero(np.broadcast_to(
             fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
         keys.append(np.column_stack([np.broadcast_to(x, n) for x in c.key()])[fit])
@@ -202,7 +204,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     if not rows:
         return []
     kept = [candidate_at(priced[k], i, shapes[k][i]) for k, i in
-            (rows[r] for r in front_of(np.concatenate(keys)))]
+            (rows[r] for r in fronts(np.concatenate(keys), label_of(space, task.name), shapes,
+                                     rows))]
     return by_time(kept + kv_bounds(space, ps, task, shapes, [
         (c.floor_ms, c.transient_mib.get("generation", 0), (c.refit_ms, c.refit_fixed_ms),
          c.reshard_mib) for c in priced], kept))

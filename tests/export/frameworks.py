@@ -288,3 +288,100 @@ def model_args(spec: Any, seq_len: int) -> list[str]:
         args += ["--moe-router-topk", str(spec.moe.experts_per_token),
                  "--moe-ffn-hidden-size", str(spec.moe.expert_intermediate_size)]
     return args
+
+
+# --- NeMo-RL: its own shipped configs and config loader, where a checkout is installed ---------
+
+NEMO_RL_MISSING = (
+    "NeMo-RL's own config code did not run: NeMo-RL is not on the package index (PyPI's "
+    "`nemo-rl` is a 0.0.0 placeholder from NVIDIA with no code; checked 2026-12-01), so the "
+    "README's test command cannot install it. To run this check, install a NeMo-RL checkout "
+    "(`pip install --no-deps -e PATH`) or point NEMO_RL_REPO at one")
+
+
+def nemo_rl_repo() -> Path:
+    """A NeMo-RL checkout (its examples/configs/ beside the nemo_rl package); skips, saying
+    why, when there is none."""
+    root = os.environ.get("NEMO_RL_REPO")
+    if root is None:
+        spec = importlib.util.find_spec("nemo_rl")
+        if spec is None or not spec.submodule_search_locations:
+            pytest.skip(NEMO_RL_MISSING)
+        root = str(Path(next(iter(spec.submodule_search_locations))).parent)
+    if not (Path(root) / "examples" / "configs").is_dir():
+        pytest.skip(f"{NEMO_RL_MISSING} (found nemo_rl at {root}, without examples/configs/: "
+                    "the placeholder package)")
+    return Path(root)
+
+
+def nemo_rl_check(text: str) -> dict[str, Any]:
+    """An exported NeMo-RL config against NeMo-RL's own files: every key it sets must exist in
+    the shipped config it builds on (`defaults:`, examples/configs/), and NeMo-RL's loader
+    (`nemo_rl.utils.config.load_config`, which follows `defaults:`) must load it with the
+    export's values. Returns the loaded config as a plain dict."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from planner.importers.nemo_rl import flatten
+
+    configs = nemo_rl_repo() / "examples" / "configs"
+    exported = yaml.safe_load(text)
+    base = flatten(yaml.safe_load((configs / exported["defaults"]).read_text()))
+    keys = flatten({k: v for k, v in exported.items() if k != "defaults"})
+    missing = [k for k in keys if k not in base]
+    assert not missing, f"keys NeMo-RL's {exported['defaults']} does not have: {missing}"
+    from nemo_rl.utils.config import load_config
+
+    with tempfile.TemporaryDirectory(dir=configs) as tmp:
+        path = Path(tmp) / "rlplan.yaml"
+        path.write_text(text.replace(f"defaults: {exported['defaults']}",
+                                     f"defaults: ../{exported['defaults']}"))
+        loaded = flatten(OmegaConf.to_container(load_config(str(path)), resolve=True))
+    wrong = {k: (v, loaded.get(k)) for k, v in keys.items() if loaded.get(k) != v}
+    assert not wrong, f"NeMo-RL's loader changed: {wrong}"
+    return loaded
+
+
+# Megatron-Core's flag for each NeMo-RL megatron_cfg key rlplan writes (a switch: True/False)
+_MEGATRON_OF_NEMO = {
+    "tensor_model_parallel_size": "--tensor-model-parallel-size",
+    "pipeline_model_parallel_size": "--pipeline-model-parallel-size",
+    "context_parallel_size": "--context-parallel-size",
+    "expert_model_parallel_size": "--expert-model-parallel-size",
+    "expert_tensor_parallel_size": "--expert-tensor-parallel-size",
+    "num_layers_in_last_pipeline_stage": "--decoder-last-pipeline-num-layers",
+    "sequence_parallel": "--sequence-parallel",
+    "recompute_granularity": "--recompute-granularity",
+    "optimizer.use_distributed_optimizer": "--use-distributed-optimizer",
+    "optimizer.optimizer_cpu_offload": "--optimizer-cpu-offload",
+    "optimizer.optimizer_offload_fraction": "--optimizer-offload-fraction",
+    "optimizer.use_precision_aware_optimizer": "--use-precision-aware-optimizer",
+}
+
+
+def nemo_rl_megatron_args(text: str) -> tuple[list[str], int] | None:
+    """The Megatron-Core arguments NeMo-RL's `policy.megatron_cfg` stands for (NeMo-RL builds
+    Megatron-Core's config from it) and the policy's world size; None for DTensor."""
+    import yaml
+
+    from planner.importers.nemo_rl import flatten
+
+    c = flatten(yaml.safe_load(text))
+    if not c.get("policy.megatron_cfg.enabled"):
+        return None
+    argv = []
+    for key, flag in _MEGATRON_OF_NEMO.items():
+        value = c.get(f"policy.megatron_cfg.{key}")
+        if value is True:
+            argv.append(flag)
+        elif value is not None and value is not False:
+            argv += [flag, str(value)]
+    if c.get("policy.megatron_cfg.recompute_granularity") == "full":
+        argv += ["--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    argv += ["--micro-batch-size", str(c["policy.train_micro_batch_size"]),
+             "--global-batch-size", str(c["policy.train_global_batch_size"]), "--bf16"]
+    gpus = c["cluster.num_nodes"] * c["cluster.gpus_per_node"]
+    p = "policy.generation.colocated"
+    if c.get(f"{p}.enabled") is False:
+        gpus -= c[f"{p}.resources.num_nodes"] * c[f"{p}.resources.gpus_per_node"]
+    return argv, gpus

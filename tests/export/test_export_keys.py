@@ -14,6 +14,7 @@ from planner.export.keys import (
     check_version,
     has_key,
     key_set,
+    unverified_keys,
     verl_key_ok,
 )
 
@@ -21,10 +22,21 @@ NEW, OLD = VERSIONS["openrlhf"]
 
 
 def test_every_key_list_loads_and_says_it_was_generated():
-    assert len(KEY_FILES) == 2 + 2 * len(VERSIONS["openrlhf"])
+    assert len(KEY_FILES) == 2 + 2 * len(VERSIONS["openrlhf"]) + 1  # + NeMo-RL's
     for schema, version in KEY_FILES:
         keys = key_set(schema, version)
         assert len(keys) > 50 and not any(k.startswith("#") or not k for k in keys)
+
+
+def test_nemo_rl_list_marks_what_its_source_does_not_show():
+    """NeMo-RL's list is copied from docs/exports.md §5 (not generated: PyPI has no NeMo-RL);
+    the keys the export needs beyond it are marked, not mixed in."""
+    keys, marked = key_set("nemo-rl", "0.6"), unverified_keys("nemo-rl", "0.6")
+    assert "policy.megatron_cfg.tensor_model_parallel_size" in keys - marked
+    assert "policy.generation.colocated.resources.num_nodes" in keys - marked
+    assert marked == {"defaults", "policy.model_name", "loss_fn.reference_policy_kl_penalty"}
+    with pytest.raises(ExportError, match="policy.megatron_cfg.tensor_parallel_size"):
+        check_keys("nemo-rl", "0.6", ["policy.megatron_cfg.tensor_parallel_size"])
 
 
 def test_defaults_are_the_newest_releases():
