@@ -79,9 +79,11 @@ def changes(own: PlanInput, ran: PlanInput) -> list[str]:
             other = ran.layouts.get(role, {}).get(stage)
             if other is None or other == layout:
                 continue
+            # an even split's first/last-stage fields are absent from the dump
             was, now = layout.model_dump(), other.model_dump()
             out.append(f"{role} {stage} " + ", ".join(
-                f"{k} {was[k]} → {now[k]}" for k in was if was[k] != now[k]))
+                f"{k} {was.get(k)} → {now.get(k)}" for k in {**was, **now}
+                if was.get(k) != now.get(k)))
     was, now = own.inter_model.model_dump(), ran.inter_model.model_dump()
     out += [f"{k} {was[k]} → {now[k]}" for k in was if was[k] != now[k]]
     gone = sorted({g.name for g in own.groups} - {g.name for g in ran.groups})

@@ -25,10 +25,11 @@ from planner.export.base import (
     ExportError,
     PlanView,
     generation_notes,
+    megatron_pipeline,
     model_path,
     nodes_for,
+    split_note,
     train_batch,
-    uneven_last_stage,
 )
 from planner.export.capabilities import capabilities
 from planner.export.keys import VERSIONS, check_keys, unverified_keys
@@ -143,9 +144,10 @@ def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
     logprob = layouts["actor"].get("assessment", train).micro_batch
     ref = layouts.get("reference", {}).get("assessment")
     if ref is not None:
-        run = Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, cp=train.cp,
-                     ep=train.ep, etp=train.etp, zero=3 if train.zero == 3 else 0,
-                     micro_batch=logprob)
+        run = Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, vp=train.vp,
+                     first_stage_layers=train.first_stage_layers,
+                     last_stage_layers=train.last_stage_layers, cp=train.cp, ep=train.ep,
+                     etp=train.etp, zero=3 if train.zero == 3 else 0, micro_batch=logprob)
         if ref != run:
             notes.append(f"reference: NeMo-RL scores it in the policy's workers, with the "
                          f"policy's layout (group {run.group}, dp {run.dp}, tp {run.tp}, pp "
@@ -215,11 +217,19 @@ def _training(v: PlanView, train: Layout, backend: str, notes: list[str]) -> dic
         o[f"{MEGATRON}.recompute_granularity"] = train.checkpointing
     if spec.moe is not None:
         o[f"{MEGATRON}.expert_tensor_parallel_size"] = expert_tp(train, "training")
-    last = uneven_last_stage(spec.num_hidden_layers, train.pp)
-    if last is not None:
-        o[f"{MEGATRON}.num_layers_in_last_pipeline_stage"] = last
-        notes.append(f"actor: pp {train.pp} does not divide {spec.num_hidden_layers} layers; "
-                     f"the last pipeline stage gets {last}")
+    split = megatron_pipeline(spec, train, "layouts.actor.training")
+    if split.embedding_in_split or split.loss_in_split:
+        raise ExportError(
+            f"layouts.actor.training: NeMo-RL 0.6's megatron_cfg has no account-for-embedding/"
+            f"loss pipeline-split key (exports.md §5), and pp {train.pp} × vp {train.vp} over "
+            f"{spec.num_hidden_layers} layers needs one; set first_stage_layers/"
+            "last_stage_layers that every rank's chunks divide, or re-plan with --framework "
+            "nemo-rl")
+    if split.uneven:
+        notes.append(split_note("actor", spec, train))
+    o |= {f"{MEGATRON}.{key}": n for key, n in (
+        ("num_layers_in_first_pipeline_stage", split.first),
+        ("num_layers_in_last_pipeline_stage", split.last)) if n is not None}
     offload = train.offload == "optimizer"
     o |= {f"{MEGATRON}.optimizer.use_distributed_optimizer": train.zero >= 1,
           f"{MEGATRON}.optimizer.optimizer_cpu_offload": offload,

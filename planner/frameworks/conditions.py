@@ -18,8 +18,8 @@ import numpy as np
 
 from planner.specs.model import ModelSpec
 
-FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "vp", "zero", "checkpointing", "offload",
-          "micro_batch")
+FIELDS = ("dp", "tp", "pp", "cp", "ep", "etp", "vp", "first_stage_layers", "last_stage_layers",
+          "zero", "checkpointing", "offload", "micro_batch")
 """Layout fields a condition may name (`planner.plan.Layout`, `LayoutVariants`)."""
 BOUNDS = ("min", "max", "in", "not_in")
 

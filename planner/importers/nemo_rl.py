@@ -20,12 +20,13 @@ from typing import Any
 import yaml
 
 from planner.cost.legality import placement_of
+from planner.cost.pipeline_split import MegatronSplit
 from planner.errors import InputError
 from planner.export.keys import VERSIONS, key_set
 from planner.importers.defaults import NEMO_RL, NEMO_RL_SOURCE
 from planner.importers.launch import Launch
 from planner.importers.models import model_ref
-from planner.importers.reading import Reading, kv_tokens, mini_batches, whole
+from planner.importers.reading import Reading, kv_tokens, mini_batches, uneven_stages, whole
 from planner.importers.shell import Text
 from planner.importers.values import Settings, as_bool, as_float, as_int
 from planner.specs.scenario import Scenario
@@ -214,7 +215,8 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
         raise InputError(f"import: {PLACEMENT}.resources asks for {gen_gpus} GPUs of the "
                          f"cluster's {total}; none are left to train on")
     groups = [{"name": "g0", "gpus": pool}]
-    train = _training(v, pool, 2 if sc.family.value == "dpo" else 1)
+    train = _training(v, pool, 2 if sc.family.value == "dpo" else 1,
+                      sc.actor.num_hidden_layers)
     logprob = v.int("policy.logprob_batch_size") if v.s.has("policy.logprob_batch_size") \
         else train["micro_batch"]
     layouts: dict[str, dict[str, Any]] = {"actor": {"training": train}}
@@ -223,7 +225,8 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
     if sc.reference is not None:  # in the policy's workers, with its layout
         layouts["reference"] = {"assessment": {
             **{k: v for k, v in train.items() if k in ("group", "dp", "tp", "pp", "cp", "ep",
-                                                      "etp")},
+                                                      "etp", "first_stage_layers",
+                                                      "last_stage_layers")},
             "zero": 3 if train["zero"] == 3 else 0, "micro_batch": logprob}}
     staleness, partial_rollout = 0, False
     if not sc.family.offline:
@@ -242,8 +245,9 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
     return {"groups": groups, "layouts": layouts, "inter_model": inter}
 
 
-def _training(v: _NemoRL, pool: int, per_item: int) -> dict[str, Any]:
-    """The policy's layout; its micro-batch in sequences (DPO's counts pairs: `per_item` 2)."""
+def _training(v: _NemoRL, pool: int, per_item: int, layers: int) -> dict[str, Any]:
+    """The policy's layout (its uneven pipeline stages from Megatron's first/last-stage counts);
+    its micro-batch in sequences (DPO's counts pairs: `per_item` 2)."""
     micro = v.int("policy.train_micro_batch_size") * per_item
     if v.bool(f"{MEGATRON}.enabled"):
         d = {x: v.int(f"{MEGATRON}.{key}") for x, key in (
@@ -257,6 +261,10 @@ def _training(v: _NemoRL, pool: int, per_item: int) -> dict[str, Any]:
             granularity = v.value(f"{MEGATRON}.recompute_granularity")
             recompute = "selective" if str(granularity) == "selective" else "full"
         offload = v.bool(f"{MEGATRON}.optimizer.optimizer_cpu_offload")
+        first, last = (v.optional_int(f"{MEGATRON}.num_layers_in_{end}_pipeline_stage")
+                       for end in ("first", "last"))
+        d |= uneven_stages(MegatronSplit(first=first, last=last), layers, d["pp"],
+                           f"{MEGATRON}.pipeline_model_parallel_size")
         d |= {"sp": v.bool(f"{MEGATRON}.sequence_parallel") and d["tp"] > 1,
               "zero": 1 if v.bool(f"{MEGATRON}.optimizer.use_distributed_optimizer") else 0,
               "checkpointing": recompute, "offload": "optimizer" if offload else "none"}

@@ -349,6 +349,7 @@ _MEGATRON_OF_NEMO = {
     "context_parallel_size": "--context-parallel-size",
     "expert_model_parallel_size": "--expert-model-parallel-size",
     "expert_tensor_parallel_size": "--expert-tensor-parallel-size",
+    "num_layers_in_first_pipeline_stage": "--decoder-first-pipeline-num-layers",
     "num_layers_in_last_pipeline_stage": "--decoder-last-pipeline-num-layers",
     "sequence_parallel": "--sequence-parallel",
     "recompute_granularity": "--recompute-granularity",

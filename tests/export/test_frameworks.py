@@ -80,18 +80,23 @@ CASES: dict[str, Callable] = {
                                      "micro_batch": 1}), {"verl", "megatron", "nemo-rl"}),
     # uneven pipeline stages (24 layers): explicit first/last counts, interleaved, the
     # reference on the actor's split (inherited in verl); and a split Megatron interleaves only
-    # as --account-for-embedding-in-pipeline-split does (4, 5 × 4 over 5 chunks per rank)
+    # as --account-for-embedding-in-pipeline-split does (4, 5 × 4 over 5 chunks per rank);
+    # NeMo-RL runs both at vp 1 (its megatron_cfg has no vp key), the end counts kept
     "grpo-uneven-pipeline": lambda: (
         scenario(), colocated(train={"dp": 2, "pp": 4, "vp": 2, "first_stage_layers": 4,
                                      "last_stage_layers": 4, "zero": 1, "micro_batch": 1},
                               ref={"dp": 2, "pp": 4, "first_stage_layers": 4,
                                    "last_stage_layers": 4, "micro_batch": 2}),
-        {"verl", "megatron"}),
+        {"verl", "megatron", "nemo-rl"}),
+    "grpo-uneven-pipeline-vp1": lambda: (  # NeMo-RL's megatron_cfg takes the end counts
+        scenario(), colocated(train={"dp": 2, "pp": 4, "first_stage_layers": 4,
+                                     "last_stage_layers": 4, "zero": 1, "micro_batch": 1}),
+        {"verl", "megatron", "nemo-rl"}),
     "grpo-uneven-accounted": lambda: (
         scenario(), colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
                               train={"dp": 1, "pp": 5, "vp": 5, "first_stage_layers": 4,
                                      "zero": 1, "micro_batch": 1}),
-        {"verl", "megatron"}),
+        {"verl", "megatron", "nemo-rl"}),
     "grpo-rollout-log-probs": lambda: (scenario(**{"runtime.old_log_probs": "rollout"}),
                                        colocated(), {"verl", "openrlhf", "deepspeed",
                                                      "megatron", "nemo-rl"}),
