@@ -32,7 +32,7 @@ import numpy as np
 from planner.cost import comm
 from planner.cost.constants import ENGINES, Engine
 from planner.cost.generation import decode_step, kv_tokens_that_fit, prefill_cost, time_generation
-from planner.cost.iteration import generation_rollout
+from planner.cost.rollout_stage import generation_rollout
 from planner.cost.states import MIXED_PRECISION_ADAM, Precision
 from planner.plan import Layout
 from planner.specs.hardware import (

@@ -19,7 +19,7 @@ import numpy as np
 from rl_mapping import RLCase
 from rl_price import price, with_controller
 
-from planner.cost.iteration import generated_tokens_per_step
+from planner.cost.step import generated_tokens_per_step
 
 RATE_GRID = np.round(np.arange(0.0, 40.0001, 0.05), 2)
 """µs per generated token searched: 0 (no host cost) to four times NeMo-RL's fitted rate."""

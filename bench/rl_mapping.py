@@ -12,8 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from planner.cost.iteration import evaluate, vllm_kv_tokens
+from planner.cost.iteration import evaluate
 from planner.cost.pipeline_split import offered_split
+from planner.cost.rollout_stage import vllm_kv_tokens
 from planner.errors import InfeasibleError
 from planner.frameworks import load_preset
 from planner.plan import Layout, PlanInput

@@ -89,7 +89,7 @@ def task_loads(tasks: list[Task], homes: dict[str, str], generation: Load | None
     """Each group's tasks as `fit.overflow` counts them, in whole MiB — as the search's
     candidates count them: one load per model on its home group (its persistent state, its
     stages' needs, its offload), a forward run away from home as a copy of its own, and the
-    generation (`iteration.generation_load`)."""
+    generation (`rollout_stage.generation_load`)."""
     out: dict[str, list[Load]] = {}
     for role, home in homes.items():
         mine = [t for t in tasks if t.role == role and t.stage != "generation"]

@@ -22,44 +22,34 @@ own training group is resharded in before generation and released after (hybrid 
 transient. With `offload_during_generation` the group's resident state moves to CPU memory
 for the generation stage (`offload.swap_time`, both ways, in the sync with the resharding;
 `breakdown.sync` names it) and the KV cache gets the room. Generation itself — its KV cache,
-memory and time — is priced by `generation.py` through `kv_cache_layout`,
-`generation_memory` and `generation_rollout`, the functions the search prices its candidates
-with. `report.to_plan` writes an `Evaluation` as the plan JSON.
+memory and time — is priced by `generation.py` through `rollout_stage.py`, the functions the
+search prices its candidates with. `report.to_plan` writes an `Evaluation` as the plan JSON.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from planner.cost import comm
-from planner.cost.constants import BYTES_BF16, ENGINES, GIB
+from planner.cost.constants import BYTES_BF16
 from planner.cost.fit import (
     Load,
     budget_of,
     host_budget_of,
     kv_room_mib,
-    kv_tokens_within,
     overflow,
     whole_mib,
 )
 from planner.cost.flops import Head, Num
 from planner.cost.generation import (
     Rollout,
-    bytes_resharding_buffer,
-    kv_tokens_that_fit,
-    memory_generation_per_gpu,
-    rollout_precision,
-    time_generation,
 )
 from planner.cost.groups import (
     Task,
     fit_error,
     group_memory,
-    headroom_words,
     inter_pool_link,
     plan_bounds,
     task_loads,
@@ -79,23 +69,25 @@ from planner.cost.refit import (
     price_refit,
     training_side,
 )
+from planner.cost.rollout_stage import (
+    generation_load,
+    generation_memory,
+    generation_rollout,
+    kv_cache_layout,
+    rollout_precision_of,
+    smaller_tp_rollout,
+)
 from planner.cost.software import software
-from planner.cost.states import MIXED_PRECISION_ADAM, Precision
+from planner.cost.states import MIXED_PRECISION_ADAM
+from planner.cost.step import controller_seconds, sequences, tokens_per_step
 from planner.cost.time import interleave_problem, time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, PlanInput
 from planner.specs.hardware import ClusterSpec
 from planner.specs.scenario import Scenario
-from planner.specs.workload import Family
 
 BREAKDOWN_KEYS = ("generation", "assessment", "training", "sync", "idle")
-DEFAULT_MAX_NUM_SEQS = 1024
-"""The most sequences a replica runs at once unless the plan says (`max_num_seqs`): verl's
-default for its reward-model rollout (docs/exports.md §1.8); the engine's sampler is sized for it
-(`generation_memory` prices its logits)."""
-
-
 @dataclass
 class Evaluation:
     """The priced iteration: times, per-group breakdowns and memory, bounds."""
@@ -120,39 +112,6 @@ class Evaluation:
     @property
     def tokens_per_s(self) -> float:
         return self.tokens_per_step / self.iteration_time_s
-
-
-def sequences(sc: Scenario) -> int:
-    """Sequences each stage processes per step: B·K rollouts, 2B for DPO (chosen and
-    rejected response of every pair), B for SFT."""
-    w = sc.workload
-    return 2 * w.prompts_per_step if sc.family is Family.DPO else sc.sequences_per_step
-
-
-def generated_tokens_per_step(sc: Scenario) -> float:
-    """Tokens a step generates: every rollout's mean response (0 for DPO and SFT)."""
-    return 0.0 if sc.family.offline else sequences(sc) * sc.workload.response_len
-
-
-def controller_seconds(sc: Scenario) -> float:
-    """Host seconds a step spends off the GPUs on the responses it generates: the single
-    controller's processing and the rule-based reward, `runtime.controller_us_per_token` per
-    generated token. A synchronous step waits for it; with staleness ≥ 1 it runs beside the
-    groups' work (`evaluate`)."""
-    return sc.runtime.controller_us_per_token * 1e-6 * generated_tokens_per_step(sc)
-
-
-def cost_per_step(iteration_time_s: float, gpus: int, price_per_gpu_hour: float | None
-                  ) -> float | None:
-    """USD of one step on `gpus` GPUs at an hourly price per GPU (None: no price)."""
-    if price_per_gpu_hour is None:
-        return None
-    return iteration_time_s * gpus * price_per_gpu_hour / 3600
-
-
-def tokens_per_step(sc: Scenario) -> float:
-    """Tokens a step processes: every sequence's prompt and mean response."""
-    return sequences(sc) * sc.workload.seq_len
 
 
 def _heads(sc: Scenario, plan: PlanInput) -> dict[str, Head]:
@@ -471,146 +430,6 @@ def task_time(sc: Scenario, role: str, stage: str, layout: Layout | LayoutVarian
         t = time_train(spec, head, layout, gpu, n, w.seq_len, w.mini_batches, w.ppo_epochs,
                        sw.precision.grad_bytes, runtime=sw.runtime, gpus_per_node=per_node)
     return t.total, t.as_dict()
-
-
-def max_seqs(sc: Scenario, layout: Layout | LayoutVariants) -> int:
-    """The most sequences a generation replica runs at once: the plan's `max_num_seqs`, else
-    its share of the step up to `DEFAULT_MAX_NUM_SEQS`."""
-    if layout.max_num_seqs is not None:
-        return int(layout.max_num_seqs)
-    return min(math.ceil(sequences(sc) / layout.dp), DEFAULT_MAX_NUM_SEQS)
-
-
-def useful_kv_tokens(sc: Scenario, layout: Layout | LayoutVariants) -> int:
-    """A KV cache past which nothing waits: every sequence of the largest replica share, or
-    `max_seqs` of them, at the longest length."""
-    share = min(math.ceil(sequences(sc) / layout.dp), max_seqs(sc, layout))
-    return share * (sc.workload.prompt_len + int(sc.response_lengths.max()))
-
-
-def generation_memory(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool,
-                      resharding: bool, kv_tokens: Num | None = None) -> MemoryBreakdown:
-    """Peak bytes per GPU of the actor generating with `kv_tokens` (default the layout's
-    `kv_cache_tokens`) of KV cache per replica; `shadow`: a shadow copy of the weights
-    (overlapped weight sync); `resharding`: filled from the training layout on its GPUs."""
-    kv = layout.kv_cache_tokens if kv_tokens is None else kv_tokens
-    return memory_generation_per_gpu(
-        sc.actor, layout, kv_tokens=kv, decode_batch=max_seqs(sc, layout),
-        shadow_weights=shadow, resharding=resharding, precision=rollout_precision_of(sc),
-        reserve_bytes=sc.cluster.gpu.runtime_reserve_gib * GIB)
-
-
-def rollout_precision_of(sc: Scenario) -> Precision:
-    """The rollout engine's precision for this scenario (`Scenario.rollout_weights`)."""
-    return rollout_precision(sc.rollout_weights, sc.runtime.kv_cache_dtype)
-
-
-def kv_need_mib(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool
-                ) -> Callable[[int], int]:
-    """KV tokens per replica → the generation's transient need in whole MiB per GPU, its KV
-    cache with it (`fit.Load.stages`; the re-laying buffer apart)."""
-    return lambda kv: whole_mib(float(generation_memory(sc, layout, shadow, resharding=False,
-                                                        kv_tokens=kv).transient))
-
-
-def vllm_kv_tokens(sc: Scenario, gen: Layout, utilization: float, shadow: bool = False
-                   ) -> int:
-    """The KV cache (tokens per replica) vLLM allocates at `gpu_memory_utilization`: what is
-    left of that fraction of each GPU's memory once the generation weights (and a `shadow`
-    copy), workspaces and the runtime reserve are placed (vLLM profiles its activation peak and
-    the memory outside torch — CUDA context, NCCL — and gives the rest of the budget to the
-    cache). The inverse of `vllm_utilization`, the exporters' fraction."""
-    gpu = sc.cluster.gpu
-    return kv_tokens_that_fit(sc.actor, gen, utilization * gpu.memory_gib * GIB - ROUNDING_SLACK,
-                              max_seqs(sc, gen), shadow_weights=shadow,
-                              reserve_bytes=gpu.runtime_reserve_gib * GIB,
-                              precision=rollout_precision_of(sc))
-
-
-def vllm_utilization(sc: Scenario, gen: Layout, shadow: bool = False) -> float:
-    """The `gpu_memory_utilization` at which vLLM allocates `gen`'s KV cache
-    (`kv_cache_tokens`): its weights, KV cache, workspaces and the runtime reserve over the
-    GPU's memory, the inverse of `vllm_kv_tokens`."""
-    mem = memory_generation_per_gpu(sc.actor, gen, kv_tokens=gen.kv_cache_tokens,
-                                    decode_batch=max_seqs(sc, gen), shadow_weights=shadow,
-                                    reserve_bytes=sc.cluster.gpu.runtime_reserve_gib * GIB,
-                                    precision=rollout_precision_of(sc))
-    return (float(mem.total) + ROUNDING_SLACK) / (sc.cluster.gpu.memory_gib * GIB)
-
-
-ROUNDING_SLACK = 2 * 2**20
-"""Bytes per GPU a fraction of vLLM's leaves aside (`vllm_kv_tokens`, `vllm_utilization`): the
-fit check rounds the budget down and each load up to whole MiB (`fit.budget_of`,
-`fit.whole_mib`), so a fraction exactly at the memory headroom (OpenRLHF's 0.95 under the 5%
-default) would miss it by those MiB."""
-
-
-def generation_load(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool) -> Load:
-    """The generation's memory as `fit.overflow` counts it (its KV cache the layout's, or
-    one longest sequence when not set yet: only the weights and buffer are read then)."""
-    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
-    kv = layout.kv_cache_tokens or longest
-    mem = generation_memory(sc, layout, shadow, resharding=False, kv_tokens=kv)
-    buffer = bytes_resharding_buffer(sc.actor, layout, rollout_precision_of(sc).weight_bytes)
-    return Load("actor generation", whole_mib(float(mem.persistent)),
-                {"generation": whole_mib(float(mem.transient))}, generation=True,
-                apart=not hybrid, reshard=whole_mib(float(buffer)) if hybrid else 0)
-
-
-def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -> Layout:
-    """The generation layout with its KV cache in tokens: the plan's `kv_cache_tokens`, else
-    the largest whose need is within `room_mib` (`fit.kv_tokens_within`, up to
-    `useful_kv_tokens`). Raises InfeasibleError when it does not fit, or cannot hold one
-    sequence of the longest length."""
-    gpu, w = sc.cluster.gpu, sc.workload
-    longest = w.prompt_len + int(sc.response_lengths.max())
-    need = kv_need_mib(sc, layout, shadow)
-    kv = layout.kv_cache_tokens or kv_tokens_within(need, room_mib, longest,
-                                                    useful_kv_tokens(sc, layout))
-    if kv is None or kv < longest or need(kv) > room_mib:
-        what = (f"a KV cache of {kv:,} tokens per replica" if kv is not None and kv >= longest
-                else f"even one sequence of {longest:,} tokens")
-        wanted = need(max(kv or 0, longest))
-        raise InfeasibleError(
-            f"group {layout.group}, stage generation: the actor's rollouts need "
-            f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
-            f"{(wanted - room_mib) / 1024:.1f} GiB over what the group leaves free of the "
-            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}"
-            f"{headroom_words(gpu, sc.search.memory_headroom)}; use more tensor parallelism, "
-            "offload, a larger group"
-            + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))
-    return layout.model_copy(update={"kv_cache_tokens": kv})
-
-
-def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: bool = False
-                       ) -> Rollout:
-    """The actor's rollouts on `layout` (its `kv_cache_tokens` set): the continuous-batching
-    schedule of the step's response lengths priced by the decode step (`generation.py`)."""
-    return time_generation(sc.actor, layout, sc.cluster.gpu, ENGINES[sc.runtime.engine],
-                           sc.response_lengths, sc.workload.prompt_len,
-                           int(layout.kv_cache_tokens), max_seqs(sc, layout), partial,
-                           rollout_precision_of(sc))
-
-
-def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: bool,
-                       hybrid: bool, swap_out: bool, partial: bool
-                       ) -> tuple[int, int, float] | None:
-    """The rollout on the same GPUs with half the tensor parallelism and twice the replicas —
-    the KV cache what the group then leaves free, experts as before (EP = dp·tp unchanged) —
-    as (tp, dp, seconds), what the plan's advice compares with (README "Rollouts"); None when
-    tp is 1, the heads do not split that way, or it does not fit in memory."""
-    tp = layout.tp // 2
-    if tp < 1 or sc.actor.num_attention_heads % tp:
-        return None
-    alt = layout.model_copy(update={"tp": tp, "dp": layout.dp * 2, "kv_cache_tokens": None,
-                                    "etp": layout.etp if layout.ep > 1 else None})
-    try:
-        load = generation_load(sc, alt, shadow, hybrid)
-        alt = kv_cache_layout(sc, alt, shadow, kv_room_mib(
-            held, load, budget_of(sc.cluster.gpu, sc.search.memory_headroom), swap_out))
-    except InfeasibleError:
-        return None
-    return tp, alt.dp, generation_rollout(sc, alt, partial).seconds
 
 
 def fused_generation_assessment(gen_s: float, assess_s: float,

@@ -10,8 +10,9 @@ import numpy as np
 
 from planner.cost.constants import GIB
 from planner.cost.generation import Rollout
-from planner.cost.iteration import Evaluation, cost_per_step
+from planner.cost.iteration import Evaluation
 from planner.cost.refit import Refit
+from planner.cost.step import cost_per_step
 from planner.frameworks.runs import frameworks_running
 from planner.plan import Plan, PlanInput, StageTime
 from planner.specs.scenario import Scenario

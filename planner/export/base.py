@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.cost.iteration import evaluate, task_memory, vllm_utilization
+from planner.cost.iteration import evaluate, task_memory
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.pipeline_split import MegatronSplit, megatron_split, stage_layer_counts
 from planner.cost.report import to_plan
+from planner.cost.rollout_stage import vllm_utilization
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.files import validate_as

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.cost.constants import ENGINES
-from planner.cost.iteration import vllm_kv_tokens
+from planner.cost.rollout_stage import vllm_kv_tokens
 from planner.export.base import (
     Export,
     ExportError,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.cost.iteration import vllm_kv_tokens
 from planner.cost.pipeline_split import CONFIG_FIELDS, stage_layer_counts
+from planner.cost.rollout_stage import vllm_kv_tokens
 from planner.export.base import (
     Export,
     ExportError,

@@ -8,7 +8,7 @@ leaves out takes NeMo-RL 0.6's default (defaults.NEMO_RL). NeMo-RL trains the po
 Megatron-Core (`policy.megatron_cfg.enabled`) or DTensor/FSDP2, scores the reference in the
 policy's workers with the policy's layout and `logprob_batch_size`, and generates with vLLM on
 the policy's GPUs or on `colocated.resources`; its KV cache is what `gpu_memory_utilization`
-leaves once weights and workspaces are placed (`iteration.vllm_kv_tokens`).
+leaves once weights and workspaces are placed (`rollout_stage.vllm_kv_tokens`).
 """
 
 from __future__ import annotations

@@ -95,8 +95,8 @@ def refused(where: str, what: str) -> InputError:
 
 def kv_tokens(sc: Scenario, gen: dict[str, Any], fraction: float, key: str) -> int:
     """The KV cache (tokens per replica) vLLM allocates for generation layout `gen` at
-    `gpu_memory_utilization` `fraction` (`iteration.vllm_kv_tokens`)."""
-    from planner.cost.iteration import vllm_kv_tokens
+    `gpu_memory_utilization` `fraction` (`rollout_stage.vllm_kv_tokens`)."""
+    from planner.cost.rollout_stage import vllm_kv_tokens
     from planner.plan import Layout
 
     if not 0 < fraction <= 1:

@@ -131,7 +131,7 @@ def _greedy(space: Space, sizes: tuple[int, ...], on: tuple[int, ...],
     for name in sorted(pick, key=lambda n: -sum(pick[n].time_ms.values())):
         for c in sorted(pools[name], key=lambda c: sum(c.time_ms.values())):
             trial = {**pick, name: c}
-            if agree(space, Choice(sizes, slot, trial, on)) and \
+            if agree(space.caps, trial) and \
                     fits(space, Choice(sizes, slot, trial, on)):
                 pick = trial
                 break

@@ -37,7 +37,7 @@ def enumerate_choices(space: Space):
                 continue
             for picks in product(*cands):
                 ch = Choice(sizes, slot, dict(zip(names, picks, strict=True)), on)
-                if agree(space, ch):  # a follower's layout its trainer's (`follow.py`)
+                if agree(space.caps, ch.candidate):  # followers as trainers (`follow.py`)
                     yield ch
 
 

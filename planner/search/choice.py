@@ -62,7 +62,7 @@ def valid(space: Space, ch: Choice) -> bool:
     if (space.caps is not None and not space.caps.mixed_pools
             and len({on[k] for k, u in enumerate(used) if u}) > 1):
         return False  # the framework runs on one GPU type (`Capabilities.mixed_pools`)
-    if not agree(space, ch):
+    if not agree(space.caps, ch.candidate):
         return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
                for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])

@@ -323,7 +323,9 @@ class Model:
         check_range(self.space, _horizon(self.space))  # before any term is built
         self.add_slots()
         self.add_placement()
-        add_follows(self)  # `plan --framework`: followers' layouts agree with their trainers'
+        # `plan --framework`: followers' layouts agree with their trainers'
+        add_follows(self.m, self.space.caps, {t.name for t in self.space.tasks},
+                    [(key[0], v, self.cand(key).layout) for key, v in self.x.items()])
         self.add_generation_slot()
         self.add_fusion_separation()
         self.add_memory()

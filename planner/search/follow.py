@@ -11,45 +11,40 @@ pairing cannot use.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
+from ortools.sat.python import cp_model
 
-from planner.search.candidate import front_of
-
-if TYPE_CHECKING:
-    from planner.search.choice import Choice
-    from planner.search.cpsat import Model
-    from planner.search.space import Space
+from planner.frameworks.capabilities import Capabilities
+from planner.search.candidate import Candidate, front_of
 
 
-def agree(space: Space, ch: Choice) -> bool:
-    """Every follower's candidate agrees with its trainer's (True when the choice has no
-    candidates yet, or the framework none to follow)."""
-    if space.caps is None or not ch.candidate:
+def agree(caps: Capabilities | None, candidate: Mapping[str, Candidate]) -> bool:
+    """Every follower's candidate (task → candidate of a choice) agrees with its trainer's
+    (True when the choice has no candidates yet, or the framework none to follow)."""
+    if caps is None or not candidate:
         return True
-    for f in space.caps.follows:
-        if f.task in ch.candidate and f.trainer in ch.candidate and \
-                not f.ok(ch.candidate[f.task].layout, ch.candidate[f.trainer].layout):
+    for f in caps.follows:
+        if f.task in candidate and f.trainer in candidate and \
+                not f.ok(candidate[f.task].layout, candidate[f.trainer].layout):
             return False
     return True
 
 
-def add_follows(model: Model) -> None:
+def add_follows(m: cp_model.CpModel, caps: Capabilities | None, tasks: set[str],
+                chosen: list[tuple[str, Any, Any]]) -> None:
     """For each trainer signature σ of each follow: the trainer's candidates with σ and the
-    follower's candidates σ rules out are, together, chosen at most once."""
-    sp, m = model.space, model.m
-    if sp.caps is None:
+    follower's candidates σ rules out are, together, chosen at most once. `chosen`: each
+    candidate's (task, Boolean variable, layout)."""
+    if caps is None:
         return
-    names = {t.name for t in sp.tasks}
-    for f in sp.caps.follows:
-        if f.task not in names or f.trainer not in names:
+    for f in caps.follows:
+        if f.task not in tasks or f.trainer not in tasks:
             continue
-        trainers = [(v, c.layout) for key, v in model.x.items() if key[0] == f.trainer
-                    for c in [model.cand(key)]]
-        followers = [(v, c.layout) for key, v in model.x.items() if key[0] == f.task
-                     for c in [model.cand(key)]]
+        trainers = [(v, layout) for task, v, layout in chosen if task == f.trainer]
+        followers = [(v, layout) for task, v, layout in chosen if task == f.task]
         by_signature: dict[tuple, list[tuple[Any, Any]]] = {}
         for v, layout in trainers:
             by_signature.setdefault(f.signature(layout), []).append((v, layout))
@@ -60,13 +55,13 @@ def add_follows(model: Model) -> None:
                 m.Add(sum(v for v, _ in pairs) + sum(ruled_out) <= 1)
 
 
-def label_of(space: Space, task: str) -> Callable[[Any], tuple] | None:
+def label_of(caps: Capabilities | None, task: str) -> Callable[[Any], tuple] | None:
     """How `task`'s candidates are grouped for pruning: by what each follow reads of them
     (its label as a follower, its signature as a trainer); None when no follow names it."""
-    if space.caps is None:
+    if caps is None:
         return None
-    parts = [f.label for f in space.caps.follows if f.task == task] + \
-        [f.signature for f in space.caps.follows if f.trainer == task]
+    parts = [f.label for f in caps.follows if f.task == task] + \
+        [f.signature for f in caps.follows if f.trainer == task]
     if not parts:
         return None
     return lambda layout: tuple(part(layout) for part in parts)

@@ -21,7 +21,7 @@ import numpy as np
 from planner.cost.fit import kv_tokens_within
 from planner.cost.flops import Num
 from planner.cost.generation import FUSION_POINTS
-from planner.cost.iteration import generation_memory, kv_need_mib, useful_kv_tokens
+from planner.cost.rollout_stage import generation_memory, kv_need_mib, useful_kv_tokens
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
 from planner.search.candidate import Candidate, Task, fits_alone, to_mib

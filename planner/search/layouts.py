@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost.iteration import sequences
 from planner.cost.legality import ep_problem, tp_problem
 from planner.cost.pipeline_split import offered_split
+from planner.cost.step import sequences
 from planner.cost.variants import LayoutVariants
 from planner.search.kv import kv_levels
 from planner.search.pools import PoolSpace

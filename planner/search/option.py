@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from planner.cost.iteration import controller_seconds
+from planner.cost.step import controller_seconds
 from planner.plan import STAGES, InterModel
 from planner.search.space import host_budget_mib
 from planner.specs.scenario import Scenario

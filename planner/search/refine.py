@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from planner.cost.fit import kv_room_mib, kv_tokens_within
-from planner.cost.iteration import kv_need_mib, useful_kv_tokens
+from planner.cost.rollout_stage import kv_need_mib, useful_kv_tokens
 from planner.plan import Layout
 from planner.search.choice import Choice, loads
 from planner.search.kv import kv_key, kv_levels

@@ -25,9 +25,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
-from planner.cost.iteration import evaluate, tokens_per_step
+from planner.cost.iteration import evaluate
 from planner.cost.legality import placement_of
 from planner.cost.report import to_plan
+from planner.cost.step import tokens_per_step
 from planner.errors import InfeasibleError, OutOfTime
 from planner.frameworks import capabilities
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput

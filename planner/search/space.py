@@ -30,19 +30,16 @@ from planner.cost.fit import budget_of, host_budget_of
 from planner.cost.flops import Num
 from planner.cost.generation import Rollout, bytes_resharding_buffer
 from planner.cost.iteration import (
-    controller_seconds,
-    generation_memory,
-    generation_rollout,
     refit_generation_side,
     refit_training_side,
-    rollout_precision_of,
     runs_stage,
     task_memory,
     task_time,
-    tokens_per_step,
 )
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.offload import swap_time
+from planner.cost.rollout_stage import generation_memory, generation_rollout, rollout_precision_of
+from planner.cost.step import controller_seconds, tokens_per_step
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
 from planner.search.candidate import (
@@ -183,7 +180,7 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     if one_at_a_time:
         each = [[candidate_at(_price(space, ps, task, lay, head), 0, lay) for lay in variants]
                 for variants in shapes]
-        label = label_of(space, task.name)
+        label = label_of(space.caps, task.name)
         cands = [c for variants, cs in zip(shapes, each, strict=True) for c in cs
                  if space.caps is None or space.caps.mask(task.kind, c.layout, spec, task.role)]
         kept = [c for group in grouped(cands, label) for c in pareto(ps, group)]
@@ -204,7 +201,7 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
     if not rows:
         return []
     kept = [candidate_at(priced[k], i, shapes[k][i]) for k, i in
-            (rows[r] for r in fronts(np.concatenate(keys), label_of(space, task.name), shapes,
+            (rows[r] for r in fronts(np.concatenate(keys), label_of(space.caps, task.name), shapes,
                                      rows))]
     return by_time(kept + kv_bounds(space, ps, task, shapes, [
         (c.floor_ms, c.transient_mib.get("generation", 0), (c.refit_ms, c.refit_fixed_ms),

@@ -35,7 +35,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
 
-from planner.cost.iteration import cost_per_step
+from planner.cost.step import cost_per_step
 from planner.errors import InputError
 from planner.plan import SCHEMA_VERSION, Plan
 from planner.search.layouts import slot_sizes

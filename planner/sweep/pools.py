@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from planner.cost.iteration import cost_per_step
+from planner.cost.step import cost_per_step
 from planner.errors import InputError
 from planner.plan import Plan
 from planner.search.deadline import Deadline

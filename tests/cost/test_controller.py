@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from planner.cost.iteration import controller_seconds, evaluate
+from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
+from planner.cost.step import controller_seconds
 from planner.plan import PlanInput
 from planner.search import brute, cpsat
 from planner.search.choice import score

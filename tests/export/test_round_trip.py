@@ -7,7 +7,7 @@
   has nothing to convert.
 
 Exact, with one rounding: vLLM's `gpu_memory_utilization` is written rounded up to 1e-4 of the
-GPU, and import reads it back as the KV cache vLLM allocates (`iteration.vllm_kv_tokens`), so
+GPU, and import reads it back as the KV cache vLLM allocates (`rollout_stage.vllm_kv_tokens`), so
 the imported KV cache may be larger than the plan's by up to 1e-4 of the GPU's memory (8 MiB
 on 80 GiB). Where the KV cache sets the peak, the peak may differ by as much; the step and
 cost are exact in every case here (the extra tokens change no schedule).
