@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from planner.cli.main import app
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent
+
+# Property tests draw the same examples on every run, so a run's verdict does not depend on
+# luck; HYPOTHESIS_PROFILE=explore draws new ones (run it to look for counterexamples).
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture

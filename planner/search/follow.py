@@ -12,13 +12,15 @@ pairing cannot use.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from planner.frameworks.capabilities import Capabilities
 from planner.search.candidate import Candidate, front_of
+
+if TYPE_CHECKING:  # OR-Tools loads only where a model is built (`rlplan evaluate` needs none)
+    from ortools.sat.python import cp_model
 
 
 def agree(caps: Capabilities | None, candidate: Mapping[str, Candidate]) -> bool:
