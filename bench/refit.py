@@ -23,7 +23,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.cost.flops import Head, params_with_head
-from planner.cost.refit import REFIT_RATES, Refit, RefitRates, price_refit
+from planner.cost.refit import (
+    REFIT_RATES,
+    Refit,
+    RefitRates,
+    bytes_stage_in,
+    price_refit,
+    tensor_counts,
+)
 from planner.plan import Layout
 from planner.specs.hardware import HardwareProfile, load_profile
 from planner.specs.model import ModelSpec, load_model
@@ -50,7 +57,7 @@ class Figure:
     measured: tuple[float, float]
     train: Layout
     gen: Layout
-    mechanism: str  # colocated | sharded | checkpoint_engine | one_rank_broadcast
+    mechanism: str  # colocated | sharded | checkpoint_engine[_relays] | one_rank_broadcast
     profile: str = "h100-sxm"
     same_domain: bool = False  # both groups inside one scale-up domain
     fp8: bool = False
@@ -93,6 +100,10 @@ for f in FIGURES:
         f.assumptions.append("bf16 generation weights (NeMo-RL's DeepSeek-V3 recipes load a "
                              "BF16 checkpoint; the table gives no precision)")
 
+VERL_OFF = ("priced as one_rank_broadcast, an assumption: the recipe's sync with its checkpoint "
+            "engine off is in no installed verl (0.9.1 has no 'off'), and neither mechanism "
+            "explains the figure (see 'What the fully-async figures imply')")
+
 _FALLBACK = [(_lay(dp=8, tp=2, ep=4), _lay(dp=4, tp=4)), (_lay(dp=8, pp=2, ep=8), _lay(dp=8, tp=2)),
              (_lay(dp=8, pp=2, ep=8), _lay(dp=2, tp=8))]
 """PR 2971's 30B-A3B figures are over 'the same mappings' as PR 2808's 30B rows: a range
@@ -111,7 +122,7 @@ FIGURES += [
            "(one node)", (0.12, 0.12), _lay(dp=1, tp=2, pp=2), _lay(dp=2, tp=2),
            "one_rank_broadcast", profile="h20", same_domain=True,
            assumptions=["training TP2×PP2 and rollout TP2 (verl's Megatron 7B example and "
-                        "rollout default)"]),
+                        "rollout default)", VERL_OFF]),
     Figure("verl fully-async, checkpoint engine on", "qwen2.5-7b", "H20, Megatron, 4+4 ranks "
            "(one node)", (0.02, 0.02), _lay(dp=1, tp=2, pp=2), _lay(dp=2, tp=2),
            "checkpoint_engine", profile="h20", same_domain=True,
@@ -121,7 +132,7 @@ FIGURES += [
            "ranks", (15.76, 15.76), _lay(dp=16, ep=8, etp=1), _lay(dp=4, tp=4),
            "one_rank_broadcast", profile="h20",
            assumptions=["training EP8 (TP1, PP1) and rollout TP4: verl's "
-                        "run_qwen3moe-30b_megatron_96gb.sh defaults"]),
+                        "run_qwen3moe-30b_megatron_96gb.sh defaults", VERL_OFF]),
     Figure("verl fully-async, checkpoint engine on", "qwen3-30b-a3b", "H20, Megatron, 16+16 "
            "ranks", (4.38, 4.38), _lay(dp=16, ep=8, etp=1), _lay(dp=4, tp=4),
            "checkpoint_engine", profile="h20", fitted="transfers",
@@ -316,11 +327,53 @@ def fit() -> RefitRates:
     return best
 
 
+def verl_fully_async(rates: RefitRates) -> None:
+    """What verl 0.9.1 runs for the fully-async figures, and what those figures then imply.
+
+    The figures come from the fully-async recipe (docs/advance/fully_async.md@1947b755), whose
+    sync code is in no installed verl (0.8.0 and 0.9.1 ship only the checkpoint engine;
+    0.7.0's wheel carries no recipe/). verl 0.9.1's fully-async trainer always syncs through
+    `CheckpointEngineManager.update_weights` (fully_async_trainer.py:726-736; backend nccl in
+    config/fully_async_ppo_*trainer.yaml:82-83): there is no 'checkpoint engine off'.
+    """
+    figures = [f for f in FIGURES if f.source.startswith("verl fully-async")]
+    print("\nverl 0.9.1's NCCL checkpoint engine on the fully-async settings (runtime.refit "
+          "checkpoint_engine_relays: its node's actor ranks relay the buckets over their NICs; "
+          "printed, not counted: no figure measures it)")
+    for f in figures:
+        if "on" in f.source.split(",")[-1]:
+            r = price(replace(f, mechanism="checkpoint_engine_relays"), rates)
+            print(f"  {f.model:<16} {f.setting[:38]:<38} {r.seconds:6.2f} s (one sender "
+                  f"{price(f, rates).seconds:.2f} s; measured with the recipe's engine "
+                  f"{f.measured[0]:g} s)")
+    print("\nWhat the fully-async figures imply (rollout GPU bytes: the whole tensors of its "
+          "stage, every worker receives every bucket, nccl_checkpoint_engine.py:446-508):")
+    for f in figures:
+        spec, gpu = model(f.model), profile_of(f.profile)
+        into = bytes_stage_in(spec, f.gen.pp, Head.POLICY)
+        tensors = tensor_counts(spec).stage(spec, 1, 0)[0]
+        link = (gpu.intra_node_gbps if f.same_domain else gpu.inter_node_gbps) * 1e9
+        seconds = f.measured[0]
+        print(f"  {f.model:<16} {f.source.split(',')[-1].strip():<22} {seconds:6.2f} s: "
+              f"{into / seconds / 1e9:6.1f} GB/s into each rollout GPU "
+              f"({into / seconds / link:.2f}× its {'NVLink' if f.same_domain else 'NIC'} peak "
+              f"per direction); {tensors:,} tensors, ≤ {seconds / tensors * 1e3:.2f} ms each")
+        if f.mechanism == "one_rank_broadcast":
+            print("    priced as the bucketed broadcast instead (checkpoint_engine): "
+                  f"{price(replace(f, mechanism='checkpoint_engine'), rates).seconds:.2f} s, "
+                  f"as one_rank_broadcast {price(f, rates).seconds:.2f} s")
+    print(f"  the one-rank broadcast fitted on verl's naive sync (H100) takes "
+          f"{rates.broadcast_tensor_s * 1e3:.0f} ms per tensor: a tensor-by-tensor path at that "
+          "rate cannot give the OFF figures above (the 30B-A3B one bounds a round at under 1 "
+          "ms), and a figure above 1× its link's peak cannot time a whole transfer")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="grid-fit the constants too")
     args = parser.parse_args()
     summary(report(REFIT_RATES))
+    verl_fully_async(REFIT_RATES)
     large_moe_rows(REFIT_RATES)
     if args.fit:
         rates = fit()

@@ -62,10 +62,11 @@ ASYNC_SYNC_ASSUMPTION = (
 NEMO_RL_REFIT = NEMO.runtime["refit"].value
 """NeMo-RL's refit to its own generation GPUs (its preset: every training rank sends its share
 over NCCL, rollout.md §6). Co-located rows re-lay through GPU memory whatever it says."""
-VERL_REFIT = VERL.runtime["refit"].value
-"""verl's refit to a rollout group of its own (its preset: the checkpoint engine, as the
-fully-async recipe's `async_training.checkpoint_engine` runs it, the configuration its document
-measures the speed-up with)."""
+VERL_REFIT = "checkpoint_engine"
+"""verl's refit to a rollout group of its own as the measured fully-async rows ran it: the
+recipe's `async_training.checkpoint_engine` (one rank broadcasts in buckets), the configuration
+its document measures the speed-up with — not the preset's `checkpoint_engine_relays`, verl
+0.9.1's NCCL engine whose node-local relays came after those runs (bench/README.md, refit.py)."""
 
 
 H20_FILE = "h20-bench.yaml"
@@ -439,6 +440,7 @@ def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,
             "async_training.use_rollout_log_probs defaults to True, exports.md §1.10), so the "
             "trainer group runs no old-log-prob pass")
         case.overrides["runtime.old_log_probs"] = "rollout"
+        case.overrides["runtime.refit"] = VERL_REFIT
         case.unknowns += ["what a fully-async step counts: the trainer's 'update' timer "
                           "exceeds the step less its wait for samples",
                           "async_training.require_batches, trigger_parameter_sync_step, "

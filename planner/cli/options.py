@@ -69,8 +69,9 @@ ControllerUsPerToken = Annotated[float | None, _opt(
     "Host time per generated token off the GPUs, µs (controller, rule-based reward): in series "
     "with a synchronous step, overlapped with staleness ≥ 1 (NeMo-RL: 9.75).")]
 Refit = Annotated[str | None, _opt(
-    "How weights reach a separate rollout group: checkpoint_engine (default, verl), sharded "
-    "(NeMo-RL), one_rank_broadcast (OpenRLHF, verl's naive sync).")]
+    "How weights reach a separate rollout group: checkpoint_engine (default, verl), "
+    "checkpoint_engine_relays (verl 0.9.1's NCCL engine), sharded (NeMo-RL), "
+    "one_rank_broadcast (OpenRLHF, verl's naive sync).")]
 Gpu = Annotated[str | None, _opt("Hardware profile name or path (rlplan gpus).")]
 Nodes = Annotated[int | None, _opt("Number of nodes.")]
 GpusPerNode = Annotated[int | None, _opt("GPUs per node.")]

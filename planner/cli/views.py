@@ -227,6 +227,8 @@ def offload_lines(breakdown: dict) -> list[str]:
 REFIT_NAMES = {"colocated": "co-located, through GPU memory",
                "sharded": "sharded, every training rank sends its share",
                "checkpoint_engine": "checkpoint engine, one rank broadcasts in buckets",
+               "checkpoint_engine_relays": "checkpoint engine, one rank broadcasts in buckets "
+                                           "relayed over its node's NICs",
                "one_rank_broadcast": "one rank broadcasts tensor by tensor"}
 
 

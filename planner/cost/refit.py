@@ -1,6 +1,6 @@
 """The weight refit: the actor's trained weights into its rollout engine, every step.
 
-Three mechanisms, a framework fact (`runtime.refit`, `specs.runtime.REFIT_MECHANISMS`) for a
+Four mechanisms, a framework fact (`runtime.refit`, `specs.runtime.REFIT_MECHANISMS`) for a
 rollout group of its own; a rollout on the training GPUs (co-located) always re-lays through
 GPU memory (CUDA IPC handles or the same process), apart from any offload out and back
 (`offload.swap_time`, priced beside it).
@@ -23,10 +23,16 @@ What every mechanism shares (rollout.md §6, "Reading"):
 Mechanisms (the send side; the receive side above for all):
 - `sharded` (NeMo-RL's NCCL resharding refit): every training rank sends its share of the
   model at once; the senders push W / G_t each.
-- `checkpoint_engine` (verl's checkpoint engine): one training rank gathers the model and
-  broadcasts it in buckets: its inbound (the parts its domain lacks over its NIC) and its
-  outbound (the whole model over its link) overlap, bucket after bucket; its per-tensor
-  generator assembles every tensor first (`RefitRates.engine_tensor_s`).
+- `checkpoint_engine` (verl's checkpoint engine, one sender: verl 0.8's NCCL engine, the
+  fully-async recipe's engine its figures were measured with): one training rank gathers the
+  model and broadcasts it in buckets: its inbound (the parts its domain lacks over its NIC)
+  and its outbound (the whole model over its link) overlap, bucket after bucket; its
+  per-tensor generator assembles every tensor first (`RefitRates.engine_tensor_s`).
+- `checkpoint_engine_relays` (verl 0.9.1's NCCL checkpoint engine as it ships,
+  `multi_sender=True`, verl/checkpoint_engine/nccl_checkpoint_engine.py:143, 200-219): the
+  same one-rank gather and bucketed broadcast, with the training ranks of the source's node
+  in the broadcast group as relays: NCCL fans each bucket out over NVLink to them and on over
+  their NICs, so the outbound crosses every NIC of that node (no more than NVLink carries).
 - `one_rank_broadcast` (OpenRLHF, verl's naive NCCL sync): the same rank, tensor by tensor,
   gather then broadcast in series, each tensor a synchronised collective
   (`RefitRates.broadcast_tensor_s`).
@@ -228,7 +234,8 @@ def assemble_s(spec: ModelSpec, train, mechanism: str, rates: RefitRates = REFIT
     tensor (`RefitRates.engine_tensor_s`). Depends on the training layout alone. Units: s."""
     tensors, nonexpert, _ = tensor_counts(spec).stage(spec, 1, 0)
     steps = rates.gather_step_s * nonexpert * ((train.tp - 1) + (train.pp - 1))
-    return steps + (rates.engine_tensor_s * tensors if mechanism == "checkpoint_engine" else 0.0)
+    engine = mechanism in ("checkpoint_engine", "checkpoint_engine_relays")
+    return steps + (rates.engine_tensor_s * tensors if engine else 0.0)
 
 
 # --- the two sides -------------------------------------------------------------------------------
@@ -269,7 +276,9 @@ def separate_out(spec: ModelSpec, train, gpu: HardwareProfile, head: Head, mecha
     """A separate rollout group, the training side's transfers (`mechanism`, over `link` per
     GPU): sharded, every rank pushes its W / G_t; one rank, its gather (what its domain lacks
     over its NIC, the rest over the scale-up link) and its broadcast of W over `link` —
-    overlapped in buckets (checkpoint_engine), or tensor by tensor in series, each tensor a
+    overlapped in buckets (checkpoint_engine; checkpoint_engine_relays: out over `link` of
+    each training GPU of the source's domain, no more than the scale-up link carries from the
+    source), or tensor by tensor in series, each tensor a
     synchronised round (one_rank_broadcast, `RefitRates.broadcast_tensor_s`). Depends on the
     training layout and group alone. Units: seconds."""
     weights = bytes_model(spec, head)
@@ -284,7 +293,11 @@ def separate_out(spec: ModelSpec, train, gpu: HardwareProfile, head: Head, mecha
         weights * np.maximum(held - 1 / gpus, 0.0) / local,
         remote / comm.link_inter_node(gpu).bandwidth if np.any(remote > 0) else 0.0) / share
     outward = weights / (share * link.bandwidth)
-    if mechanism == "checkpoint_engine":
+    if mechanism == "checkpoint_engine_relays":  # the source's node-local peers relay
+        relays = np.minimum(gpus, gpu.scale_up_gpus)
+        outward = weights / (share * np.minimum(relays * link.bandwidth,
+                                                max(local, link.bandwidth)))
+    if mechanism in ("checkpoint_engine", "checkpoint_engine_relays"):
         return np.maximum(inward, outward)
     tensors = tensor_counts(spec).stage(spec, 1, 0)[0]
     return inward + outward + rates.broadcast_tensor_s * tensors
@@ -343,7 +356,7 @@ class Refit:
     generation side's transfers and per-tensor work. The transfers overlap (the longer
     counts); the per-tensor terms do not."""
 
-    mechanism: str  # sharded | checkpoint_engine | one_rank_broadcast | colocated
+    mechanism: str  # sharded | checkpoint_engine[_relays] | one_rank_broadcast | colocated
     send_s: float
     receive_s: float
     assemble_s: float  # training side, per tensor

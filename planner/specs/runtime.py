@@ -18,7 +18,8 @@ TRAINING_PRECISIONS = {
 }
 """What the plan says training computes in, by runtime.training_states."""
 
-REFIT_MECHANISMS = ("sharded", "checkpoint_engine", "one_rank_broadcast")
+REFIT_MECHANISMS = ("sharded", "checkpoint_engine", "checkpoint_engine_relays",
+                    "one_rank_broadcast")
 """How a run moves the actor's weights to a rollout group of its own (`runtime.refit`;
 `planner/cost/refit.py` prices each)."""
 
@@ -57,13 +58,16 @@ class RuntimeInput(BaseModel):
         "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's co-located "
         "rows imply 9.75 µs (its preset's value, planner/frameworks/presets/nemo-rl@*.yaml, "
         "fitted in bench/calibration.py; `framework: nemo-rl` sets it)")
-    refit: Literal["sharded", "checkpoint_engine", "one_rank_broadcast"] = Field(
+    refit: Literal["sharded", "checkpoint_engine", "checkpoint_engine_relays",
+                   "one_rank_broadcast"] = Field(
         "checkpoint_engine", description="how the trained weights reach a rollout group of its "
         "own: checkpoint_engine (default: one training rank gathers the model and broadcasts "
-        "it in buckets, verl's checkpoint engine), sharded (every training rank sends its "
-        "share at once, NeMo-RL's NCCL refit) or one_rank_broadcast (one rank, tensor by "
-        "tensor, each a synchronised round: OpenRLHF, verl's naive sync); a co-located rollout "
-        "re-lays through GPU memory whatever this says (README \"Weight refit\")")
+        "it in buckets, verl's checkpoint engine), checkpoint_engine_relays (the same, its "
+        "node's training ranks relaying over their NICs: verl 0.9.1's NCCL engine), sharded "
+        "(every training rank sends its share at once, NeMo-RL's NCCL refit) or "
+        "one_rank_broadcast (one rank, tensor by tensor, each a synchronised round: OpenRLHF, "
+        "verl's naive sync); a co-located rollout re-lays through GPU memory whatever this "
+        "says (README \"Weight refit\")")
     # The training software (planner/cost/software.py prices these names; bench/training.py
     # checks them against training_h100.md): memory and time of the assessment and training.
     selective_recompute: Literal["core_attn", "every_other_mm"] = Field(

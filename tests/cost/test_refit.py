@@ -78,6 +78,33 @@ def test_one_rank_broadcast_is_slower_than_the_checkpoint_engine_and_sharded():
     assert refit(mechanism="checkpoint_engine").send_s >= bytes_model(MOE, Head.POLICY) / nic
 
 
+def test_relays_widen_the_one_rank_broadcast_over_their_nodes_nics():
+    """verl 0.9.1's NCCL engine: the source's node-local training ranks relay each bucket over
+    their own NICs. Never slower than one sender; more training GPUs on the source's node
+    carry the outbound faster, up to what NVLink fans out; inside one domain (the link is
+    NVLink already) they change nothing."""
+    def send(train, mechanism="checkpoint_engine_relays", same_domain=False):
+        return refit(DENSE, mechanism, train, lay(dp=4, tp=4), same_domain=same_domain).send_s
+
+    for train in (lay(dp=1), lay(dp=2, zero=3), lay(dp=8, zero=3), lay(dp=16, zero=3)):
+        assert send(train) <= send(train, "checkpoint_engine")
+    two, eight, sixteen = (send(lay(dp=g, tp=2)) for g in (1, 4, 8))  # replicas: no gather
+    assert two > eight and eight == pytest.approx(sixteen)
+    # a whole model on the source's node (no gather over its NIC): the outbound sets it,
+    # over 8 NICs, capped by NVLink
+    nics = min(8 * 50e9 * H100.efficiency.inter_node, 450e9 * H100.efficiency.intra_node)
+    assert eight == pytest.approx(bytes_model(DENSE, Head.POLICY)
+                                  / (REFIT_RATES.link_share * nics))
+    one_node = lay(dp=4, zero=3)
+    assert send(one_node, same_domain=True) == pytest.approx(
+        send(one_node, "checkpoint_engine", same_domain=True))
+
+
+def test_the_verl_preset_prices_its_engines_relays():
+    sc = load_scenario(None, {**GRPO, "framework": "verl"})
+    assert sc.runtime.refit == "checkpoint_engine_relays"
+
+
 def test_moe_pays_its_many_tensors():
     """Qwen3-30B-A3B has fewer bytes than Qwen3-32B but 25× the tensors: its per-tensor work
     is larger, and so is its one-rank broadcast, a synchronised round per tensor."""
@@ -121,7 +148,8 @@ def disaggregated(train_gpus: int, gen_gpus: int) -> PlanInput:
         "inter_model": {"placement": "disaggregated", "staleness": 1}})
 
 
-@pytest.mark.parametrize("mechanism", ["sharded", "checkpoint_engine", "one_rank_broadcast"])
+@pytest.mark.parametrize("mechanism", ["sharded", "checkpoint_engine",
+                                       "checkpoint_engine_relays", "one_rank_broadcast"])
 def test_evaluate_prices_the_runtime_mechanism_and_the_plan_json_names_it(mechanism):
     sc = load_scenario(None, {**GRPO, "runtime.refit": mechanism})
     ev = evaluate(sc, disaggregated(16, 16))
