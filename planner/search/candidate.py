@@ -225,3 +225,5 @@ class PriceCache:
     kv_added: dict[tuple, set[int]] = field(default_factory=dict)
     rollouts: dict[tuple, Rollout] = field(default_factory=dict)  # (`kv_key`, KV size) →
     kv_fits: dict[tuple, int | None] = field(default_factory=dict)  # (`kv_key`, MiB) → size
+    # (the training candidates' `kept` key, `space.refit_floors`) → `space.hidden_refit`
+    hidden: dict[tuple, list[Candidate]] = field(default_factory=dict)

@@ -49,12 +49,10 @@ def valid(space: Space, ch: Choice) -> bool:
     if any(u and not any(ch.slot[t.name] == k for t in space.tasks) for k, u in enumerate(used)):
         return False
     gen = space.generation
-    if space.swap and (gen is None or ch.slot[gen.name] != 0):
+    where = generation_slot(space)
+    if where is None or (where != "any"
+                         and (ch.slot[gen.name] == 0) != (where == "co-located")):
         return False
-    if space.overlap_sync and (gen is None or ch.slot[gen.name] == 0):
-        return False
-    if space.staleness >= 1 and gen is not None and ch.slot[gen.name] == 0:
-        return False  # staleness pipelines generation against training: apart (PlanInput)
     if space.fusion and gen is not None:
         gk = ch.slot[gen.name]
         if any(ch.slot[t.name] == gk for t in space.tasks if "assessment" in t.stages):
@@ -66,6 +64,20 @@ def valid(space: Space, ch: Choice) -> bool:
         return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
                for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])
+
+
+def generation_slot(space: Space) -> str | None:
+    """Where the option's rules put the generation: "co-located" on slot 0 (swapping state out
+    during generation), "apart" from it (an overlapped weight sync, and any staleness ≥ 1:
+    generation pipelined against training), "any"; None when they contradict each other or
+    ask for a generation the scenario has not: the option has no plan."""
+    gen = space.generation
+    apart = space.overlap_sync or (space.staleness >= 1 and gen is not None)
+    if not (space.swap or apart):
+        return "any"
+    if gen is None or (space.swap and apart):
+        return None
+    return "co-located" if space.swap else "apart"
 
 
 def allowed_groups(space: Space) -> list[frozenset[str]]:

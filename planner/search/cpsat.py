@@ -14,14 +14,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ortools.sat.python import cp_model
-
 from planner.errors import InputError
 from planner.plan import STAGES
 from planner.search import refine
 from planner.search.bounds import carry, incumbent, prune, space_lower_bound
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
-from planner.search.choice import Choice, allowed_groups, score
+from planner.search.choice import Choice, allowed_groups, generation_slot, score
+from planner.search.cp import cp_model
 from planner.search.deadline import Deadline
 from planner.search.follow import add_follows
 from planner.search.space import GPU_WEIGHT, Space
@@ -172,13 +171,11 @@ class Model:
         overlapped weight sync, and any staleness ≥ 1 (`PlanInput`: generation pipelined
         against training), need it on a separate rollout group."""
         sp, gen = self.space, self.space.generation
-        apart = sp.overlap_sync or (sp.staleness >= 1 and gen is not None)
-        if not (sp.swap or apart):
-            return
-        if gen is None or (sp.swap and apart):
+        where = generation_slot(sp)
+        if where is None:
             self.m.AddBoolOr([])  # nothing generates, or both asked: the option has no plan
-        else:
-            self.m.Add(self.a[gen.name, 0] == int(sp.swap))
+        elif where != "any":
+            self.m.Add(self.a[gen.name, 0] == int(where == "co-located"))
 
     def add_fusion_separation(self) -> None:
         """Under inter-stage fusion no assessment runs on the generation group."""
@@ -481,6 +478,8 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     `pin`: the canonical plan of a proven optimum (`pin`)."""
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
+    if generation_slot(space) is None:  # the option's rules contradict: nothing to solve
+        return Result("INFEASIBLE", None, None, None, 0.0, 0)
     for rounds in range(MAX_KV_ROUNDS + 1):
         result = _solve_priced(space, deadline, workers, seed, cutoff, seeds)
         if result.choice is None or not refine.uses_bound(space, result.choice):

@@ -273,24 +273,31 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
 
 def _hide_refit(space: Space) -> None:
     """Drop from the actor training's candidates the part of their refit side no choice sees
-    (`hide_refit`)."""
-    if space.generation is None:
+    (`hide_refit`), once per command for the same candidates and rollout floors
+    (`PriceCache.hidden`: the options' spaces mostly share both)."""
+    gen = space.generation
+    if gen is None:
         return
+    train = next(t for t in space.tasks if t.name == "actor.training")
+    floors = {p: refit_floors(space, p) for p in range(len(space.pools))}
     for (name, p, g), cands in space.candidates.items():
-        if name == "actor.training":
-            space.candidates[(name, p, g)] = hide_refit(space, p, cands)
+        if name == train.name:
+            key = (_cache_key(space, train, p, g), floors[p])
+            if key not in space.cache.hidden:
+                space.cache.hidden[key] = hidden_refit(space.pools[p], cands, floors[p])
+            space.candidates[(name, p, g)] = space.cache.hidden[key]
 
 
 def hide_refit(space: Space, p: int, cands: list[Candidate]) -> list[Candidate]:
     """The actor training's candidates `cands` (on pool `p`) without the part of their refit
-    side no choice sees, pruned again.
+    side no choice sees, pruned again (`hidden_refit`)."""
+    return hidden_refit(space.pools[p], cands, refit_floors(space, p))
 
-    The refit is the per-tensor parts plus the longer of the two sides' transfers
-    (`choice.refit_ms`): a training candidate whose transfers on a placement are no longer
-    than every rollout candidate's there is hidden by them, so counting them as 0 gives every
-    choice the same score — and training layouts that differed only there (the bytes a
-    domain's ranks hold, by ZeRO stage and expert layout) become duplicates `pareto` drops.
-    (Rollout candidates `refine` adds later are of the same shapes: the same refit sides.)"""
+
+def refit_floors(space: Space, p: int) -> tuple[int | None, ...]:
+    """For each entry of a training candidate's refit side on pool `p` (`Candidate.refit_ms`:
+    co-located, then the rollout group on each pool), the least transfer time of the rollout
+    candidates it meets there (None: none)."""
     gen = space.generation
     rollout: dict[int, list[Candidate]] = {}
     for (name, q, _), those in space.candidates.items():
@@ -298,9 +305,23 @@ def hide_refit(space: Space, p: int, cands: list[Candidate]) -> list[Candidate]:
             rollout.setdefault(q, []).extend(those)
     # entry i of a training candidate meets entry j of the rollout candidates on pool q
     pairs = [(0, p)] + [(1 + p, q) for q in range(len(space.pools))]
-    floor = [min((c.refit_ms[j] - c.refit_fixed_ms[j] for c in rollout.get(q, [])),
-                 default=None) for j, q in pairs]
-    return pareto(space.pools[p], [
+    return tuple(min((c.refit_ms[j] - c.refit_fixed_ms[j] for c in rollout.get(q, [])),
+                     default=None) for j, q in pairs)
+
+
+def hidden_refit(ps: PoolSpace, cands: list[Candidate], floor: tuple[int | None, ...]
+                 ) -> list[Candidate]:
+    """The actor training's candidates `cands` (on pool `ps`) without the part of their refit
+    side no choice sees, pruned again.
+
+    The refit is the per-tensor parts plus the longer of the two sides' transfers
+    (`choice.refit_ms`): a training candidate whose transfers on a placement are no longer
+    than every rollout candidate's there (`floor`, `refit_floors`) is hidden by them, so
+    counting them as 0 gives every choice the same score — and training layouts that differed
+    only there (the bytes a domain's ranks hold, by ZeRO stage and expert layout) become
+    duplicates `pareto` drops. (Rollout candidates `refine` adds later are of the same shapes:
+    the same refit sides.)"""
+    return pareto(ps, [
         dataclasses.replace(c, refit_ms=tuple(
             fixed if low is None or total - fixed <= low else total
             for total, fixed, low in zip(c.refit_ms, c.refit_fixed_ms, floor, strict=True)))
