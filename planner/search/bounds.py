@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from planner.plan import STAGES
 from planner.search.candidate import Candidate
 from planner.search.choice import Choice, fits, meets_target, objective_value, score, valid
@@ -45,24 +47,41 @@ def stage_floors(space: Space) -> dict[str, int]:
 def lower_bound(space: Space, cand: Candidate, pool: int, size: int,
                 floors: dict[str, int]) -> int:
     """The least score of any choice that uses `cand` on a group of `size` GPUs of `pool`."""
-    return objective_value(space, time_lower_bound(space, cand, floors), size,
-                           size * space.pools[pool].weight)
+    return lower_bounds(space, [cand], pool, size, floors)[0]
+
+
+def lower_bounds(space: Space, cands: list[Candidate], pool: int, size: int,
+                 floors: dict[str, int]) -> list[int]:
+    """`lower_bound` of each of `cands` (all on a group of `size` GPUs of `pool`)."""
+    weighted = size * space.pools[pool].weight
+    return [objective_value(space, t, size, weighted)
+            for t in time_lower_bounds(space, cands, floors)]
 
 
 def time_lower_bound(space: Space, cand: Candidate, floors: dict[str, int]) -> int:
     """The least iteration time (ms) of any choice that uses `cand`."""
-    S = {st: max(cand.time_ms.get(st, 0), floors[st]) for st in STAGES}
-    fused = space.fusion and space.generation is not None
-    ga = max(S["generation"], S["assessment"]) if fused else S["generation"] + S["assessment"]
+    return time_lower_bounds(space, [cand], floors)[0]
+
+
+def time_lower_bounds(space: Space, cands: list[Candidate], floors: dict[str, int]
+                      ) -> list[int]:
+    """`time_lower_bound` of each of `cands`, in one numpy pass over their rows (whole ms, far
+    inside int64: `candidate.MAX_UNITS`)."""
+    if not cands:
+        return []
+    gen = space.generation is not None
     # the refit is no shorter than the candidate's own side (`choice.refit_ms`), wherever it is
-    refit = min(cand.refit_ms, default=0) if space.generation is not None else 0
-    sequential = ga + space.controller_ms + S["training"] + refit
+    rows = np.array([(*(c.time_ms.get(st, 0) for st in STAGES),
+                      min(c.refit_ms, default=0) if gen else 0) for c in cands], dtype=np.int64)
+    own, refit = rows[:, :len(STAGES)], rows[:, len(STAGES)]
+    S = {st: np.maximum(own[:, i], floors[st]) for i, st in enumerate(STAGES)}
+    ga = (np.maximum(S["generation"], S["assessment"]) if space.fusion and gen
+          else S["generation"] + S["assessment"])
+    t = ga + space.controller_ms + S["training"] + refit
     if space.staleness >= 1:
-        t = max(sum(cand.time_ms.values()), space.controller_ms,
-                -(-sequential // (space.staleness + 1)))
-    else:
-        t = sequential
-    return t
+        t = np.maximum(np.maximum(own.sum(axis=1), space.controller_ms),
+                       -(-t // (space.staleness + 1)))
+    return t.tolist()
 
 
 def space_lower_bound(space: Space) -> int | None:
@@ -72,8 +91,8 @@ def space_lower_bound(space: Space) -> int | None:
     floors = stage_floors(space)
     least = []
     for t in space.tasks:
-        bounds = [lower_bound(space, c, p, size, floors) for p, size in space.shapes
-                  for c in space.candidates.get((t.name, p, size), [])]
+        bounds = [min(lower_bounds(space, cands, p, size, floors)) for p, size in space.shapes
+                  if (cands := space.candidates.get((t.name, p, size)))]
         if not bounds:
             return None
         least.append(min(bounds))
@@ -87,8 +106,11 @@ def prune(space: Space, bound: int) -> Space:
     target = space.target_ms
     kept = {}
     for (name, p, size), cands in space.candidates.items():
-        keep = [c for c in cands if lower_bound(space, c, p, size, floors) <= bound
-                and (target is None or time_lower_bound(space, c, floors) <= target)]
+        least = lower_bounds(space, cands, p, size, floors)
+        fast = (time_lower_bounds(space, cands, floors) if target is not None
+                else [0] * len(cands))
+        keep = [c for c, lb, t in zip(cands, least, fast, strict=True)
+                if lb <= bound and (target is None or t <= target)]
         if keep:
             kept[(name, p, size)] = keep
     return dataclasses.replace(space, candidates=kept)
