@@ -42,8 +42,8 @@ def plan(
         help="A plan JSON, or any file `rlplan import` reads: report the gain of the best "
              "plan over it and what it changes.")] = None,
     workers: Annotated[int | None, typer.Option(
-        min=1, show_default=False, help="CP-SAT workers (default: the machine's cores, up to "
-        "8). A proven optimum gives the same plan whatever the count.")] = None,
+        min=1, show_default=False, help="CP-SAT workers (default: the machine's cores but one, "
+        "up to 8). A proven optimum gives the same plan whatever the count.")] = None,
     html: Html = None,
     flags: dict | None = None,
 ) -> None:

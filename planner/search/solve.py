@@ -155,8 +155,12 @@ def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
 
 
 def default_workers() -> int:
-    """CP-SAT workers when none are asked for: this machine's cores, up to 8."""
-    return max(1, min(os.cpu_count() or 1, 8))
+    """CP-SAT workers when none are asked for: this machine's cores but one, at least 1, up to
+    8. The models are small (their proofs take tenths of a second), and a worker on every core
+    competes with the rest of the machine: on a shared 2-core machine one worker took 1.6 s
+    less wall and CPU time than two on the 1,024-GPU PPO command (bench/search_speed.py), the
+    same plans. (The plan does not depend on the count: `cpsat.Model.canonical`.)"""
+    return max(1, min((os.cpu_count() or 1) - 1, 8))
 
 
 def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = None,
