@@ -10,6 +10,10 @@ and proven), `command` `rlplan plan --json` as run, with its what-ifs: `search.w
 command's own clock, and `process`, the process with Python's start-up and imports.
 Run: .venv/bin/python bench/search_speed.py [--runs 3]
 
+`--phases`: where the search of those two commands spends its time — the rollout simulations,
+the pricing of the options' spaces, CP-SAT's solves, the canonical pins, the what-ifs.
+Run: .venv/bin/python bench/search_speed.py --phases [--runs 3]
+
 `--matrix`: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
 7B, a 70B and a 235B MoE actor; candidates before and after pruning; CP-SAT against brute
 force where brute force can finish.
@@ -72,6 +76,71 @@ started = time.monotonic()
 plan(sc, explain=False)
 print(time.monotonic() - started)
 """
+
+
+PHASES = """
+import sys, time
+from collections import Counter
+from pathlib import Path
+from planner.cost import rollout
+from planner.search import cpsat, solve
+spent = Counter()
+
+def timed(owner, name, phase):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[phase] += time.perf_counter() - started
+    setattr(owner, name, wrapper)
+
+timed(rollout, "_simulate", "simulations")
+timed(solve, "build_space", "pricing")
+timed(cpsat, "solve", "solves")
+timed(cpsat, "pin", "pins")
+timed(solve, "_what_if", "what-ifs")
+import yaml
+from planner.specs.scenario import load_scenario
+flags = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in sys.argv[2:])}
+sc = load_scenario(Path(sys.argv[1]), flags)
+started = time.perf_counter()
+solve.plan(sc)
+spent["plan"] = time.perf_counter() - started
+print(" ".join(f"{k}={v:.3f}" for k, v in spent.items()))
+"""
+
+
+def phases(runs: int) -> None:
+    """Where `rlplan plan`'s search spends its time on the two commands of the targets (each
+    run in a fresh process; medians over `runs`): the whole `plan` (imports and the CLI's
+    rendering aside); the rollout simulations (inside the pricing and the solves, whose KV
+    refinement prices more sizes), the pricing of the options' spaces, CP-SAT's solves with
+    their KV refinement, the canonical pins, and the what-ifs (their pricing and solves
+    included). The phases nest: the simulations are inside the pricing and the solves, the
+    what-ifs hold pricing and solves of their own."""
+    cases = [("PPO 4×70B on 1,024 H100s", PPO_1024, []),
+             ("GRPO 7B example (8 GPUs)", EXAMPLE_8, ["cluster.nodes=1"])]
+    names = ["plan", "simulations", "pricing", "solves", "pins", "what-ifs"]
+    print(f"seconds, median of {runs} fresh processes (a shared machine: rerun to judge)")
+    print(f"{'case':28} " + " ".join(f"{n:>11}" for n in names))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, scenario_, overrides in cases:
+            path = scenario_
+            if isinstance(scenario_, dict):
+                path = Path(tmp) / "ppo-1024.yaml"
+                path.write_text(yaml.safe_dump(scenario_))
+            got: dict[str, list[float]] = {n: [] for n in names}
+            for _ in range(runs):
+                out = subprocess.run([sys.executable, "-c", PHASES, str(path), *overrides],
+                                     capture_output=True, text=True, cwd=ROOT, check=True)
+                for item in out.stdout.split():
+                    name, value = item.split("=")
+                    got[name].append(float(value))
+            print(f"{label:28} " + " ".join(
+                f"{statistics.median(got[n]) if got[n] else 0.0:11.2f}" for n in names),
+                flush=True)
 
 
 def run_once(path: Path, flags: list[str], what: str) -> tuple[float, float, float]:
@@ -168,7 +237,12 @@ def main() -> None:
                         help="estimate brute force only, never run it")
     parser.add_argument("--explained", action="store_true",
                         help="also time `rlplan plan` as run (with its what-if searches)")
+    parser.add_argument("--phases", action="store_true",
+                        help="where the two target commands' search spends its time instead")
     args = parser.parse_args()
+    if args.phases:
+        phases(args.runs)
+        return
     if not args.matrix:
         targets(args.runs)
         return
