@@ -1,7 +1,7 @@
 """OR-Tools' CP-SAT Python module, loaded without pandas.
 
-`ortools.sat.python.cp_model` imports pandas at load (a fifth of a second, more than the rest
-of `rlplan plan`'s imports) for its `*_series` helpers alone, which the search never calls.
+`ortools.sat.python.cp_model` imports pandas at load (about a fifth of a second, a quarter of
+`rlplan plan`'s imports) for its `*_series` helpers alone, which the search never calls.
 When pandas is not loaded yet, the module is loaded against a placeholder (its load only names
 `pandas.Index` and `pandas.Series` in a type alias), and its `pd` is then a proxy that imports
 the real pandas on first use: OR-Tools' pandas API works as before for whoever calls it, and
