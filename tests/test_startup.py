@@ -71,20 +71,6 @@ def test_evaluate_loads_no_solver_and_plan_no_pictures():
     assert {"matplotlib", "planner.sweep", "ortools"}.isdisjoint(plan)
 
 
-def test_the_solver_loads_without_pandas_and_its_pandas_helpers_still_work():
-    """OR-Tools' CP-SAT module is loaded without pandas (`planner.search.cp`); pandas, imported
-    after, is the real one, and OR-Tools' pandas helpers use it."""
-    out = _run(code="""
-import sys
-from planner.search.cpsat import cp_model
-print("pandas" in sys.modules)
-import pandas as pd
-x = cp_model.CpModel().new_int_var_series("x", pd.Index([1, 2]), 0, 1)
-print(type(x) is pd.Series, list(x.index))
-""")
-    assert out.stdout.split("\n")[:2] == ["False", "True [1, 2]"], out.stderr
-
-
 # --- --time-limit counts from the process's start ----------------------------------------------
 
 def test_the_entry_point_counts_from_the_process_start():

@@ -14,13 +14,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ortools.sat.python import cp_model
+
 from planner.errors import InputError
 from planner.plan import STAGES
 from planner.search import refine
 from planner.search.bounds import carry, incumbent, prune, space_lower_bound
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
 from planner.search.choice import Choice, allowed_groups, generation_slot, score
-from planner.search.cp import cp_model
 from planner.search.deadline import Deadline
 from planner.search.follow import add_follows
 from planner.search.space import GPU_WEIGHT, Space
