@@ -35,7 +35,7 @@ def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
     """`verl`, `openrlhf@0.9.5`, … → (format, version: the newest unless given), for a format
     `export` writes."""
     fmt, _, version = text.partition("@")
-    if fmt in releases() and fmt not in FORMATS:  # a preset without an exporter (nemo-rl)
+    if fmt in releases() and fmt not in FORMATS:  # a preset without an exporter (none today)
         raise InputError(f"{flag}: {fmt} is planned and priced but has no exporter yet; "
                          f"choose --format {', '.join(FORMATS)}")
     if fmt not in FORMATS:
