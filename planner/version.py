@@ -1,8 +1,4 @@
-"""rlplan's version: the installed distribution's (a source tree never installed says so)."""
+"""rlplan's version, the one place it is written (pyproject.toml reads it from here: hatch's
+`[tool.hatch.version]`), so `--version` needs no package metadata lookup at start-up."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    VERSION = version("rlplan")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    VERSION = "0.0.0+unknown"
+VERSION = "0.1.0"
