@@ -35,7 +35,8 @@ scenarios = st.fixed_dictionaries({
     "cluster.gpus_per_node": st.sampled_from([1, 2, 4]),
     "cluster.gpu": st.sampled_from(["h100-sxm", "a100-sxm-40gb", "l40s"]),
     "workload.mini_batches": st.sampled_from([1, 2]),
-    "runtime.refit": st.sampled_from(["checkpoint_engine", "sharded", "one_rank_broadcast"]),
+    "runtime.refit": st.sampled_from(["checkpoint_engine", "checkpoint_engine_relays",
+                                      "sharded", "one_rank_broadcast"]),
 })
 # time, cost, or the fewest GPUs reaching a throughput (small scenarios give 1–2k tokens/s)
 objectives = st.one_of(

@@ -1,4 +1,5 @@
-"""`rlplan export PLAN.json --format verl|openrlhf|deepspeed|megatron`: a framework config."""
+"""`rlplan export PLAN.json --format verl|openrlhf|deepspeed|megatron|nemo-rl`: a framework
+config."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`rlplan import SCRIPT`: a launch script as written (verl, OpenRLHF, Megatron-LM) → the
+"""`rlplan import SCRIPT`: a launch script as written (verl, OpenRLHF, Megatron-LM, NeMo-RL) → the
 scenario it runs and the plan `evaluate` prices, so `rlplan evaluate S.yaml PLAN.json` and
 `rlplan plan S.yaml --baseline PLAN.json` follow in one step."""
 
@@ -26,7 +26,8 @@ from planner.specs.files import looks_like_path, path_kind, read_text, validate_
 @o.scenario_flags()
 def import_(
     file: Annotated[Path, typer.Argument(metavar="SCRIPT", help="The launch script (or "
-                                         "override list, or Megatron arguments) to read.")],
+                                         "override list, Megatron arguments, or NeMo-RL YAML "
+                                         "config) to read.")],
     scenario: Annotated[Path | None, typer.Option(
         help="Scenario YAML giving what the script cannot hold (its fields win over the "
              "script's; flags win over both).")] = None,

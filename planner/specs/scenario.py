@@ -19,7 +19,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import InputError
-from planner.frameworks import framework_runtime, parse_name
 from planner.specs import bounds as lim
 from planner.specs.files import (
     looks_like_path,
@@ -146,6 +145,8 @@ class ScenarioInput(BaseModel):
     def _known_framework(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        from planner.frameworks import parse_name  # the presets load only when one is named
+
         try:
             return parse_name(value, "framework")
         except InputError as exc:
@@ -487,6 +488,8 @@ def resolve(inp: ScenarioInput, source: str, price_flag: bool = False) -> Scenar
 
     runtime = inp.runtime
     if inp.framework is not None:
+        from planner.frameworks import framework_runtime
+
         runtime, said = framework_runtime(inp.framework, inp.algorithm, reward_kind, inp.runtime,
                                           f"{source}: field 'framework' ({inp.framework})")
         notes += said
