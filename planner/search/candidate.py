@@ -218,12 +218,14 @@ class PriceCache:
     """What one command priced for the same scenario. `kept`: (task, pool, size, variant) →
     (kept candidates, candidates priced); generation varies with an overlapped weight sync
     (the shadow copy) and partial rollouts, the actor with a shared critic head; nothing else
-    depends on the inter-model options. `kv_added`: the KV sizes `refine_kv` priced for a
-    generation shape (`kv_key`), for every option that prices the shape again."""
+    depends on the inter-model options. `kv_added`: the KV sizes `refine.refine` priced for a
+    generation shape (`kv_key`), for every option that prices the shape again. `rollouts`:
+    (`kv_key`, KV size) → the rollout priced there. `kv_fits`: (`kv_key`, MiB free) → the
+    largest KV size that fits in them (`refine.kv_for_room`)."""
 
     kept: dict[tuple, tuple[list[Candidate], int]] = field(default_factory=dict)
     kv_added: dict[tuple, set[int]] = field(default_factory=dict)
-    rollouts: dict[tuple, Rollout] = field(default_factory=dict)  # (`kv_key`, KV size) →
-    kv_fits: dict[tuple, int | None] = field(default_factory=dict)  # (`kv_key`, MiB) → size
+    rollouts: dict[tuple, Rollout] = field(default_factory=dict)
+    kv_fits: dict[tuple, int | None] = field(default_factory=dict)
     # (the training candidates' `kept` key, `space.refit_floors`) → `space.hidden_refit`
     hidden: dict[tuple, list[Candidate]] = field(default_factory=dict)
