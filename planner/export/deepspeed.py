@@ -37,7 +37,7 @@ DEEPSPEED_KEYS = frozenset({
 })
 # ds_config trains any algorithm's models; it has no pipeline parallelism (docs/exports.md §3):
 # its preset, planner/frameworks/presets/deepspeed@*.yaml.
-CAPS = capabilities(f"deepspeed@{VERSIONS['deepspeed'][0]}")
+RELEASE = f"deepspeed@{VERSIONS['deepspeed'][0]}"  # its preset: capabilities(RELEASE)
 GRADIENT_CLIPPING = 1.0  # the value in docs/exports.md's ZeRO-1 template; the plan does not set it
 
 
@@ -53,7 +53,7 @@ def flat_keys(config: dict[str, Any], prefix: str = "") -> list[str]:
 def ds_config(sc: Scenario, role: str, layout: Layout, notes: list[str]) -> dict[str, Any]:
     """One role's ds_config, checked against DeepSpeed's start-up rules."""
     where = f"layouts.{role}.training"
-    check(CAPS, "training", layout, sc.roles[role], where)
+    check(capabilities(RELEASE), "training", layout, sc.roles[role], where)
     params_off = layout.offload in ("params", "both")
     optimizer_off = layout.offload in ("optimizer", "both")
     batch = train_batch(sc, layout, "train_batch_size", "train_micro_batch_size_per_gpu", notes)

@@ -20,8 +20,6 @@ from planner.export.base import (
     split_note,
     train_batch,
 )
-from planner.export.capabilities import capabilities
-from planner.export.keys import VERSIONS
 from planner.frameworks.conditions import tp_divides_heads
 from planner.plan import Layout, expert_tp
 from planner.specs.model import ModelSpec
@@ -49,7 +47,6 @@ MEGATRON_FLAGS = frozenset({
 
 # Megatron-LM trains any algorithm's models (placement and generation are not in its export):
 # its preset, planner/frameworks/presets/megatron@*.yaml.
-CAPS = capabilities(f"megatron@{VERSIONS['megatron'][0]}")
 
 
 def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
@@ -63,7 +60,7 @@ def check_shape(spec: ModelSpec, layout: Layout, role: str) -> None:
         raise ExportError(f"{where}: world size {world} is not divisible by "
                           f"--tensor-model-parallel-size × --pipeline-model-parallel-size × "
                           f"--context-parallel-size = {layout.tp * layout.pp * layout.cp}")
-    if not tp_divides_heads(layout, spec):  # CAPS's rule, said with the model's numbers
+    if not tp_divides_heads(layout, spec):  # the preset's rule, said with the model's numbers
         what, count = next((w, c) for w, c in (("attention heads", spec.num_attention_heads),
                                                ("query groups (KV heads)",
                                                 spec.num_key_value_heads)) if c % layout.tp)

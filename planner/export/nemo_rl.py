@@ -41,7 +41,7 @@ from planner.specs.workload import Family
 SCHEMA = "nemo-rl"
 VERSION = VERSIONS["nemo-rl"][0]
 # What NeMo-RL 0.6 runs as planned: its preset, planner/frameworks/presets/nemo-rl@*.yaml
-CAPS = capabilities(f"nemo-rl@{VERSION}")
+RELEASE = f"nemo-rl@{VERSION}"  # its preset: capabilities(RELEASE)
 
 # The example runner and the config it builds on (docs/exports.md §5: run_grpo.py with
 # grpo_math_1B(_megatron).yaml, run_dpo.py with dpo.yaml; run_sft.py and sft.yaml per the preset).
@@ -62,9 +62,9 @@ def backend_of(layout: Layout) -> str:
 
 
 def export_nemo_rl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
-    if sc.algorithm not in CAPS.algorithms:
+    if sc.algorithm not in capabilities(RELEASE).algorithms:
         raise ExportError(f"NeMo-RL {version} has no {sc.algorithm} trainer (it runs "
-                          f"{', '.join(sorted(CAPS.algorithms))})", replan=False)
+                          f"{', '.join(sorted(capabilities(RELEASE).algorithms))})", replan=False)
     if sc.algorithm == "ppo":
         raise ExportError("NeMo-RL's PPO (ppo_math_1B.yaml's `value:` section): the value "
                           "model's keys are not in rlplan's NeMo-RL key list (docs/exports.md "
@@ -136,9 +136,9 @@ def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
     for role, stages in plan.layouts.items():
         for stage, layout in stages.items():
             kind = "training" if task_of(role, stage) is None else KIND[stage]
-            notes += CAPS.differences(kind, layout, v.sc.roles.get(role),
+            notes += capabilities(RELEASE).differences(kind, layout, v.sc.roles.get(role),
                                       f"layouts.{role}.{stage}")
-    runs = converted(CAPS, v.sc, plan) or plan
+    runs = converted(capabilities(RELEASE), v.sc, plan) or plan
     layouts = {role: dict(stages) for role, stages in runs.layouts.items()}
     train = layouts["actor"]["training"]
     logprob = layouts["actor"].get("assessment", train).micro_batch

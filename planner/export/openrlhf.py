@@ -99,7 +99,7 @@ ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm", "rloo": "
 
 # What OpenRLHF runs as planned, per release: its presets
 # (planner/frameworks/presets/openrlhf@*.yaml; 0.9.5 has no partial-rollout flag)
-CAPS = capabilities(f"openrlhf@{VERSIONS['openrlhf'][0]}")
+RELEASE = f"openrlhf@{VERSIONS['openrlhf'][0]}"  # its preset: capabilities(RELEASE)
 
 
 class Args:
@@ -135,7 +135,7 @@ def export_openrlhf(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
 
 
 def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
-    if CAPS.refusal("training", layout, None, f"layouts.{role}.training"):
+    if capabilities(RELEASE).refusal("training", layout, None, f"layouts.{role}.training"):
         raise ExportError(f"layouts.{role}.training.pp {layout.pp}: OpenRLHF's DeepSpeed trainer "
                           "has no pipeline parallelism; re-plan with pp 1")
     if layout.ep > 1:
@@ -150,10 +150,10 @@ def _training_checks(role: str, layout: Layout, notes: list[str]) -> None:
 
 def _ppo(v: PlanView, version: str) -> Export:
     sc, w, notes, header = v.sc, v.sc.workload, [], []
-    if sc.algorithm not in CAPS.algorithms:
+    if sc.algorithm not in capabilities(RELEASE).algorithms:
         raise ExportError(f"OpenRLHF has no {sc.algorithm} advantage estimator (it has "
                           "gae, rloo, reinforce(_baseline), group_norm, dr_grpo)")
-    if v.inter.shared_actor_critic and not CAPS.options.shared_actor_critic:
+    if v.inter.shared_actor_critic and not capabilities(RELEASE).options.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: OpenRLHF has no critic head on the "
                           "actor; re-plan with search.allow_shared_actor_critic false")
     if ESTIMATOR[sc.algorithm] != "gae" and w.samples_per_prompt < 2:
@@ -164,7 +164,7 @@ def _ppo(v: PlanView, version: str) -> Export:
     trains = {role: v.need(role, "training") for role in v.trainable}
     for role, layout in trains.items():
         _training_checks(role, layout, notes)
-    if CAPS.refusal("generation", gen, sc.actor, "layouts.actor.generation"):
+    if capabilities(RELEASE).refusal("generation", gen, sc.actor, "layouts.actor.generation"):
         raise generation_pp_refusal("layouts.actor.generation.pp", gen.pp,
                                     "OpenRLHF's vLLM engines have no pipeline-parallel flag", sc)
     if gen.cp > 1 or gen.ep > 1:
@@ -447,7 +447,7 @@ def _placement_notes(groups: dict[str, str]) -> list[str]:
 
 def _dpo(v: PlanView, version: str) -> Export:
     sc, w, notes = v.sc, v.sc.workload, []
-    if sc.algorithm not in CAPS.algorithms:
+    if sc.algorithm not in capabilities(RELEASE).algorithms:
         raise ExportError(f"OpenRLHF's train_dpo has no {sc.algorithm} loss (it has DPO and "
                           "IPO)")
     a = Args(DPO_FLAGS, version)

@@ -60,18 +60,18 @@ def needs_megatron(layouts: list[Layout]) -> bool:
 
 
 # What verl 0.9.1's main_ppo runs as planned: its preset, planner/frameworks/presets/verl@*.yaml
-CAPS = capabilities(f"verl@{VERL_VERSION}")
+RELEASE = f"verl@{VERL_VERSION}"  # its preset: capabilities(RELEASE)
 
 
 def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
-    if sc.algorithm not in CAPS.algorithms:
+    if sc.algorithm not in capabilities(RELEASE).algorithms:
         raise ExportError(f"verl's main_ppo has no {sc.algorithm} trainer (it runs PPO-style "
                           "algorithms)")
     if sc.family is Family.SFT:  # verl 0.9.1's verl.trainer.sft_trainer has its own config
         raise ExportError("verl's main_ppo runs RL algorithms; its SFT trainer "
                           "(verl.trainer.sft_trainer, sft_trainer_engine.yaml) is not exported")
     v = PlanView(plan, sc)
-    if v.inter.shared_actor_critic and not CAPS.options.shared_actor_critic:
+    if v.inter.shared_actor_critic and not capabilities(RELEASE).options.shared_actor_critic:
         raise ExportError("inter_model.shared_actor_critic: verl has no critic head on the "
                           "actor; re-plan with search.allow_shared_actor_critic false")
     w, notes, comments = sc.workload, [], []
@@ -380,7 +380,7 @@ def _rollout(v: PlanView, gen: Layout, pool: str, pool_gpus: int, separate: bool
              notes: list[str], comments: list[str]) -> dict[str, Any]:
     """The rollout engine (runtime.engine), TP/DP/EP per replica, memory fraction,
     concurrency, samples per prompt."""
-    if CAPS.refusal("generation", gen, v.sc.actor, "layouts.actor.generation"):
+    if capabilities(RELEASE).refusal("generation", gen, v.sc.actor, "layouts.actor.generation"):
         # docs/exports.md §1.5: pp > 1 raises NotImplementedError for every engine
         raise generation_pp_refusal(f"{ROLLOUT}.pipeline_model_parallel_size", gen.pp,
                                     "verl raises NotImplementedError for pipeline-parallel "
