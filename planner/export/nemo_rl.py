@@ -127,6 +127,16 @@ def nested(flat: dict[str, Any]) -> dict[str, Any]:
 # --- the plan as NeMo-RL runs it ---------------------------------------------------------------
 
 
+def policy_worker_reference(train: Layout, micro_batch: int) -> Layout:
+    """The reference as NeMo-RL scores it: in the policy's workers, with the policy's parallel
+    layout (whole weights per TP × PP group under Megatron, ZeRO-3 under DTensor) and
+    `policy.logprob_batch_size` sequences per micro-batch (the export and the import both)."""
+    return Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, vp=train.vp,
+                  first_stage_layers=train.first_stage_layers,
+                  last_stage_layers=train.last_stage_layers, cp=train.cp, ep=train.ep,
+                  etp=train.etp, zero=3 if train.zero == 3 else 0, micro_batch=micro_batch)
+
+
 def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
     """The plan with what NeMo-RL does differently: each layout as the preset's rules run it;
     the reference scored in the policy's workers with its training layout and the log-prob
@@ -144,10 +154,7 @@ def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:
     logprob = layouts["actor"].get("assessment", train).micro_batch
     ref = layouts.get("reference", {}).get("assessment")
     if ref is not None:
-        run = Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, vp=train.vp,
-                     first_stage_layers=train.first_stage_layers,
-                     last_stage_layers=train.last_stage_layers, cp=train.cp, ep=train.ep,
-                     etp=train.etp, zero=3 if train.zero == 3 else 0, micro_batch=logprob)
+        run = policy_worker_reference(train, logprob)
         if ref != run:
             notes.append(f"reference: NeMo-RL scores it in the policy's workers, with the "
                          f"policy's layout (group {run.group}, dp {run.dp}, tp {run.tp}, pp "

@@ -23,12 +23,14 @@ from planner.cost.legality import placement_of
 from planner.cost.pipeline_split import MegatronSplit
 from planner.errors import InputError
 from planner.export.keys import VERSIONS, key_set
+from planner.export.nemo_rl import policy_worker_reference
 from planner.importers.defaults import NEMO_RL, NEMO_RL_SOURCE
 from planner.importers.launch import Launch
 from planner.importers.models import model_ref
 from planner.importers.reading import Reading, kv_tokens, mini_batches, uneven_stages, whole
 from planner.importers.shell import Text
 from planner.importers.values import Settings, as_bool, as_float, as_int
+from planner.plan import Layout
 from planner.specs.scenario import Scenario
 
 VERSION = VERSIONS["nemo-rl"][0]
@@ -223,11 +225,8 @@ def _plan(v: _NemoRL, total: int, notes: list[str], sc: Scenario) -> dict[str, A
     if logprob != train["micro_batch"] and not sc.family.offline:
         layouts["actor"]["assessment"] = {**train, "micro_batch": logprob}
     if sc.reference is not None:  # in the policy's workers, with its layout
-        layouts["reference"] = {"assessment": {
-            **{k: v for k, v in train.items() if k in ("group", "dp", "tp", "pp", "cp", "ep",
-                                                      "etp", "first_stage_layers",
-                                                      "last_stage_layers")},
-            "zero": 3 if train["zero"] == 3 else 0, "micro_batch": logprob}}
+        layouts["reference"] = {"assessment": policy_worker_reference(
+            Layout.model_validate(train), logprob).model_dump(mode="json", exclude_none=True)}
     staleness, partial_rollout = 0, False
     if not sc.family.offline:
         group = "g0"
