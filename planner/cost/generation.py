@@ -474,18 +474,23 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     measured = sched.period >= 1 if partial else np.ones(len(cost), dtype=bool)
     dp = layout.dp
     # per replica: its time; under partial rollouts per token generated in the measured steps,
-    # scaled to the tokens of its share (what a step generates in steady state)
-    scale = np.ones(dp)
+    # scaled to the tokens of its share (what a step generates in steady state) — but new
+    # prompts per prompt admitted, scaled to its share's prompts: a step prefills each of its
+    # prompts once, however few tokens the window's last period generated after admitting them
+    scale = prompts = np.ones(dp)
     if partial:
+        chunks = replica_chunks(len(lengths), dp)
         tokens = np.bincount(sched.replica, weights=sched.steps * sched.batch * measured,
                              minlength=dp)
-        share_tokens = [lengths[c].sum() for c in replica_chunks(len(lengths), dp)]
-        scale = np.array(share_tokens) / np.maximum(tokens, 1)
-    per = np.bincount(sched.replica, weights=cost * measured, minlength=dp) * scale
+        scale = np.array([lengths[c].sum() for c in chunks]) / np.maximum(tokens, 1)
+        admitted = np.bincount(sched.replica, weights=sched.fresh * measured, minlength=dp)
+        prompts = np.array([c.stop - c.start for c in chunks]) / np.maximum(admitted, 1)
+    per = (np.bincount(sched.replica, weights=(cost - fresh) * measured, minlength=dp) * scale
+           + np.bincount(sched.replica, weights=fresh * measured, minlength=dp) * prompts)
     slow = int(np.argmax(per))
     total = float(per[slow])
     mine = (sched.replica == slow) & measured
-    f = float(scale[slow])
+    f, f_prompts = float(scale[slow]), float(prompts[slow])
     # when the step's responses are done; under partial rollouts, as a fraction of the step
     duration = np.bincount(group, weights=cost)[group]  # each segment's group's length
     times = np.sort(np.repeat(end / duration * total if partial else end,
@@ -499,7 +504,8 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     share = np.array([c.stop - c.start for c in replica_chunks(len(lengths), dp)])
     return Rollout(
         time=GenerationTime(
-            prefill=f * float(fresh[mine].sum()), recompute=f * float(recompute[mine].sum()),
+            prefill=f_prompts * float(fresh[mine].sum()),
+            recompute=f * float(recompute[mine].sum()),
             decode=f * float((decode * (1 - after))[mine].sum()),
             decode_tail=f * float((decode * after)[mine].sum()),
             overhead=f * float(overhead[mine].sum())),
