@@ -19,6 +19,7 @@ option CP-SAT could not solve in its share answers with its greedy incumbent.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from planner.cost.step import tokens_per_step
 from planner.errors import InfeasibleError, OutOfTime
 from planner.frameworks import capabilities
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
-from planner.search import cpsat
+from planner.search import aside, cpsat
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
 from planner.search.choice import Choice
@@ -83,7 +84,8 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
 def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             cache: PriceCache | None = None, progress: Progress | None = None,
             what: str = "inter-model option", caps: Capabilities | None = None,
-            worse: int = MAX_ALTERNATIVES) -> list[Outcome]:
+            worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None
+            ) -> list[Outcome]:
     """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
     of what is left of `deadline` (an option past it gets its greedy plan only); candidates
     priced once per scenario (`cache`), pricing itself stopping at the deadline.
@@ -95,7 +97,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     cannot get under it is settled as BEATEN without its own optimum. The plans found so far
     seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
     too). The answer is the same as solving each to its optimum on its own, but for the
-    plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one."""
+    plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one.
+    `priced` is called once every option is priced, before the solves."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
@@ -106,6 +109,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                                   shared=opt.shared, swap=opt.swap,
                                   overlap_sync=opt.overlap_sync, partial=opt.partial,
                                   cache=cache, deadline=pricing, caps=caps))
+    if priced is not None:
+        priced()
     # Likeliest best first; once past the deadline every option gets its greedy plan only, and
     # the order is not worth its bounds' time.
     least = ([None] * len(spaces) if deadline.expired()
@@ -183,9 +188,28 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
         deadline = Deadline.after(time_limit_s if time_limit_s is not None
                                   else sc.search.time_limit_s)
     workers = workers or default_workers()
+    asides: list[aside.Aside] = []
+    try:
+        return _plan(sc, deadline, workers, explain, progress, caps, asides)
+    finally:
+        for child in asides:
+            child.close()
+
+
+def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
+          progress: Progress | None, caps: Capabilities | None, asides: list[aside.Aside]
+          ) -> Plan:
+    """`plan`, its arguments settled; the what-if it searches beside the plan goes into
+    `asides` (for `plan` to end)."""
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
     cache = PriceCache()
-    outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps)
+
+    def beside() -> None:  # forked once the options are priced: the child starts from them
+        if explain and (child := _staleness_aside(sc, deadline, caps, cache)) is not None:
+            asides.append(child)
+
+    outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
+                       priced=beside)
     ranked = _feasible(outcomes)
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]
@@ -226,8 +250,8 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
-    explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress, caps)
-                              if explain else [])
+    explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress, caps,
+                                       asides[0] if asides else None) if explain else [])
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
@@ -267,44 +291,91 @@ def _delta(space: Space, objective: int, reference: int) -> float:
     return objective / reference - 1
 
 
+STALENESS_ASK = "max_staleness 1 (one step off-policy)"
+ASIDE_GRACE_S = 5.0
+"""How long past the deadline the what-if searched beside the plan may take to answer: the
+steps a deadline cannot cut short (`deadline.py`), in the child as in the plan."""
+
+
+def _staleness_options(sc: Scenario, shared: bool, caps: Capabilities | None) -> list[Option]:
+    """The options the staleness what-if searches (none unless the user kept staleness 0)."""
+    if sc.family.offline or sc.search.max_staleness != 0:
+        return []
+    return [o for o in options(sc, 1, sc.search.allow_shared_actor_critic, caps)
+            if (o.staleness == 1 or o.partial) and o.shared == shared]
+
+
+def _staleness_aside(sc: Scenario, deadline: Deadline, caps: Capabilities | None,
+                     cache: PriceCache) -> aside.Aside | None:
+    """The staleness what-if, searched in a child process beside the plan's solves
+    (`aside.py`, with a copy of what `cache` has priced) when its options do not wait for the
+    plan: with no shared actor–critic among the plan's options, the best plan's is not
+    shared. None: searched after the plan, in this process."""
+    if sc.search.allow_shared_actor_critic and sc.critic is not None:
+        return None
+    opts = _staleness_options(sc, False, caps)
+    return aside.start(_best_of, sc, opts, deadline, 1, caps, cache) if opts else None
+
+
+def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
+             caps: Capabilities | None, cache: PriceCache | None = None,
+             progress: Progress | None = None) -> tuple[int | None, bool]:
+    """The best objective among `opts` (None: no plan found) and whether it is settled (every
+    option proven: optimal, beaten or infeasible)."""
+    outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
+                       caps=caps, worse=0)  # only the best is compared
+    found = _feasible(outcomes)
+    settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
+    return (found[0].result.objective if found else None), settled
+
+
 def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
              cache: PriceCache, progress: Progress | None = None,
-             caps: Capabilities | None = None) -> list[str]:
+             caps: Capabilities | None = None, early: aside.Aside | None = None
+             ) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them — in
-    what is left of the deadline (skipped, and said so, when nothing is)."""
-    asks = []
+    what is left of the deadline (skipped, and said so, when nothing is). `early`: the
+    staleness what-if already being searched beside the plan (`_staleness_aside`); if it
+    fails, it is searched here."""
+    asks: list[tuple[str, list[Option], aside.Aside | None]] = []
     if not sc.family.offline and sc.search.max_staleness == 0:
-        asks.append(("max_staleness 1 (one step off-policy)",
-                     [o for o in options(sc, 1, sc.search.allow_shared_actor_critic, caps)
-                      if (o.staleness == 1 or o.partial) and o.shared == best.option.shared]))
+        asks.append((STALENESS_ASK, _staleness_options(sc, best.option.shared, caps), early))
     if sc.critic is not None and not sc.search.allow_shared_actor_critic and (
             caps is None or caps.options.shared_actor_critic):
         asks.append(("a shared actor–critic (allow_shared_actor_critic)",
                      [Option(best.option.staleness, best.option.fusion, True,
                              best.option.swap, best.option.overlap_sync,
-                             best.option.partial)]))
+                             best.option.partial)], None))
     notes = []
-    for what, opts in asks:
+    for what, opts, child in asks:
+        if child is not None:
+            if progress:
+                progress(f"what-if: {what}")
+            left = deadline.left()
+            ok, answer = child.result(None if math.isinf(left) else left + ASIDE_GRACE_S)
+            if ok:
+                notes.append(_what_if_note(sc, best, what, *answer))
+                continue
         if deadline.expired():
             notes.append(f"{what}: not searched, the time limit ({deadline.budget_s:g} s) was "
                          "spent; raise --time-limit to see what it would buy")
             continue
-        if not opts:
-            continue
-        outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
-                           caps=caps, worse=0)  # only the best is compared
-        found = _feasible(outcomes)
-        settled = all(o.result.status in cpsat.SETTLED and o.space.complete
-                      for o in outcomes)
-        if not found:
-            notes.append(f"{what} would find no plan that fits" if settled else
-                         f"{what}: no plan found within the time limit")
-            continue
-        d = _delta(best.space, found[0].result.objective, best.result.objective)
-        hedge = "" if settled else " (best found within the time limit)"
-        notes.append(f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
-                     else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
+        if opts:
+            notes.append(_what_if_note(sc, best, what, *_best_of(
+                sc, opts, deadline, workers, caps, cache, progress)))
     return notes
+
+
+def _what_if_note(sc: Scenario, best: Outcome, what: str, objective: int | None,
+                  settled: bool) -> str:
+    """What a what-if's best objective (`_best_of`) says against the chosen plan's."""
+    if objective is None:
+        return (f"{what} would find no plan that fits" if settled else
+                f"{what}: no plan found within the time limit")
+    d = _delta(best.space, objective, best.result.objective)
+    hedge = "" if settled else " (best found within the time limit)"
+    return (f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
+            else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
 
 
 def _objective_name(sc: Scenario) -> str:

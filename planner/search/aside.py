@@ -1,0 +1,81 @@
+"""Work run beside the search, in a forked process on another core.
+
+`rlplan plan` runs one CP-SAT worker per core but one and prices in one Python thread, so a
+second core is mostly idle while it searches. A what-if whose options are known before the
+search starts (`solve._what_if`) is searched meanwhile in a child process and its answer — a
+few numbers — collected when the plan needs it. The answer is the same as searched after the
+plan (a proven optimum does not depend on what else was priced); only the time differs.
+
+Forked, never spawned: a child that re-imported the package would lose what it gains. So only
+where `fork` is the platform's usual way (Linux), with at least two cores to run on, and not
+from a daemon process (a sweep's workers, which may not have children). Anywhere else
+`start` returns None and the caller does the work itself, as it does when the child fails or
+does not answer by the deadline.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
+    """`fn(*args)` running in a forked child, or None where none can run (module docstring)."""
+    if (sys.platform != "linux" or cores() < 2
+            or multiprocessing.current_process().daemon):
+        return None
+    ctx = multiprocessing.get_context("fork")
+    mine, theirs = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_run, args=(theirs, fn, args), daemon=True)
+    try:
+        child.start()
+    except OSError:  # no process to spare (limits): the caller does it itself
+        return None
+    theirs.close()
+    return Aside(child, mine)
+
+
+class Aside:
+    """A child computing one answer; `result` collects it, `close` ends the child."""
+
+    def __init__(self, child: multiprocessing.process.BaseProcess, conn: Connection) -> None:
+        self.child, self.conn = child, conn
+
+    def result(self, timeout_s: float) -> tuple[bool, Any]:
+        """(True, the answer), or (False, why not) when the child failed, died or did not
+        answer within `timeout_s`. Ends the child either way."""
+        try:
+            if not self.conn.poll(max(0.0, timeout_s)):
+                return False, f"no answer within {timeout_s:.1f} s"
+            return self.conn.recv()
+        except (EOFError, OSError) as exc:  # the child died before answering
+            return False, f"the child process ended without an answer ({exc!r})"
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.child.is_alive():
+            self.child.terminate()
+        self.child.join()
+        self.conn.close()
+
+
+def _run(conn: Connection, fn: Callable[..., Any], args: tuple) -> None:
+    try:
+        answer: tuple[bool, Any] = (True, fn(*args))
+    except BaseException as exc:  # any failure: the parent does the work itself
+        answer = (False, f"{type(exc).__name__}: {exc}")
+    conn.send(answer)
+    conn.close()

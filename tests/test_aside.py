@@ -1,0 +1,75 @@
+"""The staleness what-if searched beside the plan in a forked child (`planner/search/aside.py`)
+says what searching it after the plan says, and the plan does the work itself when no child
+can run or the child fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from planner.search import aside, solve
+from planner.search.solve import plan
+from planner.specs.scenario import load_scenario
+
+FORKS = sys.platform == "linux" and aside.cores() >= 2
+needs_fork = pytest.mark.skipif(not FORKS, reason="a child is forked on Linux with ≥ 2 cores")
+
+SMALL = {"algorithm": "ppo", "models.actor": "qwen2.5-0.5b", "workload.prompts_per_step": 8,
+         "workload.samples_per_prompt": 2, "workload.prompt_len": 128,
+         "workload.response_len": 256, "workload.max_response_len": 512,
+         "cluster.gpu": "h100-sxm", "cluster.nodes": 1, "cluster.gpus_per_node": 4,
+         "search.time_limit_s": 60}
+
+
+def _fail() -> None:
+    raise RuntimeError("broken in the child")
+
+
+def _child_pid() -> int:
+    return os.getpid()
+
+
+@needs_fork
+def test_the_child_answers_from_another_process():
+    child = aside.start(_child_pid)
+    assert child is not None
+    ok, pid = child.result(30)
+    assert ok and pid != os.getpid()
+    assert not child.child.is_alive()
+
+
+@needs_fork
+def test_a_failing_child_says_why_and_a_slow_one_is_ended():
+    ok, why = aside.start(_fail).result(30)
+    assert not ok and "RuntimeError: broken in the child" in why
+    slow = aside.start(time.sleep, 30)
+    ok, why = slow.result(0.2)
+    assert not ok and "no answer within" in why
+    assert not slow.child.is_alive()  # terminated, not left behind
+
+
+def test_the_what_if_beside_the_plan_says_what_it_says_after_it(monkeypatch):
+    sc = load_scenario(None, SMALL)
+    started = []
+    real = aside.start
+    monkeypatch.setattr(aside, "start", lambda *a: started.append(1) or real(*a))
+    beside = plan(sc)
+    assert started  # PPO at staleness 0, no shared critic allowed: the what-if went aside
+    monkeypatch.setattr(aside, "start", lambda *a: None)
+    after = plan(sc)
+    assert beside.explanation["what_if"] == after.explanation["what_if"]
+    assert any("max_staleness 1" in note for note in after.explanation["what_if"])
+    assert beside.model_dump(exclude={"search"}) == after.model_dump(exclude={"search"})
+
+
+def test_a_child_that_fails_leaves_the_what_if_to_the_plan(monkeypatch):
+    sc = load_scenario(None, SMALL)
+    expected = plan(sc, explain=True)
+    failed = aside.Aside.__new__(aside.Aside)
+    monkeypatch.setattr(aside.Aside, "result", lambda self, timeout_s: (False, "died"))
+    monkeypatch.setattr(aside.Aside, "close", lambda self: None)
+    monkeypatch.setattr(solve, "_staleness_aside", lambda *a: failed)
+    assert plan(sc).explanation["what_if"] == expected.explanation["what_if"]
