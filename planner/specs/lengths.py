@@ -227,8 +227,9 @@ class LengthDistribution(BaseModel):
         return np.clip(q, 1.0, float(self.cap))
 
     def describe(self, n: int = 4096) -> dict[str, Any]:
-        """Shape and statistics of the sample of `n` lengths the cost model sees."""
-        s = np.sort(sample_lengths(self, n))
+        """Shape and statistics of the sample of `n` lengths the cost model sees (its order
+        does not matter here: no shuffle, so `rlplan validate` loads no numpy.random)."""
+        s = np.sort(quantile_lengths(self, n))
 
         def at(q: float) -> int:
             return int(s[min(len(s) - 1, int(q * len(s)))])
@@ -257,15 +258,24 @@ def _extrapolated_interp(z: np.ndarray, points: tuple[tuple[float, float], ...])
 
 
 @functools.lru_cache(maxsize=64)
-def sample_lengths(dist: LengthDistribution, n: int) -> np.ndarray:
-    """n response lengths (int64, read-only), the same for the same input: L_i =
-    clip(round(Q((i + 0.5)/n)), 1, cap) in a fixed-seed permutation, so a contiguous chunk (a
-    replica's prompts) is a fair sample. Cached: copy before modifying."""
+def quantile_lengths(dist: LengthDistribution, n: int) -> np.ndarray:
+    """The n response lengths L_i = clip(round(Q((i + 0.5)/n)), 1, cap) in the order of i
+    (int64, read-only): `sample_lengths` before its shuffle, enough for statistics. Cached: copy
+    before modifying."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     u = (np.arange(n, dtype=np.float64) + 0.5) / n
     lengths = np.clip(np.rint(dist.quantile(u)), 1, dist.cap).astype(np.int64)
-    out = lengths[np.random.default_rng(0).permutation(n)]
+    lengths.setflags(write=False)
+    return lengths
+
+
+@functools.lru_cache(maxsize=64)
+def sample_lengths(dist: LengthDistribution, n: int) -> np.ndarray:
+    """n response lengths (int64, read-only), the same for the same input: `quantile_lengths`
+    in a fixed-seed permutation, so a contiguous chunk (a replica's prompts) is a fair sample.
+    Cached: copy before modifying."""
+    out = quantile_lengths(dist, n)[np.random.default_rng(0).permutation(n)]
     out.setflags(write=False)
     return out
 
@@ -423,7 +433,7 @@ def resolve_lengths(spec: ResponseLengthsInput | None, response_len: int | None,
         dist = LengthDistribution(shape="file", cap=cap, file=spec.file,
                                   values=tuple(sorted(min(v, cap) for v in values)))
 
-    mean = float(sample_lengths(dist, n).mean())
+    mean = float(quantile_lengths(dist, n).mean())
     if response_len is None:
         response_len = max(1, round(mean))
         notes.append(f"workload.response_len not given: the lengths' mean, {response_len:,}")
