@@ -11,7 +11,8 @@ import time
 
 _IMPORTED = time.monotonic()  # the earliest the entry point sees, before its own imports
 
-import importlib  # noqa: E402 - after the clock above
+import gc  # noqa: E402 - after the clock above
+import importlib  # noqa: E402
 import os  # noqa: E402
 from enum import StrEnum  # noqa: E402
 from typing import Annotated, Any  # noqa: E402
@@ -121,4 +122,13 @@ def main() -> None:
     # products), so one thread does the same work: rlplan validate 50 ms sooner on two cores
     # (bench/startup.py). A value the user set is kept; the API (a notebook) is left alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    app()
+    try:
+        app()  # ends the process: click's standalone mode raises SystemExit
+    finally:
+        # The command is done (its files written and closed, files.py). Frozen, the heap is
+        # left to the system at exit instead of walked and freed object by object by the
+        # interpreter's final collections (pydantic's schemas and validators, numpy): rlplan
+        # validate ends ~35 ms sooner. Objects are still freed as modules are cleared; only
+        # what sits in reference cycles is not, so finalizers of cyclic garbage do not run
+        # (atexit handlers, flushing stdout and stderr, weakref.finalize all still do).
+        gc.freeze()
