@@ -11,6 +11,7 @@ import time
 import pytest
 
 from planner.search import aside, solve
+from planner.search.deadline import Deadline
 from planner.search.solve import plan
 from planner.specs.scenario import load_scenario
 
@@ -73,3 +74,15 @@ def test_a_child_that_fails_leaves_the_what_if_to_the_plan(monkeypatch):
     monkeypatch.setattr(aside.Aside, "close", lambda self: None)
     monkeypatch.setattr(solve, "_staleness_aside", lambda *a: failed)
     assert plan(sc).explanation["what_if"] == expected.explanation["what_if"]
+
+
+def test_the_children_search_within_the_commands_deadline(monkeypatch):
+    sc = load_scenario(None, SMALL)
+    given = []
+    monkeypatch.setattr(aside, "start", lambda fn, *args: given.append(args) or None)
+    deadline = Deadline.after(60)
+    plan(sc, deadline=deadline)
+    # PPO at staleness 0, no shared critic allowed: the staleness and the shared-critic
+    # what-ifs, each offered to a child with the one deadline (never a limit of its own)
+    assert len(given) == 2
+    assert all(deadline in args for args in given)

@@ -15,8 +15,10 @@ does not answer by the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -73,9 +75,13 @@ class Aside:
 
 
 def _run(conn: Connection, fn: Callable[..., Any], args: tuple) -> None:
+    # Ctrl-C reaches the whole process group: the parent answers it (and ends this child);
+    # the child printing a traceback of its own would break the one-line contract
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         answer: tuple[bool, Any] = (True, fn(*args))
     except BaseException as exc:  # any failure: the parent does the work itself
         answer = (False, f"{type(exc).__name__}: {exc}")
-    conn.send(answer)
+    with contextlib.suppress(OSError):  # the parent is gone: nobody to answer
+        conn.send(answer)
     conn.close()

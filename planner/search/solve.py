@@ -188,25 +188,25 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
         deadline = Deadline.after(time_limit_s if time_limit_s is not None
                                   else sc.search.time_limit_s)
     workers = workers or default_workers()
-    asides: list[aside.Aside] = []
+    asides: dict[str, aside.Aside] = {}
     try:
         return _plan(sc, deadline, workers, explain, progress, caps, asides)
     finally:
-        for child in asides:
+        for child in asides.values():
             child.close()
 
 
 def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
-          progress: Progress | None, caps: Capabilities | None, asides: list[aside.Aside]
-          ) -> Plan:
-    """`plan`, its arguments settled; the what-if it searches beside the plan goes into
-    `asides` (for `plan` to end)."""
+          progress: Progress | None, caps: Capabilities | None,
+          asides: dict[str, aside.Aside]) -> Plan:
+    """`plan`, its arguments settled; the what-ifs it searches beside the plan go into
+    `asides`, by what they ask (for `plan` to end them)."""
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
     cache = PriceCache()
 
     def beside() -> None:  # forked once the options are priced: the child starts from them
         if explain and (child := _staleness_aside(sc, deadline, caps, cache)) is not None:
-            asides.append(child)
+            asides[STALENESS_ASK] = child
 
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
                        priced=beside)
@@ -223,8 +223,10 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
                                                       explain, caps))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
-    pin_shown(ranked, deadline)
     best = ranked[0]
+    if explain and (child := _shared_aside(sc, best, deadline, caps, cache)) is not None:
+        asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
+    pin_shown(ranked, deadline)
     if progress:
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
@@ -251,7 +253,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
     explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress, caps,
-                                       asides[0] if asides else None) if explain else [])
+                                       asides) if explain else [])
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
@@ -292,6 +294,7 @@ def _delta(space: Space, objective: int, reference: int) -> float:
 
 
 STALENESS_ASK = "max_staleness 1 (one step off-policy)"
+SHARED_ASK = "a shared actor–critic (allow_shared_actor_critic)"
 ASIDE_GRACE_S = 5.0
 """How long past the deadline the what-if searched beside the plan may take to answer: the
 steps a deadline cannot cut short (`deadline.py`), in the child as in the plan."""
@@ -329,26 +332,40 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     return (found[0].result.objective if found else None), settled
 
 
+def _shared_options(sc: Scenario, best: Outcome, caps: Capabilities | None) -> list[Option]:
+    """The option the shared-critic what-if searches: the best plan's, with the actor and
+    critic shared (none unless the user did not allow it and the framework runs it)."""
+    if sc.critic is None or sc.search.allow_shared_actor_critic or (
+            caps is not None and not caps.options.shared_actor_critic):
+        return []
+    o = best.option
+    return [Option(o.staleness, o.fusion, True, o.swap, o.overlap_sync, o.partial)]
+
+
+def _shared_aside(sc: Scenario, best: Outcome, deadline: Deadline,
+                  caps: Capabilities | None, cache: PriceCache) -> aside.Aside | None:
+    """The shared-critic what-if, searched in a child process beside the plan's pins and the
+    staleness what-if (None: searched after the plan, in this process)."""
+    opts = _shared_options(sc, best, caps)
+    return aside.start(_best_of, sc, opts, deadline, 1, caps, cache) if opts else None
+
+
 def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
              cache: PriceCache, progress: Progress | None = None,
-             caps: Capabilities | None = None, early: aside.Aside | None = None
+             caps: Capabilities | None = None, early: dict[str, aside.Aside] | None = None
              ) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them — in
-    what is left of the deadline (skipped, and said so, when nothing is). `early`: the
-    staleness what-if already being searched beside the plan (`_staleness_aside`); if it
-    fails, it is searched here."""
-    asks: list[tuple[str, list[Option], aside.Aside | None]] = []
-    if not sc.family.offline and sc.search.max_staleness == 0:
-        asks.append((STALENESS_ASK, _staleness_options(sc, best.option.shared, caps), early))
-    if sc.critic is not None and not sc.search.allow_shared_actor_critic and (
-            caps is None or caps.options.shared_actor_critic):
-        asks.append(("a shared actor–critic (allow_shared_actor_critic)",
-                     [Option(best.option.staleness, best.option.fusion, True,
-                             best.option.swap, best.option.overlap_sync,
-                             best.option.partial)], None))
+    what is left of the deadline (skipped, and said so, when nothing is). `early`: what-ifs
+    already being searched beside the plan (`_staleness_aside`, `_shared_aside`), by what
+    they ask; one whose child fails is searched here."""
+    early = early or {}
+    asks = [(STALENESS_ASK, _staleness_options(sc, best.option.shared, caps)),
+            (SHARED_ASK, _shared_options(sc, best, caps))]
     notes = []
-    for what, opts, child in asks:
-        if child is not None:
+    for what, opts in asks:
+        if not opts:
+            continue
+        if (child := early.get(what)) is not None:
             if progress:
                 progress(f"what-if: {what}")
             left = deadline.left()
@@ -360,9 +377,8 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
             notes.append(f"{what}: not searched, the time limit ({deadline.budget_s:g} s) was "
                          "spent; raise --time-limit to see what it would buy")
             continue
-        if opts:
-            notes.append(_what_if_note(sc, best, what, *_best_of(
-                sc, opts, deadline, workers, caps, cache, progress)))
+        notes.append(_what_if_note(sc, best, what, *_best_of(
+            sc, opts, deadline, workers, caps, cache, progress)))
     return notes
 
 
