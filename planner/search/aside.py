@@ -16,6 +16,7 @@ does not answer by the deadline.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import signal
@@ -23,6 +24,19 @@ import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
+
+from planner.search.deadline import Deadline
+
+GRACE_S = 5.0
+"""How long past its deadline a child may take to answer: the steps a deadline cannot cut
+short (`deadline.py`), in the child as in its parent."""
+
+
+def wait_s(deadline: Deadline | None) -> float | None:
+    """How long to wait for a child working to `deadline` (None: as long as it takes)."""
+    if deadline is None or math.isinf(deadline.left()):
+        return None
+    return deadline.left() + GRACE_S
 
 
 def cores() -> int:

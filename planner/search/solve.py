@@ -19,7 +19,6 @@ option CP-SAT could not solve in its share answers with its greedy incumbent.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -295,9 +294,6 @@ def _delta(space: Space, objective: int, reference: int) -> float:
 
 STALENESS_ASK = "max_staleness 1 (one step off-policy)"
 SHARED_ASK = "a shared actor–critic (allow_shared_actor_critic)"
-ASIDE_GRACE_S = 5.0
-"""How long past the deadline the what-if searched beside the plan may take to answer: the
-steps a deadline cannot cut short (`deadline.py`), in the child as in the plan."""
 
 
 def _staleness_options(sc: Scenario, shared: bool, caps: Capabilities | None) -> list[Option]:
@@ -368,8 +364,7 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
         if (child := early.get(what)) is not None:
             if progress:
                 progress(f"what-if: {what}")
-            left = deadline.left()
-            ok, answer = child.result(None if math.isinf(left) else left + ASIDE_GRACE_S)
+            ok, answer = child.result(aside.wait_s(deadline))
             if ok:
                 notes.append(_what_if_note(sc, best, what, *answer))
                 continue

@@ -42,6 +42,7 @@ from planner.cost.rollout_stage import generation_memory, generation_rollout, ro
 from planner.cost.step import controller_seconds, tokens_per_step
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
+from planner.search import aside
 from planner.search.candidate import (
     MIB,
     MS,
@@ -250,25 +251,63 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                    if sc.search.objective == "gpus" else None), caps=caps,
         controller_ms=int(to_ms(controller_seconds(sc))), cache=cache)
     # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
-    for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0])):
-        for task in tasks:
-            key = _cache_key(space, task, p, g)
-            if key not in cache.kept:
-                if deadline is not None and deadline.expired():
-                    space.complete = False
-                    continue
-                before = space.priced
-                cache.kept[key] = (_candidates(space, pools[p], task, g, heads),
-                                   space.priced - before)
-            else:
-                space.priced += cache.kept[key][1]
-            if cache.kept[key][0]:
-                space.candidates[(task.name, p, g)] = cache.kept[key][0]
+    todo = [(task, p, g) for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0]))
+            for task in tasks if _cache_key(space, task, p, g) not in cache.kept]
+    mine, theirs = _shares(todo)
+    child = aside.start(_priced, space, theirs, heads, deadline) if theirs else None
+    if child is None:
+        mine = todo
+    priced, complete = _priced(space, mine, heads, deadline)
+    if child is not None:
+        ok, answer = child.result(aside.wait_s(deadline))
+        more, done = answer if ok else _priced(space, theirs, heads, deadline)
+        priced.update(more)
+        complete = complete and done
+    cache.kept.update(priced)
+    space.complete = complete
     # in (task, pool, size) order whatever order they were priced in
-    space.candidates = {(t.name, p, g): space.candidates[(t.name, p, g)] for t in tasks
-                        for p, g in space.shapes if (t.name, p, g) in space.candidates}
+    for t in tasks:
+        for p, g in space.shapes:
+            key = _cache_key(space, t, p, g)
+            if key in cache.kept:
+                space.priced += cache.kept[key][1]
+                if cache.kept[key][0]:
+                    space.candidates[(t.name, p, g)] = cache.kept[key][0]
     _hide_refit(space)
     return space
+
+
+def _shares(todo: list[tuple[Task, int, int]]
+            ) -> tuple[list[tuple[Task, int, int]], list[tuple[Task, int, int]]]:
+    """`todo` split between this process and a child pricing beside it (`aside.py`): the
+    generation here (its rollouts stay in this process's caches for the KV sizes `refine`
+    prices later), and of the other tasks, whose candidates are all that is kept of them, two
+    in three to the child — about half the work each."""
+    mine = [item for item in todo if item[0].kind == "generation"]
+    rest = [item for item in todo if item[0].kind != "generation"]
+    if len(rest) < MIN_ITEMS_BESIDE:
+        return todo, []
+    return mine + rest[::3], [item for k, item in enumerate(rest) if k % 3]
+
+
+MIN_ITEMS_BESIDE = 24
+"""Fewer (task, size) pairs of training and forwards than this are priced here alone: a
+small space prices in tens of milliseconds, about what forking a large process costs."""
+
+
+def _priced(space: Space, todo: list[tuple[Task, int, int]], heads: dict[str, Head],
+            deadline: Deadline | None) -> tuple[dict[tuple, tuple[list[Candidate], int]], bool]:
+    """The kept candidates of each (task, pool, size) of `todo` and how many were priced
+    (`PriceCache.kept`), in order until `deadline` passes; and whether all were."""
+    out = {}
+    for task, p, g in todo:
+        if deadline is not None and deadline.expired():
+            return out, False
+        before = space.priced
+        cands = _candidates(space, space.pools[p], task, g, heads)
+        out[_cache_key(space, task, p, g)] = (cands, space.priced - before)
+        space.priced = before
+    return out, True
 
 
 def _hide_refit(space: Space) -> None:
