@@ -79,10 +79,13 @@ def test_a_child_that_fails_leaves_the_what_if_to_the_plan(monkeypatch):
 def test_the_children_search_within_the_commands_deadline(monkeypatch):
     sc = load_scenario(None, SMALL)
     given = []
-    monkeypatch.setattr(aside, "start", lambda fn, *args: given.append(args) or None)
+    monkeypatch.setattr(aside, "start", lambda fn, *args: given.append((fn, args)) or None)
     deadline = Deadline.after(60)
     plan(sc, deadline=deadline)
     # PPO at staleness 0, no shared critic allowed: the staleness and the shared-critic
-    # what-ifs, each offered to a child with the one deadline (never a limit of its own)
-    assert len(given) == 2
-    assert all(deadline in args for args in given)
+    # what-ifs, each offered to a child with the one deadline (never a limit of its own), as
+    # are the pins of the options shown beside the best
+    what_ifs = [args for fn, args in given if fn is solve._best_of]
+    assert len(what_ifs) == 2
+    assert all(deadline in args for _, args in given)
+    assert any(fn is solve._pins for fn, _ in given)

@@ -133,9 +133,22 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
 
 def pin_shown(ranked: list[Outcome], deadline: Deadline) -> None:
     """Give the options whose plans are shown (`explain.shown`) their canonical plans
-    (`cpsat.pin`), in place: only those are needed, and each costs a second solve."""
-    for o in shown(ranked):
+    (`cpsat.pin`), in place: only those are needed, and each costs a second solve — every
+    other one pinned in a child beside this process (`aside.py`) where one can run: a pin is
+    a function of its option's space and optimum alone, so the plans are the same."""
+    todo = [o for o in shown(ranked) if not o.result.pinned]
+    theirs = todo[1::2]
+    child = aside.start(_pins, theirs, deadline) if theirs else None
+    for o in todo if child is None else todo[::2]:
         o.result = cpsat.pin(o.space, o.result, deadline)
+    if child is not None:
+        ok, pinned = child.result(aside.wait_s(deadline))
+        for o, result in zip(theirs, pinned if ok else _pins(theirs, deadline), strict=True):
+            o.result = result
+
+
+def _pins(outcomes: list[Outcome], deadline: Deadline) -> list[cpsat.Result]:
+    return [cpsat.pin(o.space, o.result, deadline) for o in outcomes]
 
 
 def cutoff(optima: list[int], worse: int) -> int | None:
