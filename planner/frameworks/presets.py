@@ -306,8 +306,8 @@ def load_preset(name: str) -> Preset:
     """The preset of release `name` ('verl@0.9.1'; 'verl' for the newest), validated."""
     name = parse_name(name, "framework")
     entry = PRESETS / f"{name}.yaml"
-    preset = validate_as(Preset, parse_yaml(entry.read_text(encoding="utf-8"), entry.name),
-                         f"preset {entry.name}")
+    text = entry.read_text(encoding="utf-8")
+    preset = validate_as(Preset, parse_yaml(text, entry.name, shipped=True), f"preset {entry.name}")
     if preset.name != name:
         raise InputError(f"preset {entry.name}: it says framework {preset.name}; the file name "
                          "and its framework/version must agree")

@@ -214,10 +214,39 @@ def _check_expanded(root: yaml.Node) -> None:
             stack.append((kid, False))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key repeated within one mapping (merge keys `<<` aside: a
-    mapping may override what it merges in), nesting beyond `MAX_NESTING` (checked as the
-    composer descends, then with aliases expanded) and numbers beyond `MAX_NUMBER_CHARS`."""
+class _Strict:
+    """The constructor rules of every YAML rlplan reads: a key repeated within one mapping is
+    refused (merge keys `<<` aside: a mapping may override what it merges in), and so is a
+    number beyond `MAX_NUMBER_CHARS`."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: SafeLoader reports it itself below
+                continue
+            if repeated:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+    def _bounded_number(self, node: yaml.ScalarNode) -> Any:
+        if len(node.value) > lim.MAX_NUMBER_CHARS:
+            raise _Refused(_too_long(len(node.value)), node.start_mark.line + 1,
+                           "check the value")
+        if node.tag.endswith(":int"):
+            return self.construct_yaml_int(node)  # type: ignore[attr-defined]
+        return self.construct_yaml_float(node)  # type: ignore[attr-defined]
+
+
+class _UniqueKeyLoader(_Strict, yaml.SafeLoader):
+    """SafeLoader with the `_Strict` rules that also refuses nesting beyond `MAX_NESTING`
+    (checked as the composer descends, then with aliases expanded): what users' files go
+    through."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -237,45 +266,31 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         _check_expanded(node)
         return node
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                repeated = key in seen
-            except TypeError:  # an unhashable key: SafeLoader reports it itself below
-                continue
-            if repeated:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
-    def _bounded_number(self, node: yaml.ScalarNode) -> Any:
-        if len(node.value) > lim.MAX_NUMBER_CHARS:
-            raise _Refused(_too_long(len(node.value)), node.start_mark.line + 1,
-                           "check the value")
-        if node.tag.endswith(":int"):
-            return self.construct_yaml_int(node)
-        return self.construct_yaml_float(node)
+# The package's own files (framework presets, read by every plan): libyaml's parser, several
+# times faster, with the same constructor rules; nothing of theirs nests deep. Without libyaml
+# (PyYAML built without it), the pure-Python loader.
+_ShippedLoader: type = (type("_ShippedLoader", (_Strict, yaml.CSafeLoader), {})
+                        if getattr(yaml, "__with_libyaml__", False) else _UniqueKeyLoader)
+
+for _loader in {_UniqueKeyLoader, _ShippedLoader}:
+    _loader.add_constructor("tag:yaml.org,2002:map", _loader.construct_yaml_map)
+    for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        _loader.add_constructor(_tag, _loader._bounded_number)
+    # YAML 1.1 reads `5e4` (no dot) as a string; strict fields would then refuse a plain
+    # number. YAML 1.2 and JSON read it as a float: so does rlplan (checked after int, so `5`
+    # stays an int).
+    _loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
-_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map", _UniqueKeyLoader.construct_yaml_map)
-for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
-    _UniqueKeyLoader.add_constructor(_tag, _UniqueKeyLoader._bounded_number)
-# YAML 1.1 reads `5e4` (no dot) as a string; strict fields would then refuse a plain number.
-# YAML 1.2 and JSON read it as a float: so does rlplan (checked after int, so `5` stays an int).
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
-
-
-def parse_yaml(text: str, source: Path | str) -> Any:
+def parse_yaml(text: str, source: Path | str, shipped: bool = False) -> Any:
     """Parse YAML text read from `source`; a syntax error names the line and column, a
-    repeated key its line, a document beyond the limits what and where."""
+    repeated key its line, a document beyond the limits what and where. `shipped`: one of the
+    package's own files (`_ShippedLoader`)."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
+        return yaml.load(text, Loader=_ShippedLoader if shipped else _UniqueKeyLoader)
     except _DuplicateKey as dup:
         raise InputError(_duplicate_message(source, dup)) from None
     except _Refused as refused:
