@@ -13,6 +13,7 @@ import pytest
 from planner.search import aside, solve
 from planner.search.deadline import Deadline
 from planner.search.solve import plan
+from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 
 FORKS = sys.platform == "linux" and aside.cores() >= 2
@@ -40,6 +41,20 @@ def test_the_child_answers_from_another_process():
     ok, pid = child.result(30)
     assert ok and pid != os.getpid()
     assert not child.child.is_alive()
+
+
+@needs_fork
+def test_without_a_deadline_the_parent_waits_for_the_answer():
+    assert aside.wait_s(None) is None
+    assert aside.start(_child_pid).result(None)[0]
+
+
+def test_a_large_space_priced_beside_without_a_deadline_is_the_same(monkeypatch):
+    sc = load_scenario(None, {**SMALL, "cluster.nodes": 8, "cluster.gpus_per_node": 8})
+    beside = build_space(sc)  # no deadline: the parent waits for the child's share
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = build_space(sc)
+    assert beside.candidates == alone.candidates and beside.priced == alone.priced
 
 
 @needs_fork

@@ -69,11 +69,11 @@ class Aside:
     def __init__(self, child: multiprocessing.process.BaseProcess, conn: Connection) -> None:
         self.child, self.conn = child, conn
 
-    def result(self, timeout_s: float) -> tuple[bool, Any]:
+    def result(self, timeout_s: float | None) -> tuple[bool, Any]:
         """(True, the answer), or (False, why not) when the child failed, died or did not
-        answer within `timeout_s`. Ends the child either way."""
+        answer within `timeout_s` (None: however long it takes). Ends the child either way."""
         try:
-            if not self.conn.poll(max(0.0, timeout_s)):
+            if not self.conn.poll(None if timeout_s is None else max(0.0, timeout_s)):
                 return False, f"no answer within {timeout_s:.1f} s"
             return self.conn.recv()
         except (EOFError, OSError) as exc:  # the child died before answering
