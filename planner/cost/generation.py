@@ -447,6 +447,42 @@ class Rollout:
         return "throughput-bound"
 
 
+def rollout_floor(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
+                  engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: np.ndarray,
+                  max_seqs: int, precision: Precision = MIXED_PRECISION_ADAM) -> np.ndarray:
+    """A lower bound on `time_generation(...).seconds` less its recomputation, without the
+    schedule, at each of `kv_tokens` (not partial rollouts) — and at any smaller KV cache, as
+    it grows as the cache shrinks. Per replica, whatever its schedule: it decodes its
+    N = ΣL tokens in S ≥ max(longest L, N / running cap, K / cache) steps, where
+    K = Σ (P·L + L(L+1)/2) is the KV its steps read (a sequence's t-th step reads its prompt
+    and t tokens; recomputation reads nothing more) and no step reads more than the cache.
+    Σ over steps of `DecodeStep.seconds` is then at least S·(overhead + comm) +
+    N·(per_seq + comm_per_seq) + max(compute over N and K, S·weights(1) + KV bytes over K,
+    S·host) — a max of sums being at most the sum of maxes, and the weights read by a step
+    growing with its batch — and the prefill at least that of every prompt in one batch (one
+    batch latency). The stage is the slowest replica's. (Within 5–17% of the priced rollout
+    on the shipped GRPO example, tighter as the cache grows.)"""
+    step = decode_step(spec, layout, gpu, engine, precision)
+    pre = prefill_cost(spec, layout, gpu, precision)
+    starts = [chunk.start for chunk in replica_chunks(len(lengths), layout.dp)]
+    n_lengths = lengths.astype(float)
+    n = np.diff([*starts, len(lengths)])[:, None]  # per replica (rows) × KV size (columns)
+    tokens = np.add.reduceat(n_lengths, starts)[:, None]
+    kv_read = np.add.reduceat(n_lengths * prompt_len + n_lengths * (n_lengths + 1) / 2,
+                              starts)[:, None]
+    longest = np.maximum.reduceat(n_lengths, starts)[:, None]
+    cache = np.asarray(kv_tokens, dtype=float)[None, :]
+    steps = np.maximum(np.maximum(np.ceil(tokens / np.minimum(max_seqs, n)), longest),
+                       np.ceil(kv_read / cache))
+    gpu_s = np.maximum(np.maximum(step.flop_seq * tokens + step.flop_kv * kv_read,
+                                  steps * step.weights(1) + step.byte_kv * kv_read),
+                       steps * step.host)
+    decode = (steps * (step.overhead + step.comm)
+              + tokens * (step.per_seq + step.comm_per_seq) + gpu_s)
+    prefill = pre.seconds(n, n * prompt_len, n * prompt_len**2)
+    return (decode + prefill).max(axis=0)
+
+
 @memo  # the search asks again for the variants of an option (shadow copy, shared critic)
 def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
                     engine: Engine, lengths: np.ndarray, prompt_len: int, kv_tokens: int,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from planner.cost.constants import ENGINES, GIB
 from planner.cost.fit import Load, budget_of, kv_room_mib, kv_tokens_within, whole_mib
 from planner.cost.flops import Num
@@ -16,6 +18,7 @@ from planner.cost.generation import (
     bytes_resharding_buffer,
     kv_tokens_that_fit,
     memory_generation_per_gpu,
+    rollout_floor,
     rollout_precision,
     time_generation,
 )
@@ -151,6 +154,15 @@ def generation_rollout(sc: Scenario, layout: Layout | LayoutVariants, partial: b
                            sc.response_lengths, sc.workload.prompt_len,
                            int(layout.kv_cache_tokens), max_seqs(sc, layout), partial,
                            rollout_precision_of(sc))
+
+
+def generation_floor(sc: Scenario, layout: Layout | LayoutVariants, kv_tokens: np.ndarray
+                     ) -> np.ndarray:
+    """`rollout_floor` of the actor's rollouts on `layout` at each of `kv_tokens` (seconds):
+    no KV cache up to each is faster, recomputation aside."""
+    return rollout_floor(sc.actor, layout, sc.cluster.gpu, ENGINES[sc.runtime.engine],
+                         sc.response_lengths, sc.workload.prompt_len, kv_tokens,
+                         max_seqs(sc, layout), rollout_precision_of(sc))
 
 
 def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: bool,

@@ -282,6 +282,39 @@ def test_more_kv_memory_is_never_slower(lengths, spare, more, dp, max_seqs):
         assert more_kv.seconds <= less_kv.seconds + slack
 
 
+MOE = load_model("qwen3-30b-a3b")
+EAGER = ENGINES["eager"]  # a host floor per layer (`DecodeStep.host`)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lengths=LENGTHS, spare=st.integers(0, 4000), smaller=st.integers(0, 4000),
+       shape=st.sampled_from([(GPT, lay()), (QWEN7B, lay(dp=2, tp=2)), (QWEN7B, lay(dp=3)),
+                              (MOE, lay(dp=2, tp=2, ep=4)), (GPT, lay(pp=2))]),
+       max_seqs=st.integers(1, 64), eager=st.booleans())
+def test_the_rollout_floor_is_never_above_a_rollout(lengths, spare, smaller, shape, max_seqs,
+                                                    eager):
+    """`rollout_floor` at a KV size bounds the rollout, less its recomputation, at that size
+    and at every smaller one (what `kv.kv_levels` relies on to leave a size unpriced)."""
+    spec, layout = shape
+    layout = layout.model_copy(update={"dp": min(layout.dp, len(lengths))})
+    engine = EAGER if eager else NO_ENGINE
+    kv = 64 + max(lengths) + spare
+    at = max(64 + max(lengths), kv - smaller)
+    floor = G.rollout_floor(spec, layout, H100, engine, np.asarray(lengths, dtype=np.int64), 64,
+                            np.array([kv]), max_seqs)[0]
+    r = rollout(lengths, layout, kv=at, max_seqs=max_seqs, prompt=64, spec=spec, engine=engine)
+    assert floor <= (r.seconds - r.time.recompute) * (1 + 1e-12)
+
+
+def test_the_rollout_floor_is_close_when_the_cache_binds():
+    lengths = np.random.default_rng(0).integers(100, 4000, 256)
+    for kv in (8_192, 65_536):
+        r = G.time_generation(QWEN7B, lay(), H100, NO_ENGINE, lengths, 1024, kv, 256)
+        floor = G.rollout_floor(QWEN7B, lay(), H100, NO_ENGINE, lengths, 1024, np.array([kv]),
+                                256)[0]
+        assert 0.75 * r.seconds < floor <= r.seconds
+
+
 @settings(max_examples=60, deadline=None)
 @given(lengths=LENGTHS, cap=st.integers(1, 300), longer=st.integers(1, 300),
        kv=st.integers(0, 3000))
