@@ -97,6 +97,13 @@ class Candidate:
                 *(self.transient_mib.get(s, 0) for s in STAGES))
 
 
+FLOAT_SLACK = 1e-9
+"""Rollout times equal up to summation order differ in their last bits: a KV gap's bound
+(`Candidate.floor_ms`) takes this share off the seconds it bounds, so that a larger KV size as
+fast does not beat it in whole ms; `kv.kv_levels` prices a size whose floor is within it of
+the fastest."""
+
+
 def to_ms(seconds: Num) -> Num:
     """Whole milliseconds, rounded up (element-wise on arrays)."""
     return _whole(np.divide(seconds, MS), "milliseconds of one task")

@@ -2,8 +2,10 @@
 that stand for the sizes between them.
 
 A generation shape's KV cache (tokens per replica) is priced on a ladder — one longest
-sequence, doubling, up to the largest that fits the GPU alone — and at the sizes the search
-later finds it needs (`planner.search.refine`). Every size between two priced ones is stood
+sequence, doubling, up to the largest that fits the GPU alone; of its smaller sizes only those
+whose rollout could beat the largest's (by a floor computed without simulating,
+`generation_floor`) — and at the sizes the search later finds it needs
+(`planner.search.refine`). Every size between two priced ones is stood
 for by a *bound* candidate: the memory of the gap's smallest size and a time no rollout in
 the gap can beat (`kv_bounds`). The optimum over priced and bound candidates is therefore a
 lower bound over every KV size; when it uses a bound candidate the search prices the size
@@ -20,11 +22,17 @@ import numpy as np
 
 from planner.cost.fit import kv_tokens_within
 from planner.cost.flops import Num
-from planner.cost.generation import FUSION_POINTS
-from planner.cost.rollout_stage import generation_memory, kv_need_mib, useful_kv_tokens
+from planner.cost.generation import FUSION_POINTS, Rollout
+from planner.cost.rollout_stage import (
+    generation_floor,
+    generation_memory,
+    generation_rollout,
+    kv_need_mib,
+    useful_kv_tokens,
+)
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
-from planner.search.candidate import Candidate, Task, fits_alone, to_mib
+from planner.search.candidate import FLOAT_SLACK, Candidate, Task, fits_alone, to_mib
 from planner.search.pools import PoolSpace
 
 if TYPE_CHECKING:
@@ -37,20 +45,15 @@ KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence
 PARTIAL_KV_LEVELS = 2  # KV sizes offered under partial rollouts: the largest two
 
 
-def kv_levels(space: Space, ps: PoolSpace, shape: LayoutVariants) -> list[int]:
-    """KV cache sizes (tokens per replica) to price for a generation shape: one sequence of the
-    longest length, doubling, up to the largest that fits a GPU with nothing else on it or
-    that the replica can use (`useful_kv_tokens`), that top included — under partial rollouts
-    the `PARTIAL_KV_LEVELS` largest — and the sizes `refine_kv` added. Empty when not even one
-    sequence fits. The sizes between are stood for by bound candidates (`kv_bounds`).
-    (Each size is a simulation; the ladder is shared by the shapes with the same replica
-    count.)"""
+def kv_ladder(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> list[int]:
+    """The KV cache sizes (tokens per replica) a generation shape's gaps are split at: one
+    sequence of the longest length, doubling, up to the largest that fits a GPU with nothing
+    else on it or that the replica can use (`useful_kv_tokens`), that top included — under
+    partial rollouts the `PARTIAL_KV_LEVELS` largest — and the sizes `refine_kv` added. Empty
+    when not even one sequence fits. (`kv_levels`: those of them priced.)"""
     sc = ps.scenario
     longest = sc.workload.prompt_len + int(sc.response_lengths.max())
-    own = int(to_mib(generation_memory(sc, shape, space.overlap_sync, resharding=False,
-                                     kv_tokens=longest).persistent))
-    top = kv_tokens_within(kv_need_mib(sc, shape, space.overlap_sync), ps.budget_mib - own,
-                           longest, useful_kv_tokens(sc, shape))
+    top = _top(space, ps, shape)
     if top is None:
         return []
     levels = [longest << k for k in range(0, top.bit_length(), KV_LEVEL_SHIFT)
@@ -59,8 +62,55 @@ def kv_levels(space: Space, ps: PoolSpace, shape: LayoutVariants) -> list[int]:
     # several steps of a stream, costs several times one rollout's)
     if space.partial:
         levels = levels[-PARTIAL_KV_LEVELS:]
-    added = space.cache.kv_added.get(kv_key(space, ps, shape), ())
-    return sorted(set(levels) | {kv for kv in added if longest <= kv <= top})
+    return sorted(set(levels) | _added(space, ps, shape, longest, top))
+
+
+def kv_levels(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> list[int]:
+    """The KV sizes of the ladder (`kv_ladder`) the search prices for a generation shape: the
+    top, the sizes `refine` added, and those whose rollout could beat the top's. The others
+    are no faster than the top even at their least (`generation_floor`, within about a sixth
+    of their price): only a group too full for the top could want one, and the bound
+    candidate of the gap they fall in stands for them (`kv_bounds`: its floor is the next
+    priced size's, valid whatever the floor here says) until `refine` prices the size that
+    fits there. Under partial rollouts, every size of the ladder (no bound stands for theirs).
+    (Each size is a simulation.)"""
+    ladder = kv_ladder(space, ps, shape)
+    if space.partial or len(ladder) < 2:
+        return ladder
+    top = ladder[-1]
+    base = shape if isinstance(shape, Layout) else shape[0]
+    fastest = rollout_of(space, ps, base.model_copy(update={"kv_cache_tokens": top}))
+    added = _added(space, ps, shape, ladder[0], top)
+    floors = generation_floor(ps.scenario, shape, np.array(ladder))
+    return [kv for kv, floor in zip(ladder, floors.tolist(), strict=True)
+            if kv == top or kv in added or floor <= fastest.seconds * (1 + FLOAT_SLACK)]
+
+
+def _top(space: Space, ps: PoolSpace, shape: LayoutVariants) -> int | None:
+    """The largest KV size of a generation shape that fits a GPU with nothing else on it, up
+    to what the replica can use (None: not one longest sequence)."""
+    sc = ps.scenario
+    longest = sc.workload.prompt_len + int(sc.response_lengths.max())
+    own = int(to_mib(generation_memory(sc, shape, space.overlap_sync, resharding=False,
+                                     kv_tokens=longest).persistent))
+    return kv_tokens_within(kv_need_mib(sc, shape, space.overlap_sync), ps.budget_mib - own,
+                            longest, useful_kv_tokens(sc, shape))
+
+
+def _added(space: Space, ps: PoolSpace, shape: LayoutVariants, low: int, top: int
+           ) -> set[int]:
+    """The sizes `refine` priced for a shape, from `low` to `top`."""
+    return {kv for kv in space.cache.kv_added.get(kv_key(space, ps, shape), ())
+            if low <= kv <= top}
+
+
+def rollout_of(space: Space, ps: PoolSpace, layout: Layout) -> Rollout:
+    """The rollout of a generation layout, once per command (`PriceCache.rollouts`): the
+    sizes `refine` adds re-price a shape's other sizes."""
+    key = (kv_key(space, ps, layout), layout.kv_cache_tokens)
+    if key not in space.cache.rollouts:
+        space.cache.rollouts[key] = generation_rollout(ps.scenario, layout, space.partial)
+    return space.cache.rollouts[key]
 
 
 def kv_key(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> tuple:

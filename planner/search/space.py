@@ -28,7 +28,7 @@ import numpy as np
 
 from planner.cost.fit import budget_of, host_budget_of
 from planner.cost.flops import Num
-from planner.cost.generation import Rollout, bytes_resharding_buffer
+from planner.cost.generation import bytes_resharding_buffer
 from planner.cost.iteration import (
     refit_generation_side,
     refit_training_side,
@@ -38,12 +38,13 @@ from planner.cost.iteration import (
 )
 from planner.cost.memory import ROLE_HEADS
 from planner.cost.offload import swap_time
-from planner.cost.rollout_stage import generation_memory, generation_rollout, rollout_precision_of
+from planner.cost.rollout_stage import generation_memory, rollout_precision_of
 from planner.cost.step import controller_seconds, tokens_per_step
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
 from planner.search import aside
 from planner.search.candidate import (
+    FLOAT_SLACK,
     MIB,
     MS,
     SWAP_SCALE,
@@ -60,7 +61,7 @@ from planner.search.candidate import (
 )
 from planner.search.deadline import Deadline
 from planner.search.follow import fronts, grouped, label_of
-from planner.search.kv import kv_bounds, kv_key
+from planner.search.kv import kv_bounds, kv_key, rollout_of
 from planner.search.layouts import SHAPES, slot_sizes
 from planner.search.pools import PoolSpace, price_weights
 from planner.specs.scenario import Scenario
@@ -71,9 +72,6 @@ if TYPE_CHECKING:
 
 
 MAX_SLOTS = 3
-FLOAT_SLACK = 1e-9
-"""A KV gap's bound (`Candidate.floor_ms`) takes this share off the seconds it bounds: a larger
-KV size whose rollout is as fast up to summation order must not beat it in whole ms."""
 GPU_WEIGHT = 10**9  # ms: longer than any iteration, so the gpus objective counts GPUs first
 
 
@@ -105,7 +103,7 @@ def _price(space: Space, ps: PoolSpace, task: Task, lay: Layout | LayoutVariants
     role = task.role
     if task.kind == "generation":  # the variants are KV cache sizes, each its own schedule
         mem = generation_memory(sc, lay, space.overlap_sync, resharding=False)
-        rollouts = [_rollout(space, ps, one) for one in ([lay] if isinstance(lay, Layout)
+        rollouts = [rollout_of(space, ps, one) for one in ([lay] if isinstance(lay, Layout)
                                                            else lay)]
         return Candidate(
             layout=lay, time_ms={"generation": to_ms(np.array([r.seconds for r in rollouts]))},
@@ -154,15 +152,6 @@ def _refit_side(space: Space, ps: PoolSpace, lay: Layout | LayoutVariants, head:
         priced.append(side(sc, head, lay, *clusters, False))
     return {"refit_ms": tuple(to_ms(np.add(transfers, fixed)) for transfers, fixed in priced),
             "refit_fixed_ms": tuple(to_ms(fixed) for _, fixed in priced)}
-
-
-def _rollout(space: Space, ps: PoolSpace, layout: Layout) -> Rollout:
-    """The rollout of a generation layout, once per command (`PriceCache.rollouts`): the
-    sizes `refine` adds re-price a shape's other sizes."""
-    key = (kv_key(space, ps, layout), layout.kv_cache_tokens)
-    if key not in space.cache.rollouts:
-        space.cache.rollouts[key] = generation_rollout(ps.scenario, layout, space.partial)
-    return space.cache.rollouts[key]
 
 
 def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str, Head],
