@@ -7,8 +7,9 @@ few numbers — collected when the plan needs it. The answer is the same as sear
 plan (a proven optimum does not depend on what else was priced); only the time differs.
 
 Forked, never spawned: a child that re-imported the package would lose what it gains. So only
-where `fork` is the platform's usual way (Linux), with at least two cores to run on, and not
-from a daemon process (a sweep's workers, which may not have children). Anywhere else
+where `fork` is the platform's usual way (Linux), with at least two cores to run on, not from a
+daemon process (which may not have children), and not from a process connected to Ray (a Ray
+sweep's driver and workers run gRPC threads, which a fork does not carry safely). Anywhere else
 `start` returns None and the caller does the work itself, as it does when the child fails or
 does not answer by the deadline.
 """
@@ -50,7 +51,7 @@ def cores() -> int:
 def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
     """`fn(*args)` running in a forked child, or None where none can run (module docstring)."""
     if (sys.platform != "linux" or cores() < 2
-            or multiprocessing.current_process().daemon):
+            or multiprocessing.current_process().daemon or _in_ray()):
         return None
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe(duplex=False)
@@ -61,6 +62,11 @@ def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
         return None
     theirs.close()
     return Aside(child, mine)
+
+
+def _in_ray() -> bool:
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
 
 
 class Aside:
