@@ -11,7 +11,9 @@ command's own clock, and `process`, the process with Python's start-up and impor
 Run: .venv/bin/python bench/search_speed.py [--runs 3]
 
 `--phases`: where the search of those two commands spends its time — the rollout simulations,
-the pricing of the options' spaces, CP-SAT's solves, the canonical pins, the what-ifs.
+the pricing of the options' spaces, CP-SAT's solves, the canonical pins, the what-ifs — in this
+process: what child processes do beside it (`planner/search/aside.py`: part of the pricing,
+every other pin, the what-ifs) shows as the time it waits for them.
 Run: .venv/bin/python bench/search_speed.py --phases [--runs 3]
 
 `--matrix`: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
@@ -169,12 +171,13 @@ def run_once(path: Path, flags: list[str], what: str) -> tuple[float, float, flo
 
 
 def targets(runs: int) -> None:
-    """The issue's three rows: min / median / max over `runs` fresh processes."""
+    """The issues' four rows: min / median / max over `runs` fresh processes."""
     def spread(xs: list[float]) -> str:
         return f"{min(xs):5.2f} / {statistics.median(xs):5.2f} / {max(xs):5.2f}"
 
     print(f"{runs} runs each, seconds min / median / max (a shared machine: rerun to judge; "
-          "cpu: the process's CPU time, CP-SAT's worker threads included)")
+          "cpu: the CPU time of the process and its children — CP-SAT's worker threads, the "
+          "work beside the search)")
     print(f"{'case':36} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
           f"{'target':>6}")
     with tempfile.TemporaryDirectory() as tmp:
