@@ -1,10 +1,12 @@
 """Work run beside the search, in a forked process on another core.
 
 `rlplan plan` runs one CP-SAT worker per core but one and prices in one Python thread, so a
-second core is mostly idle while it searches. A what-if whose options are known before the
-search starts (`solve._what_if`) is searched meanwhile in a child process and its answer — a
-few numbers — collected when the plan needs it. The answer is the same as searched after the
-plan (a proven optimum does not depend on what else was priced); only the time differs.
+second core is mostly idle while it searches. Three parts of a search are functions of what
+they are handed alone, and run in a child meanwhile: two thirds of a large space's training and
+forward pricing (`space.build_space`), every other pin of the options shown
+(`solve.pin_shown`), and the what-ifs (`solve._what_if`), from a copy of what was priced. Their
+answers — candidates, pinned plans, a few numbers — are the same as computed here; only the
+time differs.
 
 Forked, never spawned: a child that re-imported the package would lose what it gains. So only
 where `fork` is the platform's usual way (Linux), with at least two cores to run on, not from a
