@@ -319,10 +319,18 @@ def test_the_rollout_floor_is_close_when_the_cache_binds():
 @given(lengths=LENGTHS, cap=st.integers(1, 300), longer=st.integers(1, 300),
        kv=st.integers(0, 3000))
 def test_a_longer_cap_is_never_faster(lengths, cap, longer, kv):
+    """Never faster, but for the recomputation the shorter run's preemptions cost it: in a
+    cache that binds, greedy admission can preempt in the shorter run where the longer one,
+    its schedule shifted, does not (lengths [125, 231, 299, 227, 108, 83], a 609-token cache,
+    capped at 298 or 299 tokens: 2.1169 s and 2.1131 s)."""
     raw = np.array(lengths)
     capped, wider = np.minimum(raw, cap), np.minimum(raw, cap + longer)
     kw = dict(kv=64 + cap + longer + kv, prompt=64, spec=QWEN7B, max_seqs=16)
-    assert rollout(wider, **kw).seconds >= rollout(capped, **kw).seconds
+    short, long = rollout(capped, **kw), rollout(wider, **kw)
+    slack = 1e-12 * short.seconds  # equal up to summation order
+    assert long.seconds >= short.seconds - short.time.recompute - slack
+    if short.preemptions == 0:
+        assert long.seconds >= short.seconds - slack
 
 
 @settings(max_examples=40, deadline=None)
