@@ -1,8 +1,9 @@
 """A proof is a proof: no plan `evaluate` accepts from the space the search proves its optimum
 over beats that optimum — random plans of every inter-model option, each also with its KV cache
 left out (so `evaluate` gives it the largest that fits where it sits, a size the search prices
-on demand: `planner.search.refine`; not with partial rollouts, whose proof covers the sizes the
-search prices, `planner.search.kv`)."""
+on demand: `planner.search.refine`) and at a size of the KV ladder the search did not price
+(`kv.kv_levels`); not with partial rollouts, whose proof covers the sizes the search prices,
+`planner.search.kv`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from planner.cost.legality import tp_problem
 from planner.errors import InfeasibleError
 from planner.plan import Layout, PlanInput
 from planner.search.choice import Choice, fits, valid
+from planner.search.kv import kv_ladder, kv_levels
 from planner.search.option import options
 from planner.search.solve import plan, to_plan_input
 from planner.search.space import build_space
@@ -75,13 +77,21 @@ def test_no_plan_evaluate_accepts_beats_the_proven_optimum(algorithm, per_node, 
             given_plan = to_plan_input(space, ch, opt)
             gen = given_plan.layouts.get("actor", {}).get("generation")
             plans = [given_plan]
-            if gen is not None and not opt.partial:  # the KV cache left to evaluate
-                layouts = {**given_plan.layouts, "actor": {
-                    **given_plan.layouts["actor"],
-                    "generation": gen.model_copy(update={"kv_cache_tokens": None})}}
-                plans.append(given_plan.model_copy(update={"layouts": layouts}))
+            if gen is not None and not opt.partial:
+                # the KV cache left to evaluate, and at a size of the ladder the search left
+                # unpriced (`kv.kv_levels`: bound candidates stand for it)
+                ps = space.pools[ch.pool(ch.slot["actor.generation"])]
+                unpriced = sorted(set(kv_ladder(space, ps, gen)) - set(kv_levels(space, ps, gen)))
+                for kv in [None, *rng.sample(unpriced, min(1, len(unpriced)))]:
+                    layouts = {**given_plan.layouts, "actor": {
+                        **given_plan.layouts["actor"],
+                        "generation": gen.model_copy(update={"kv_cache_tokens": kv})}}
+                    plans.append(given_plan.model_copy(update={"layouts": layouts}))
             for p in plans:
-                priced = evaluate(sc, p)
+                try:
+                    priced = evaluate(sc, p)
+                except InfeasibleError:  # a ladder size that does not fit beside the rest
+                    continue
                 assert priced.iteration_time_s >= best.iteration_time_s - slack, (opt, p)
                 checked += 1
             if checked >= SAMPLES:
