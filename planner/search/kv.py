@@ -5,9 +5,9 @@ A generation shape's KV cache (tokens per replica) is priced on a ladder — one
 sequence, doubling, up to the largest that fits the GPU alone; of its smaller sizes only those
 whose rollout could beat the largest's (by a floor computed without simulating,
 `generation_floor`) — and at the sizes the search later finds it needs
-(`planner.search.refine`). Every size between two priced ones is stood
-for by a *bound* candidate: the memory of the gap's smallest size and a time no rollout in
-the gap can beat (`kv_bounds`). The optimum over priced and bound candidates is therefore a
+(`planner.search.refine`). Every size between two of the ladder's (priced or not) is stood for
+by a *bound* candidate: the memory of the gap's smallest size and a time no rollout in the gap
+can beat (`kv_bounds`). The optimum over priced and bound candidates is therefore a
 lower bound over every KV size; when it uses a bound candidate the search prices the size
 that fits where that generation sits and solves again, until the optimum is a priced plan.
 """
@@ -15,7 +15,6 @@ that fits where that generation sits and solves again, until the optimum is a pr
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,7 +31,7 @@ from planner.cost.rollout_stage import (
 )
 from planner.cost.variants import LayoutVariants
 from planner.plan import Layout
-from planner.search.candidate import FLOAT_SLACK, Candidate, Task, fits_alone, to_mib
+from planner.search.candidate import FLOAT_SLACK, Candidate, Task, fits_alone, to_mib, to_ms
 from planner.search.pools import PoolSpace
 
 if TYPE_CHECKING:
@@ -120,23 +119,24 @@ def kv_key(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> tuple
 
 
 def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVariants],
-              priced: list[tuple[Num, Num, tuple, Num]], kept: list[Candidate]
-              ) -> list[Candidate]:
-    """Generation: a bound candidate for each gap between a shape's priced KV sizes a < b (and
-    below the smallest, from one longest sequence): it stands for the layout with the largest
-    KV cache that fits where it sits when that lies in the gap — so only where b does not fit
-    (`Candidate.upper_mib`: the need at b; `choice.fits`, `cpsat.add_memory`) — with the memory
-    of the gap's smallest size and a time no size in the gap beats: more KV is never slower
-    but for the recomputation its preemptions cause (`tests/cost/test_generation.py`), so a
-    rollout in the gap takes at least b's time less b's recomputation (`floor_ms`). Partial
+              priced: list[tuple[Num, tuple, Num]], kept: list[Candidate]) -> list[Candidate]:
+    """Generation: a bound candidate for each gap between a shape's KV sizes on its ladder
+    (`kv_ladder`: priced or not) and below the smallest, from one longest sequence: it stands
+    for the layout with the largest KV cache that fits where it sits when that lies in the gap
+    — so only where the size just past the gap does not fit (`Candidate.upper_mib`: the need
+    there; `choice.fits`, `cpsat.add_memory`) — with the memory of the gap's smallest size and
+    a time no size in the gap beats (`_gaps`): more KV is never slower but for the
+    recomputation its preemptions cause (`tests/cost/test_generation.py`), so a rollout in the
+    gap takes at least the next priced size's time less its recomputation (`floor_ms`), and
+    no less than the rollout floor at the gap's largest size (`generation_floor`). Partial
     rollouts keep no such order — their steady-state step can be slower with more KV and no
     recomputation (lengths [643, 1615] on two replicas: 4.91 s at 10,451 tokens, 3.39 s at
     3,055) — so no bound stands for their gaps: with partial rollouts the search proves its
-    optimum over the sizes it prices (the two largest). (Under
-    inter-stage fusion the generation has its group to itself and the largest size fits: no
-    bound is ever allowed, and none needs the fused completions, `done_ms`, bounded.)
-    `priced`: each shape's floors and transient MiB per priced size, its refit side
-    (`Candidate.refit_ms`, `refit_fixed_ms`) and resharding MiB.
+    optimum over the sizes it prices (the two largest). (Under inter-stage fusion the
+    generation has its group to itself and the largest size fits: no bound is ever allowed,
+    and none needs the fused completions, `done_ms`, bounded.)
+    `priced`: each shape's floors per priced size, its refit side (`Candidate.refit_ms`,
+    `refit_fixed_ms`) and resharding MiB.
     Kept where they fit alone and no kept candidate is as good in every number."""
     if task.kind != "generation" or space.partial:
         return []
@@ -145,30 +145,54 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     spec = sc.roles[task.role]
     front = np.array([c.key() for c in kept], dtype=np.int64)
     out = []
-    for shape, (floor, need, refit, reshard_mib) in zip(shapes, priced, strict=True):
+    for shape, (floor, refit, reshard_mib) in zip(shapes, priced, strict=True):
         levels = [int(kv) for kv in shape.kv_cache_tokens]
-        floor, need = (np.broadcast_to(x, len(levels)) for x in (floor, need))
-        # (the gap's smallest size, the index of the priced size b that ends it)
-        gaps = ([(longest, 0)] if levels[0] > longest else []) + [
-            (a + 1, i + 1) for i, (a, b) in enumerate(itertools.pairwise(levels)) if b - a > 1]
+        gaps = _gaps(space, ps, shape, dict(zip(levels, np.broadcast_to(
+            floor, len(levels)).tolist(), strict=True)), longest)
         if not gaps:
             continue
-        lows = dataclasses.replace(shape, kv_cache_tokens=np.array([low for low, _ in gaps]))
+        lows, uppers = (dataclasses.replace(shape, kv_cache_tokens=np.array(sizes))
+                        for sizes in zip(*((low, up) for low, up, _ in gaps), strict=True))
         mem = generation_memory(sc, lows, space.overlap_sync, resharding=False)
         persistent, transient = (np.broadcast_to(to_mib(x), len(gaps))
                                  for x in (mem.persistent, mem.transient))
+        upper = np.broadcast_to(to_mib(generation_memory(
+            sc, uppers, space.overlap_sync, resharding=False).transient), len(gaps))
         allowed = np.broadcast_to(True if space.caps is None
                                   else space.caps.mask(task.kind, lows, spec), len(gaps))
-        for i, (lay, (_, b)) in enumerate(zip(lows, gaps, strict=True)):
-            c = Candidate(layout=lay, time_ms={"generation": int(floor[b])},
+        for i, (lay, (_, _, time_ms)) in enumerate(zip(lows, gaps, strict=True)):
+            c = Candidate(layout=lay, time_ms={"generation": time_ms},
                           persistent_mib=int(persistent[i]),
                           transient_mib={"generation": int(transient[i])},
                           refit_ms=tuple(map(int, refit[0])),
                           refit_fixed_ms=tuple(map(int, refit[1])), reshard_mib=int(reshard_mib),
                           done_ms=(0,) * len(FUSION_POINTS), bound=True,
-                          upper_mib=int(need[b]))
+                          upper_mib=int(upper[i]))
             dominated = bool(kept) and (front <= np.array(c.key())).all(axis=1).any()
             if allowed[i] and fits_alone(ps, c.persistent_mib, c.transient_mib) \
                     and not dominated:
                 out.append(c)
     return out
+
+
+def _gaps(space: Space, ps: PoolSpace, shape: LayoutVariants, priced: dict[int, int],
+          longest: int) -> list[tuple[int, int, int]]:
+    """A shape's KV gaps as (smallest size, the size just past the gap, floor ms), between the
+    sizes of its ladder from one longest sequence up: before a priced size (`priced`: its
+    floor ms), the sizes below it; before an unpriced one, the sizes up to it, itself
+    included. Each floored by the next priced size's floor and by the rollout floor at its
+    own largest size (`generation_floor`, less `FLOAT_SLACK`)."""
+    unpriced = [kv for kv in kv_ladder(space, ps, shape) if kv not in priced]
+    least = dict(zip(unpriced, to_ms(generation_floor(ps.scenario, shape, np.array(unpriced))
+                                     * (1 - FLOAT_SLACK)).astype(int).tolist(), strict=True)
+                 ) if unpriced else {}
+    points = sorted(priced.keys() | least.keys())
+    gaps, above = [], 0  # `above`: the floor of the next priced size (the top is priced)
+    for b, a in zip(reversed(points), [*reversed(points[:-1]), longest - 1], strict=True):
+        if b in priced:
+            above = priced[b]
+            if b - a > 1:
+                gaps.append((a + 1, b, above))
+        else:
+            gaps.append((a + 1, b + 1, max(least[b], above)))
+    return gaps[::-1]

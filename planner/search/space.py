@@ -175,9 +175,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
                  if space.caps is None or space.caps.mask(task.kind, c.layout, spec, task.role)]
         kept = [c for group in grouped(cands, label) for c in pareto(ps, group)]
         return by_time(kept + kv_bounds(space, ps, task, shapes, [
-            (np.array([c.floor_ms for c in cs]),
-             np.array([c.transient_mib.get("generation", 0) for c in cs]),
-             (cs[0].refit_ms, cs[0].refit_fixed_ms), cs[0].reshard_mib) for cs in each], kept))
+            (np.array([c.floor_ms for c in cs]), (cs[0].refit_ms, cs[0].refit_fixed_ms),
+             cs[0].reshard_mib) for cs in each], kept))
     priced = [_price(space, ps, task, variants, head) for variants in shapes]
     keys, rows = [], []  # the key and (shape, variant) of every candidate that fits alone
     for k, (c, variants) in enumerate(zip(priced, shapes, strict=True)):
@@ -194,8 +193,7 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
             (rows[r] for r in fronts(np.concatenate(keys), label_of(space.caps, task.name), shapes,
                                      rows))]
     return by_time(kept + kv_bounds(space, ps, task, shapes, [
-        (c.floor_ms, c.transient_mib.get("generation", 0), (c.refit_ms, c.refit_fixed_ms),
-         c.reshard_mib) for c in priced], kept))
+        (c.floor_ms, (c.refit_ms, c.refit_fixed_ms), c.reshard_mib) for c in priced], kept))
 
 
 def host_budget_mib(sc: Scenario) -> int:
