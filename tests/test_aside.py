@@ -81,13 +81,21 @@ def test_the_what_if_beside_the_plan_says_what_it_says_after_it(monkeypatch):
     assert beside.model_dump(exclude={"search"}) == after.model_dump(exclude={"search"})
 
 
+class _Died:
+    """A child that died without answering (`Aside`'s interface)."""
+
+    def result(self, timeout_s):
+        return False, "the child process ended without an answer"
+
+    def close(self):
+        pass
+
+
 def test_a_child_that_fails_leaves_the_what_if_to_the_plan(monkeypatch):
     sc = load_scenario(None, SMALL)
     expected = plan(sc, explain=True)
-    failed = aside.Aside.__new__(aside.Aside)
-    monkeypatch.setattr(aside.Aside, "result", lambda self, timeout_s: (False, "died"))
-    monkeypatch.setattr(aside.Aside, "close", lambda self: None)
-    monkeypatch.setattr(solve, "_staleness_aside", lambda *a: failed)
+    monkeypatch.setattr(solve, "_staleness_aside", lambda *args: _Died())
+    monkeypatch.setattr(solve, "_shared_aside", lambda *args: _Died())
     assert plan(sc).explanation["what_if"] == expected.explanation["what_if"]
 
 
@@ -104,3 +112,15 @@ def test_the_children_search_within_the_commands_deadline(monkeypatch):
     assert len(what_ifs) == 2
     assert all(deadline in args for _, args in given)
     assert any(fn is solve._pins for fn, _ in given)
+
+
+def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch):
+    # a space large enough to price beside (`space.MIN_ITEMS_BESIDE`), options enough to pin
+    sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = plan(sc, explain=False)
+    offered = []
+    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or _Died())
+    died = plan(sc, explain=False)
+    assert {fn.__name__ for fn in offered} >= {"_priced", "_pins"}
+    assert died.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
