@@ -23,10 +23,10 @@ from planner.search.space import Space, add_kv_sizes, price_layout
 
 MAX_NEIGHBOURS = 8
 """KV sizes `refine` prices beside the one it was asked for, at most: each saves a solve when
-the solver would have asked for it next, and costs a rollout when not. Measured against 4, 16
-and 32 (one run each, 2-core machine): PPO with four 70B roles on 8 H100s 1.6 s (2.3, 2.0,
-2.0), the shipped GRPO example on one node 0.43 s (0.42, 0.47, 0.47), the other cases of
-`bench/search_speed.py` within noise."""
+the solver would have asked for it next, and costs a rollout when not. Chosen over 4, 16 and
+32 in one-off runs of `bench/search_speed.py`'s scenarios on the 2-core machine: PPO with four
+70B roles on 8 H100s 1.6 s (2.3, 2.0, 2.0), the shipped GRPO example on one node 0.43 s (0.42,
+0.47, 0.47), the others within noise."""
 
 
 def uses_bound(space: Space, ch: Choice) -> bool:
