@@ -1,16 +1,17 @@
-"""The staleness what-if searched beside the plan in a forked child (`planner/search/aside.py`)
-says what searching it after the plan says, and the plan does the work itself when no child
-can run or the child fails."""
+"""Work done beside the search in forked children (`planner/search/aside.py`: pricing taken in
+turns, pins, the what-ifs) gives what doing it in the one process gives, and the plan does the
+work itself when no child can run or a child fails."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
 
 import pytest
 
-from planner.search import aside, solve
+from planner.search import aside, cpsat, solve, space
 from planner.search.deadline import Deadline
 from planner.search.solve import plan
 from planner.search.space import build_space
@@ -115,12 +116,54 @@ def test_the_children_search_within_the_commands_deadline(monkeypatch):
 
 
 def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch):
-    # a space large enough to price beside (`space.MIN_ITEMS_BESIDE`), options enough to pin
+    # a space large enough to price beside (`space.MIN_ITEMS_BESIDE`), options enough to pin,
+    # every model pinned beside the solves after it (`solve.pin_beside`)
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
+    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
     monkeypatch.setattr(aside, "start", lambda *args: None)
     alone = plan(sc, explain=False)
     offered = []
     monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or _Died())
     died = plan(sc, explain=False)
-    assert {fn.__name__ for fn in offered} >= {"_priced", "_pins"}
+    assert {fn.__name__ for fn in offered} >= {"_priced", "pin"}
     assert died.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
+
+
+@needs_fork
+def test_pins_beside_the_solves_are_the_plans_pinned_after_them(monkeypatch):
+    sc = load_scenario(None, {**SMALL, "cluster.nodes": 2, "cluster.gpus_per_node": 8})
+    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
+    real, offered = aside.start, []
+    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or real(fn, *args))
+    beside = plan(sc, explain=False)
+    assert cpsat.pin in offered
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = plan(sc, explain=False)
+    assert beside.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
+
+
+@needs_fork
+def test_turns_give_each_item_to_one_process_once():
+    turns = aside.Turns(list(range(200)))
+    child = aside.start(list, turns)  # the child takes what it can while this process does
+    mine = list(turns)
+    ok, theirs = child.result(30)
+    assert ok and sorted(mine + theirs) == list(range(200))
+
+
+@needs_fork
+def test_what_a_pricing_child_took_and_did_not_answer_is_priced_here(monkeypatch):
+    sc = load_scenario(None, {**SMALL, "cluster.nodes": 8, "cluster.gpus_per_node": 8})
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = build_space(sc)
+    monkeypatch.undo()
+    real = aside.start
+
+    def takes_three_and_dies(space_, turns, heads, deadline):
+        list(itertools.islice(turns, 3))
+        raise RuntimeError("died part way")
+
+    monkeypatch.setattr(aside, "start", lambda fn, *args: real(
+        takes_three_and_dies if fn is space._priced else fn, *args))
+    died = build_space(sc)
+    assert died.candidates == alone.candidates and died.priced == alone.priced

@@ -2,11 +2,12 @@
 
 `rlplan plan` runs one CP-SAT worker per core but one and prices in one Python thread, so a
 second core is mostly idle while it searches. Three parts of a search are functions of what
-they are handed alone, and run in a child meanwhile: two thirds of a large space's training and
-forward pricing (`space.build_space`), every other pin of the options shown
-(`solve.pin_shown`), and the what-ifs (`solve._what_if`), from a copy of what was priced. Their
-answers — candidates, pinned plans, a few numbers — are the same as computed here; only the
-time differs.
+they are handed alone, and run in a child meanwhile: a large space's training and forward
+pricing, taken in turns with this process (`space.build_space`, `Turns`); the pins of the
+options shown (`solve.pin_beside` starts a large model's as soon as it is solved,
+`solve.pin_shown` every other one of the rest); and the what-ifs (`solve._what_if`), from a
+copy of what was priced. Their answers — candidates, pinned plans, a few numbers — are the
+same as computed here; only the time differs.
 
 Forked, never spawned: a child that re-imported the package would lose what it gains. So only
 where `fork` is the platform's usual way (Linux), with at least two cores to run on, not from a
@@ -24,7 +25,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -50,10 +51,15 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def possible() -> bool:
+    """Whether a child can run beside this process (module docstring)."""
+    return not (sys.platform != "linux" or cores() < 2
+                or multiprocessing.current_process().daemon or _in_ray())
+
+
 def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
-    """`fn(*args)` running in a forked child, or None where none can run (module docstring)."""
-    if (sys.platform != "linux" or cores() < 2
-            or multiprocessing.current_process().daemon or _in_ray()):
+    """`fn(*args)` running in a forked child, or None where none can run (`possible`)."""
+    if not possible():
         return None
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe(duplex=False)
@@ -69,6 +75,25 @@ def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
 def _in_ray() -> bool:
     ray = sys.modules.get("ray")
     return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
+
+
+class Turns:
+    """The items of a list, each taken once by whichever of this process and its children
+    asks first (a counter they share): work split as it goes, not in advance. Made before the
+    children are forked; only where one can run (`possible`)."""
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+        self.next = multiprocessing.get_context("fork").Value("q", 0)
+
+    def __iter__(self) -> Iterator:
+        while True:
+            with self.next.get_lock():
+                i = self.next.value
+                self.next.value = i + 1
+            if i >= len(self.items):
+                return
+            yield self.items[i]
 
 
 class Aside:

@@ -7,7 +7,7 @@ rollouts. Each is one solve (`solve._search`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from planner.cost.step import controller_seconds
@@ -17,6 +17,7 @@ from planner.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from planner.frameworks import Capabilities
+    from planner.search.aside import Aside
     from planner.search.cpsat import Result
     from planner.search.space import Space
 
@@ -114,3 +115,5 @@ class Outcome:
     option: Option
     result: Result
     space: Space
+    pinning: Aside | None = field(default=None, compare=False, repr=False)
+    """A child pinning `result` beside the search (`solve.pin_beside`), if one was started."""

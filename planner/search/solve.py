@@ -83,8 +83,8 @@ def to_plan_input(space: Space, ch: Choice, option: Option) -> PlanInput:
 def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             cache: PriceCache | None = None, progress: Progress | None = None,
             what: str = "inter-model option", caps: Capabilities | None = None,
-            worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None
-            ) -> list[Outcome]:
+            worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None,
+            solved: Callable[[Outcome, list[int]], None] | None = None) -> list[Outcome]:
     """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
     of what is left of `deadline` (an option past it gets its greedy plan only); candidates
     priced once per scenario (`cache`), pricing itself stopping at the deadline.
@@ -97,7 +97,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     seed each solve (`cpsat.solve`: a bound to prune by when one is a plan of this option
     too). The answer is the same as solving each to its optimum on its own, but for the
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one.
-    `priced` is called once every option is priced, before the solves."""
+    `priced` is called once every option is priced, before the solves; `solved` with each
+    option's outcome once it is solved, and the optima proven so far (its own included)."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
@@ -128,19 +129,54 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                                               cutoff=cutoff(found, worse), seeds=seeds,
                                               pin=False),
                          spaces[i])
+        if solved is not None:
+            solved(out[i], found + ([out[i].result.objective]
+                                    if out[i].result.status == "OPTIMAL" else []))
     return [out[i] for i in range(len(opts))]
+
+
+PIN_BESIDE_VARIABLES = 2000
+"""Models this large are pinned beside the solves that follow (`pin_beside`): measured on
+bench/search_speed.py's cases, smaller ones pin in under 0.07 s, a few times what forking
+the process costs; larger ones in 0.18–0.54 s."""
+
+
+def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,
+               asides: dict[str, aside.Aside]) -> None:
+    """Start pinning `o` (`cpsat.pin`) in a child, beside the solves still to come, when it is
+    a proven optimum the `optima` proven so far still let be shown (`cutoff`) and its model
+    is large: its space is final once solved. The child goes into `o.pinning`, and into
+    `asides` for `plan` to end. Not while a what-if is searched beside (`_staleness_aside`):
+    that child has the other core, and it is what the command waits for last."""
+    limit = cutoff(optima, MAX_ALTERNATIVES)
+    if (o.result.pinned or o.result.status != "OPTIMAL" or STALENESS_ASK in asides
+            or o.result.variables < PIN_BESIDE_VARIABLES
+            or (limit is not None and o.result.objective > limit)):
+        return
+    if (child := aside.start(cpsat.pin, o.space, o.result, deadline)) is not None:
+        o.pinning = asides[f"pin {len(asides)}"] = child
 
 
 def pin_shown(ranked: list[Outcome], deadline: Deadline) -> None:
     """Give the options whose plans are shown (`explain.shown`) their canonical plans
-    (`cpsat.pin`), in place: only those are needed, and each costs a second solve — every
-    other one pinned in a child beside this process (`aside.py`) where one can run: a pin is
-    a function of its option's space and optimum alone, so the plans are the same."""
+    (`cpsat.pin`), in place: only those are needed, and each costs a second solve. Those
+    pinned beside the search (`pin_beside`) are collected; of the rest, every other one is
+    pinned in a child beside this process (`aside.py`) where one can run. A pin is a function
+    of its option's space and optimum alone, so the plans are the same either way."""
     todo = [o for o in shown(ranked) if not o.result.pinned]
-    theirs = todo[1::2]
+    needed = {id(o) for o in todo}
+    for o in ranked:  # not shown: their pins are not needed
+        if o.pinning is not None and id(o) not in needed:
+            o.pinning.close()
+    rest = [o for o in todo if o.pinning is None]
+    theirs = rest[1::2]
     child = aside.start(_pins, theirs, deadline) if theirs else None
-    for o in todo if child is None else todo[::2]:
+    for o in rest if child is None else rest[::2]:
         o.result = cpsat.pin(o.space, o.result, deadline)
+    for o in todo:
+        if o.pinning is not None:
+            ok, result = o.pinning.result(aside.wait_s(deadline))
+            o.result = result if ok else cpsat.pin(o.space, o.result, deadline)
     if child is not None:
         ok, pinned = child.result(aside.wait_s(deadline))
         for o, result in zip(theirs, pinned if ok else _pins(theirs, deadline), strict=True):
@@ -221,7 +257,8 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
             asides[STALENESS_ASK] = child
 
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
-                       priced=beside)
+                       priced=beside,
+                       solved=lambda o, optima: pin_beside(o, optima, deadline, asides))
     ranked = _feasible(outcomes)
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]

@@ -21,6 +21,7 @@ score a choice with the same integer arithmetic (`choice.py`), so their optima c
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,8 @@ from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from planner.frameworks import Capabilities
 
 
@@ -240,16 +243,23 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
     todo = [(task, p, g) for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0]))
             for task in tasks if _cache_key(space, task, p, g) not in cache.kept]
-    mine, theirs = _shares(todo)
-    child = aside.start(_priced, space, theirs, heads, deadline) if theirs else None
-    if child is None:
-        mine = todo
-    priced, complete = _priced(space, mine, heads, deadline)
+    # the generation here (its rollouts stay in this process's caches for the KV sizes
+    # `refine` prices later); the rest, whose candidates are all that is kept of them, taken
+    # in turns with a child pricing beside this process where the space is large enough
+    mine = [item for item in todo if item[0].kind == "generation"]
+    rest = [item for item in todo if item[0].kind != "generation"]
+    turns = (aside.Turns(rest) if len(rest) >= MIN_ITEMS_BESIDE and aside.possible()
+             else None)
+    child = aside.start(_priced, space, turns, heads, deadline) if turns else None
+    priced, complete = _priced(space, itertools.chain(mine, turns or rest), heads, deadline)
     if child is not None:
         ok, answer = child.result(aside.wait_s(deadline))
-        more, done = answer if ok else _priced(space, theirs, heads, deadline)
-        priced.update(more)
-        complete = complete and done
+        if not ok:  # what the child took is priced here
+            answer = _priced(space, [item for item in rest
+                                     if _cache_key(space, *item) not in priced],
+                             heads, deadline)
+        priced.update(answer[0])
+        complete = complete and answer[1]
     cache.kept.update(priced)
     space.complete = complete
     # in (task, pool, size) order whatever order they were priced in
@@ -264,25 +274,12 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     return space
 
 
-def _shares(todo: list[tuple[Task, int, int]]
-            ) -> tuple[list[tuple[Task, int, int]], list[tuple[Task, int, int]]]:
-    """`todo` split between this process and a child pricing beside it (`aside.py`): the
-    generation here (its rollouts stay in this process's caches for the KV sizes `refine`
-    prices later), and of the other tasks, whose candidates are all that is kept of them, two
-    in three to the child — about half the work each."""
-    mine = [item for item in todo if item[0].kind == "generation"]
-    rest = [item for item in todo if item[0].kind != "generation"]
-    if len(rest) < MIN_ITEMS_BESIDE:
-        return todo, []
-    return mine + rest[::3], [item for k, item in enumerate(rest) if k % 3]
-
-
 MIN_ITEMS_BESIDE = 24
 """Fewer (task, size) pairs of training and forwards than this are priced here alone: a
 small space prices in tens of milliseconds, about what forking a large process costs."""
 
 
-def _priced(space: Space, todo: list[tuple[Task, int, int]], heads: dict[str, Head],
+def _priced(space: Space, todo: Iterable[tuple[Task, int, int]], heads: dict[str, Head],
             deadline: Deadline | None) -> tuple[dict[tuple, tuple[list[Candidate], int]], bool]:
     """The kept candidates of each (task, pool, size) of `todo` and how many were priced
     (`PriceCache.kept`), in order until `deadline` passes; and whether all were."""
