@@ -36,13 +36,13 @@ def test_every_solve_ends_by_the_command_deadline(monkeypatch):
     """Each CP-SAT solve — the options', the canonical re-solves, the what-ifs' — is given
     only what is left of the one deadline, never a fresh limit of its own."""
     ends: list[float] = []
-    real = cpsat._solver
+    real = cpsat.new_solver
 
     def recording(time_limit_s, workers, seed):
         ends.append(time.monotonic() + time_limit_s)
         return real(time_limit_s, workers, seed)
 
-    monkeypatch.setattr(cpsat, "_solver", recording)
+    monkeypatch.setattr(cpsat, "new_solver", recording)
     # the what-ifs in this process (a child's solves are not recorded here; that it gets the
     # same deadline: tests/test_aside.py)
     monkeypatch.setattr(aside, "start", lambda *args: None)

@@ -335,7 +335,7 @@ class Model:
         """Minimise until `deadline`; once the optimum is proven, the canonical plan at it
         (`canonical`, unless not `pin`): the same whatever the worker count."""
         started = time.monotonic()
-        solver = _solver(deadline.left(), workers, seed)
+        solver = new_solver(deadline.left(), workers, seed)
         # Probing costs more than it prunes when proving these optima (measured on
         # bench/pools.py's PPO 4×70B two-pool options: 1.3–2.2× faster without). Only here: the
         # canonical solve keeps its parameters, its first solution (the plan) depends on them.
@@ -362,7 +362,7 @@ class Model:
         the model (its objective is replaced)."""
         self.m.Add(self.objective <= objective)
         self.m.Minimize(sum(usual(self.cand(key).layout) * v for key, v in self.x.items()))
-        solver = _solver(deadline.left(), 1, seed)
+        solver = new_solver(deadline.left(), 1, seed)
         if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
                                                             cp_model.FEASIBLE):
             return self._choice(solver)
@@ -450,7 +450,7 @@ def check_range(sp: Space, horizon: int) -> None:
             "max_staleness or fewer GPUs, or check the hardware profile's rates")
 
 
-def _solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
+def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = workers

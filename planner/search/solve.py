@@ -32,7 +32,7 @@ from planner.cost.step import tokens_per_step
 from planner.errors import InfeasibleError, OutOfTime
 from planner.frameworks import capabilities
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
-from planner.search import aside, cpsat
+from planner.search import aside, cpsat, last
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
 from planner.search.choice import Choice
@@ -84,7 +84,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             cache: PriceCache | None = None, progress: Progress | None = None,
             what: str = "inter-model option", caps: Capabilities | None = None,
             worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None,
-            solved: Callable[[Outcome, list[int]], None] | None = None) -> list[Outcome]:
+            solved: Callable[[Outcome, list[int]], None] | None = None,
+            beside: Callable[[], bool] | None = None) -> list[Outcome]:
     """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
     of what is left of `deadline` (an option past it gets its greedy plan only); candidates
     priced once per scenario (`cache`), pricing itself stopping at the deadline.
@@ -98,7 +99,10 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     too). The answer is the same as solving each to its optimum on its own, but for the
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one.
     `priced` is called once every option is priced, before the solves; `solved` with each
-    option's outcome once it is solved, and the optima proven so far (its own included)."""
+    option's outcome once it is solved, and the optima proven so far (its own included).
+    Where `beside()` says a child may run, the last option is solved (and pinned) in one
+    beside the others, alone, its answer taken where it is what solving it last gives
+    (`last.py`)."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
@@ -116,6 +120,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     least = ([None] * len(spaces) if deadline.expired()
              else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
+    tail = (aside.start(last.alone, spaces[order[-1]], deadline, workers)
+            if len(order) > 1 and spaces[order[-1]].kept >= last.MIN_CANDIDATES
+            and beside is not None and beside() else None)
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
         if progress:
@@ -125,10 +132,14 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         share = deadline.sooner(max(deadline.share(len(opts) - n), cpsat.MIN_MODEL_S))
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
-        out[i] = Outcome(opts[i], cpsat.solve(spaces[i], share, workers,
-                                              cutoff=cutoff(found, worse), seeds=seeds,
-                                              pin=False),
-                         spaces[i])
+        result = None
+        if tail is not None and n == len(order) - 1:
+            ok, answer = tail.result(aside.wait_s(share))
+            result = last.as_if_last(answer, cutoff(found, worse)) if ok else None
+        if result is None:
+            result = cpsat.solve(spaces[i], share, workers, cutoff=cutoff(found, worse),
+                                 seeds=seeds, pin=False)
+        out[i] = Outcome(opts[i], result, spaces[i])
         if solved is not None:
             solved(out[i], found + ([out[i].result.objective]
                                     if out[i].result.status == "OPTIMAL" else []))
@@ -258,7 +269,8 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
 
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
                        priced=beside,
-                       solved=lambda o, optima: pin_beside(o, optima, deadline, asides))
+                       solved=lambda o, optima: pin_beside(o, optima, deadline, asides),
+                       beside=lambda: STALENESS_ASK not in asides)
     ranked = _feasible(outcomes)
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]

@@ -1,0 +1,68 @@
+"""The last option solved beside the others, alone (`planner/search/last.py`): its answer is
+taken only where it is what solving it last gives, so the plan is the same with it or without."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from planner.search import aside, cpsat, last, solve
+from planner.search.deadline import Deadline
+from planner.search.space import build_space
+from planner.specs.scenario import load_scenario
+from tests.test_plans_pinned import CASES
+
+needs_fork = pytest.mark.skipif(not (sys.platform == "linux" and aside.cores() >= 2),
+                                reason="a child is forked on Linux with ≥ 2 cores")
+
+
+REFINES = {  # GRPO whose rollout is KV-bound: the optimum of its first solve uses a KV gap's
+    # bound candidate, and the search prices a size inside the gap (`refine.py`)
+    "algorithm": "grpo", "models.actor": "qwen2.5-14b", "models.reference": "actor",
+    "models.reward": "verifier", "workload.prompts_per_step": 128,
+    "workload.samples_per_prompt": 4, "workload.prompt_len": 512, "workload.response_len": 1024,
+    "workload.max_response_len": 2048, "workload.mini_batches": 2, "cluster.gpu": "h100-sxm",
+    "cluster.nodes": 1, "cluster.gpus_per_node": 4, "search.time_limit_s": 120}
+SCENARIOS = {**CASES, "grpo-14b-4gpu-refines": REFINES}
+
+
+def _result(objective: int) -> cpsat.Result:
+    return cpsat.Result("OPTIMAL", None, objective, objective, 0.0, 0)
+
+
+def test_an_answer_over_the_cutoff_is_not_taken():
+    assert last.as_if_last(None, None) is None
+    assert last.as_if_last(_result(10), None).objective == 10
+    assert last.as_if_last(_result(10), 10).objective == 10  # may still rank before a tie
+    assert last.as_if_last(_result(10), 9) is None  # solved last, it would be BEATEN
+
+
+def test_an_optimum_that_priced_a_kv_size_more_is_not_answered():
+    space = build_space(load_scenario(None, REFINES))
+    priced = space.priced
+    assert last.alone(space, Deadline.after(60), 1) is None
+    assert space.priced > priced  # it did price one more
+
+
+def test_an_optimum_answered_alone_is_the_pinned_one():
+    sc = load_scenario(None, CASES["ppo-0.5b-16gpu"])
+    answered = last.alone(build_space(sc), Deadline.after(60), 1)
+    assert answered is not None and answered.pinned
+    here = cpsat.solve(build_space(sc), 60, 1)
+    assert (answered.objective, answered.choice) == (here.objective, here.choice)
+
+
+@needs_fork
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_plan_is_the_same_with_the_last_option_solved_beside(monkeypatch, name):
+    sc = load_scenario(None, {**SCENARIOS[name], "search.time_limit_s": 120})
+    monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
+    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
+    real, offered = aside.start, []
+    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or real(fn, *args))
+    beside = solve.plan(sc, explain=False)
+    assert last.alone in offered
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = solve.plan(sc, explain=False)
+    assert beside.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
