@@ -151,6 +151,26 @@ def test_turns_give_each_item_to_one_process_once():
     assert ok and sorted(mine + theirs) == list(range(200))
 
 
+def _from_the_back(ends: aside.Ends) -> list[int]:
+    taken = []
+    while (j := ends.back()) is not None:
+        taken.append(j)
+    return taken
+
+
+@needs_fork
+def test_ends_give_each_position_to_one_end_once():
+    ends = aside.Ends(200)
+    child = aside.start(_from_the_back, ends)
+    mine = []
+    while (i := ends.front()) is not None:
+        mine.append(i)
+    ok, theirs = child.result(30)
+    assert ok and mine == list(range(len(mine)))  # the front, in order
+    assert theirs == list(range(199, len(mine) - 1, -1))  # the back, in order
+    assert ends.front() is None and ends.back() is None
+
+
 @needs_fork
 def test_what_a_pricing_child_took_and_did_not_answer_is_priced_here(monkeypatch):
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 8, "cluster.gpus_per_node": 8})

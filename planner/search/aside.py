@@ -96,6 +96,31 @@ class Turns:
             yield self.items[i]
 
 
+class Ends:
+    """Positions 0 … n - 1 taken from the front by this process and from the back by a child,
+    each once (a pair of counters they share), until they meet. Made before the child is
+    forked; only where one can run (`possible`)."""
+
+    def __init__(self, n: int) -> None:
+        self.bounds = multiprocessing.get_context("fork").Array("q", [0, n])
+
+    def front(self) -> int | None:
+        with self.bounds.get_lock():
+            i, end = self.bounds[0], self.bounds[1]
+            if i >= end:
+                return None
+            self.bounds[0] = i + 1
+            return i
+
+    def back(self) -> int | None:
+        with self.bounds.get_lock():
+            start, j = self.bounds[0], self.bounds[1] - 1
+            if j < start:
+                return None
+            self.bounds[1] = j
+            return j
+
+
 class Aside:
     """A child computing one answer; `result` collects it, `close` ends the child."""
 

@@ -347,7 +347,7 @@ class Model:
             return Result(status, None, None, None, time.monotonic() - started, nvars,
                           self.space.kept)
         objective, bound = round(solver.ObjectiveValue()), round(solver.BestObjectiveBound())
-        choice = self._choice(solver)
+        choice = self.chosen(solver)
         if code == cp_model.OPTIMAL and pin:
             choice = self.canonical(objective, deadline, seed) or choice
         return Result(status, choice, objective, bound, time.monotonic() - started, nvars,
@@ -365,10 +365,10 @@ class Model:
         solver = new_solver(deadline.left(), 1, seed)
         if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
                                                             cp_model.FEASIBLE):
-            return self._choice(solver)
+            return self.chosen(solver)
         return None
 
-    def _choice(self, solver: cp_model.CpSolver) -> Choice:
+    def chosen(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
         sizes = tuple(sum(s * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
                       for k in range(sp.slots))

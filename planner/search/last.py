@@ -1,9 +1,10 @@
-"""The last option of a search (`solve._search`) solved beside the others, alone.
+"""The last options of a search (`solve._search`) solved beside the others, alone.
 
 With the options solved one after another, each under the optima and plans found before it
-(`solve.cutoff`, seeds), the second core has nothing to do. So a child process solves the last
-one meanwhile, with no seeds and no cutoff, and pins its optimum (`cpsat.pin`). Its answer is
-taken only where it is what solving it last gives: an optimum within the cutoff, so proven
+(`solve.cutoff`, seeds), the second core has nothing to do. So a child process solves them from
+the last one back (`aside.Ends`) until it meets this process coming from the first, each with no
+seeds and no cutoff, and pins their optima (`cpsat.pin`). An answer is taken only where it is
+what solving the option in its turn gives: an optimum within the cutoff there, so proven
 OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
 `kv.py`) reaches, so neither solve priced a KV size more (`refine.py`) — the space after both
 is the one priced, and the optimum's pin, a function of the space and the optimum, the same.
@@ -12,10 +13,14 @@ Else the option is solved here as if no child had run.
 
 from __future__ import annotations
 
+import time
+
 from ortools.sat.python import cp_model
 
 from planner.search import cpsat
-from planner.search.bounds import prune
+from planner.search.aside import Ends
+from planner.search.bounds import incumbent, prune
+from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.space import Space
 
@@ -26,31 +31,47 @@ solves take hundredths of a second, about what forking the process costs."""
 
 def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None:
     """`space` solved with no seeds and no cutoff and pinned — None unless that is an optimum
-    reached without pricing a KV size more, that no plan with a bound candidate reaches."""
-    priced = space.priced
-    result = cpsat.solve(space, deadline, workers, pin=False)
-    if (result.status != "OPTIMAL" or space.priced != priced
-            or _bound_reaches(space, result.objective, deadline)):
+    no plan with a bound candidate reaches (nor beats: then the search prices a KV size more).
+
+    One solve says both: among the plans of least objective it prefers one with a bound
+    candidate (at most one is chosen, the generation's): minimise 2 × objective − that
+    candidate's literal. Its candidates are first cut by a greedy incumbent's score, which is
+    a plan's (`bounds.incumbent` takes no bound candidate), as `cpsat.solve` does."""
+    started = time.monotonic()
+    if generation_slot(space) is None or deadline.left() < cpsat.MIN_MODEL_S:
         return None
+    start = incumbent(space)
+    pruned = space if start is None else prune(space, score(space, start))
+    model = cpsat.Model(pruned).build()
+    if start is not None:
+        model.hint(start)
+    bound = [v for key, v in model.x.items() if model.cand(key).bound]
+    model.m.Minimize(2 * model.objective - sum(bound))
+    solver = cpsat.new_solver(deadline.left(), workers, 0)
+    solver.parameters.cp_model_probing_level = 0  # as `cpsat.Model.solve`
+    if solver.Solve(model.m) != cp_model.OPTIMAL or any(solver.Value(v) for v in bound):
+        return None
+    choice = model.chosen(solver)
+    objective = int(score(space, choice))
+    result = cpsat.Result("OPTIMAL", choice, objective, objective,
+                          time.monotonic() - started, len(model.m.Proto().variables),
+                          pruned.kept, pinned=False)
     return cpsat.pin(space, result, deadline)
 
 
+def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: int
+                  ) -> dict[int, cpsat.Result | None]:
+    """`alone` for each position of `spaces` (the options in the order they are solved) taken
+    from the back of `ends`, by position."""
+    out = {}
+    while (j := ends.back()) is not None:
+        out[j] = alone(spaces[j], deadline, workers)
+    return out
+
+
 def as_if_last(pinned: cpsat.Result | None, cutoff: int | None) -> cpsat.Result | None:
-    """`alone`'s answer where it is what solving the option last, under `cutoff`, gives."""
+    """`alone`'s answer where it is what solving the option in its turn, under `cutoff`,
+    gives."""
     if pinned is None or (cutoff is not None and pinned.objective > cutoff):
         return None
     return pinned
-
-
-def _bound_reaches(space: Space, objective: int, deadline: Deadline) -> bool:
-    """Whether some plan of `space` with a bound candidate scores `objective` or less (True
-    too when that is not settled by `deadline`)."""
-    within = prune(space, objective)
-    if not any(c.bound for cands in within.candidates.values() for c in cands):
-        return False
-    model = cpsat.Model(within).build()
-    model.m.Add(model.objective <= objective)
-    model.m.AddBoolOr([v for key, v in model.x.items() if model.cand(key).bound])
-    model.m.ClearObjective()
-    solver = cpsat.new_solver(deadline.left(), 1, 0)
-    return deadline.left() <= 0 or solver.Solve(model.m) != cp_model.INFEASIBLE

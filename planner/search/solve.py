@@ -100,9 +100,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one.
     `priced` is called once every option is priced, before the solves; `solved` with each
     option's outcome once it is solved, and the optima proven so far (its own included).
-    Where `beside()` says a child may run, the last option is solved (and pinned) in one
-    beside the others, alone, its answer taken where it is what solving it last gives
-    (`last.py`)."""
+    Where `beside()` says a child may run, the last options are solved (and pinned) in one
+    beside the others, alone, an answer taken where it is what solving the option in its turn
+    gives (`last.py`)."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
@@ -120,9 +120,12 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     least = ([None] * len(spaces) if deadline.expired()
              else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
-    tail = (aside.start(last.alone, spaces[order[-1]], deadline, workers)
+    ends = (aside.Ends(len(order))
             if len(order) > 1 and spaces[order[-1]].kept >= last.MIN_CANDIDATES
-            and beside is not None and beside() else None)
+            and beside is not None and beside() and aside.possible() else None)
+    tail = (aside.start(last.from_the_back, [spaces[i] for i in order], ends, deadline,
+                        workers) if ends else None)
+    theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
         if progress:
@@ -133,9 +136,11 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
         result = None
-        if tail is not None and n == len(order) - 1:
-            ok, answer = tail.result(aside.wait_s(share))
-            result = last.as_if_last(answer, cutoff(found, worse)) if ok else None
+        if tail is not None and ends.front() is None:  # the child took this one and the rest
+            if theirs is None:
+                ok, answer = tail.result(aside.wait_s(share))
+                theirs = answer if ok else {}
+            result = last.as_if_last(theirs.get(n), cutoff(found, worse))
         if result is None:
             result = cpsat.solve(spaces[i], share, workers, cutoff=cutoff(found, worse),
                                  seeds=seeds, pin=False)
