@@ -4,7 +4,8 @@ Default: the targets of issue 25 — the 1,024-GPU PPO case (four Llama-3.1-70B 
 prompts × 4 samples, prompt 1,024, response 2,048, max 4,096, 128 nodes × 8 H100; `rlplan
 plan`'s defaults otherwise: staleness 0, so its what-ifs search staleness 1 with partial
 rollouts and a shared critic) and the 8-GPU example (`examples/grpo-qwen2.5-7b.yaml --nodes
-1`). Each run in a fresh process (no warm caches), `--runs` times: min / median / max.
+1`). Each run in a fresh process (no warm caches, but Python's bytecode cache, as rlplan is
+installed: `startup.as_installed`), `--runs` times: min / median / max.
 `search` is the search proper (`plan(explain=False)`: every inter-model option priced, solved
 and proven), `command` `rlplan plan --json` as run, with its what-ifs: `search.wall_s`, the
 command's own clock, and `process`, the process with Python's start-up and imports.
@@ -47,6 +48,7 @@ import time
 from pathlib import Path
 
 import yaml
+from startup import as_installed  # bench/startup.py
 
 from planner.search import brute, cpsat
 from planner.search.choice import Choice, fits, score, valid
@@ -149,7 +151,8 @@ def phases(runs: int) -> None:
                 flush=True)
 
 
-def run_once(path: Path, flags: list[str], what: str) -> tuple[float, float, float]:
+def run_once(path: Path, flags: list[str], what: str, env: dict[str, str]
+             ) -> tuple[float, float, float]:
     """One fresh process: `rlplan plan --json` ("command"), or the search proper of the same
     scenario ("search"): (the seconds it reports itself, the process's, its CPU seconds)."""
     if what == "search":  # `plan(explain=False)` of the scenario with the flags' overrides
@@ -159,7 +162,7 @@ def run_once(path: Path, flags: list[str], what: str) -> tuple[float, float, flo
                    str(path), *flags, "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     process = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -180,13 +183,14 @@ def targets(runs: int) -> None:
           "work beside the search)")
     print(f"{'case':36} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
           f"{'target':>6}")
+    env = as_installed()  # with Python's bytecode cache, as rlplan is installed
     with tempfile.TemporaryDirectory() as tmp:
         for label, scenario_, flags, what, target in TARGETS:
             path = scenario_
             if isinstance(scenario_, dict):
                 path = Path(tmp) / "ppo-1024.yaml"
                 path.write_text(yaml.safe_dump(scenario_))
-            times = [run_once(path, flags, what) for _ in range(runs)]
+            times = [run_once(path, flags, what, env) for _ in range(runs)]
             inside, process, cpu = ([t[k] for t in times] for k in range(3))
             print(f"{label:36} {what:8} {spread(inside):>21} {spread(process):>21} "
                   f"{spread(cpu):>21} {target:6.1f}", flush=True)
