@@ -4,6 +4,7 @@ work itself when no child can run or a child fails."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import sys
@@ -42,6 +43,14 @@ def test_the_child_answers_from_another_process():
     ok, pid = child.result(30)
     assert ok and pid != os.getpid()
     assert not child.child.is_alive()
+
+
+@needs_fork
+def test_the_parent_collects_its_garbage_after_forking():
+    # frozen for the fork (the child's collector leaves the shared pages alone), not after
+    child = aside.start(_child_pid)
+    assert gc.get_freeze_count() == 0
+    child.result(30)
 
 
 @needs_fork

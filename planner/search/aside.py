@@ -20,6 +20,7 @@ does not answer by the deadline.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import multiprocessing
 import os
@@ -64,10 +65,13 @@ def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_run, args=(theirs, fn, args), daemon=True)
+    gc.freeze()  # the child's collector leaves what exists now alone: its pages stay shared
     try:
         child.start()
     except OSError:  # no process to spare (limits): the caller does it itself
         return None
+    finally:
+        gc.unfreeze()
     theirs.close()
     return Aside(child, mine)
 
