@@ -281,16 +281,16 @@ def test_ms_conversion_refuses_beyond_int64_without_warning():
 def test_solver_range_guard(write):
     """A space whose terms cannot overflow passes; one whose horizon × GPUs could is refused
     before any CP-SAT term is built."""
-    from planner.search import cpsat
+    from planner.search import ranges
     from planner.search.space import build_space
     from planner.specs.scenario import load_scenario
 
     space = build_space(load_scenario(write("s.yaml", grpo_scenario())))
-    horizon = cpsat._horizon(space)
-    cpsat.check_range(space, horizon)
-    assert horizon * space.total_gpus <= cpsat.SOLVER_INT_LIMIT
+    horizon = ranges.horizon_of(space)
+    ranges.check_range(space, horizon)
+    assert horizon * space.total_gpus <= ranges.SOLVER_INT_LIMIT
     with pytest.raises(InputError, match="too large for the solver"):
-        cpsat.check_range(space, cpsat.SOLVER_INT_LIMIT // space.total_gpus + 1)
+        ranges.check_range(space, ranges.SOLVER_INT_LIMIT // space.total_gpus + 1)
 
 
 def test_bounds_keep_the_worst_case_in_range():

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner.errors import InputError
 from planner.plan import STAGES
 from planner.search import refine
 from planner.search.bounds import carry, incumbent, prune, space_lower_bound
@@ -24,6 +23,7 @@ from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
 from planner.search.choice import Choice, allowed_groups, generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.follow import add_follows
+from planner.search.ranges import check_range, horizon_of, most_weighted
 from planner.search.space import GPU_WEIGHT, Space
 
 BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
@@ -231,7 +231,7 @@ class Model:
         """Iteration time: stage maxima over groups, the controller's host time, sync, fusion
         overlap, asynchrony."""
         sp, m, gen = self.space, self.m, self.space.generation
-        horizon = _horizon(sp)
+        horizon = horizon_of(sp)
         load = {(k, st): _weighted((v, c.time_ms.get(st, 0)) for t in sp.tasks
                                    for v, c in self.terms(t.name, k))
                 for k in range(sp.slots) for st in STAGES}
@@ -274,7 +274,7 @@ class Model:
             m.Add(sp.target_ms >= T)
         gpus = sum(self.size.values())
         if sp.objective == "cost":
-            most = _most_weighted(sp)
+            most = most_weighted(sp)
             used = m.NewIntVar(0, most, "gpus")
             m.Add(used == sum(sp.pools[p].weight * s * v for (_, p, s), v in self.y.items()))
             cost = m.NewIntVar(0, horizon * most, "cost")
@@ -318,7 +318,7 @@ class Model:
         return refit
 
     def build(self) -> Model:
-        check_range(self.space, _horizon(self.space))  # before any term is built
+        check_range(self.space, horizon_of(self.space))  # before any term is built
         self.add_slots()
         self.add_placement()
         # `plan --framework`: followers' layouts agree with their trainers'
@@ -401,53 +401,6 @@ def usual(layout) -> int:
     anywhere outweighs every task's ZeRO stage together."""
     return ((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS
             + layout.zero)
-
-
-def _horizon(sp: Space) -> int:
-    """An upper bound of any iteration's ms: every task's slowest candidate in sequence."""
-    # python ints throughout: a numpy int64 here would wrap silently instead of growing
-    horizon = sum(max((int(sum(c.time_ms.values())) + max(map(int, c.refit_ms), default=0)
-                       for c in cs), default=0)
-                  for cs in sp.candidates.values()) + sp.controller_ms + 1
-    if sp.swap:  # the swap of everything on slot 0, rounded up
-        horizon += sum(max(int(c.persistent_mib) for c in cs) for cs in sp.candidates.values()) \
-            * max(pool.swap_q for pool in sp.pools) // SWAP_SCALE + 1
-    return horizon
-
-
-def _most_weighted(sp: Space) -> int:
-    """The most price-weighted GPUs a choice can use (every pool full)."""
-    return sum(pool.weight * pool.total_gpus for pool in sp.pools)
-
-
-# CP-SAT checks that no linear expression can leave int64 (else MODEL_INVALID, or an
-# OverflowError when a coefficient is built); 2^62 leaves it a factor of two for its own sums.
-SOLVER_INT_LIMIT = 2**62
-
-
-def check_range(sp: Space, horizon: int) -> None:
-    """Refuse (InputError) a space whose largest integer terms could overflow the solver:
-    the iteration horizon in ms times the largest factor it meets (GPUs in the cost
-    objective, staleness + 1, the fusion scale), the gpus objective, and the swap's MiB × its
-    ms-per-MiB. The input bounds (planner/specs/bounds.py) keep real inputs far below."""
-    held = sum(max((int(c.persistent_mib) for c in cs), default=0)
-               for cs in sp.candidates.values())
-    terms = {
-        "iteration horizon × GPUs": horizon * max(_most_weighted(sp), 1),
-        "iteration horizon × (staleness + 1)": horizon * (sp.staleness + 1),
-        "iteration horizon × fusion scale": horizon * FUSION_SCALE * 2,
-        "GPUs × GPU weight": sp.total_gpus * GPU_WEIGHT + horizon,
-        "swapped MiB × swap time": held * max(max(p.swap_q for p in sp.pools), 1)
-        + SWAP_SCALE * horizon,
-        "memory (MiB)": held + max(p.budget_mib + p.host_budget_mib for p in sp.pools),
-    }
-    what, worst = max(terms.items(), key=lambda kv: kv[1])
-    if worst > SOLVER_INT_LIMIT:
-        raise InputError(
-            f"the search is too large for the solver's integers: {what} reaches {worst:.3g}, "
-            f"above {SOLVER_INT_LIMIT:.3g} (the slowest layout takes {horizon / 3.6e6:,.0f} "
-            "hours per step); use fewer prompts, shorter sequences, fewer ppo_epochs, a lower "
-            "max_staleness or fewer GPUs, or check the hardware profile's rates")
 
 
 def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
