@@ -1,13 +1,14 @@
 """Work run beside the search, in a forked process on another core.
 
 `rlplan plan` runs one CP-SAT worker per core but one and prices in one Python thread, so a
-second core is mostly idle while it searches. Three parts of a search are functions of what
+second core is mostly idle while it searches. Four parts of a search are functions of what
 they are handed alone, and run in a child meanwhile: a large space's training and forward
-pricing, taken in turns with this process (`space.build_space`, `Turns`); the pins of the
-options shown (`solve.pin_beside` starts a large model's as soon as it is solved,
-`solve.pin_shown` every other one of the rest); and the what-ifs (`solve._what_if`), from a
-copy of what was priced. Their answers — candidates, pinned plans, a few numbers — are the
-same as computed here; only the time differs.
+pricing, taken in turns with this process (`space.build_space`, `Turns`); the last options of
+a large search, solved from the back while this process solves from the front (`last.py`,
+`Ends`); the pins of the options shown (`solve.pin_beside` starts a large model's as soon as
+it is solved, `solve.pin_shown` every other one of the rest); and the what-ifs
+(`solve._what_if`), from a copy of what was priced. Their answers — candidates, optima, pinned
+plans, a few numbers — are the same as computed here; only the time differs.
 
 Forked, never spawned: a child that re-imported the package would lose what it gains. So only
 where `fork` is the platform's usual way (Linux), with at least two cores to run on, not from a
