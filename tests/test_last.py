@@ -68,3 +68,24 @@ def test_the_plan_is_the_same_with_the_last_option_solved_beside(monkeypatch, na
     monkeypatch.setattr(aside, "start", lambda *args: None)
     alone = solve.plan(sc, explain=False)
     assert beside.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
+
+
+@needs_fork
+def test_what_the_child_took_and_did_not_answer_is_solved_here(monkeypatch):
+    sc = load_scenario(None, {**CASES["ppo-0.5b-16gpu"], "search.time_limit_s": 120})
+    monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = solve.plan(sc, explain=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
+    real = aside.start
+
+    def takes_the_back_and_dies(spaces, ends, deadline, workers):
+        while ends.back() is not None:
+            pass
+        raise RuntimeError("died with every option taken")
+
+    monkeypatch.setattr(aside, "start", lambda fn, *args: real(
+        takes_the_back_and_dies if fn is last.from_the_back else fn, *args))
+    died = solve.plan(sc, explain=False)
+    assert died.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
