@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import multiprocessing.synchronize
 import os
 import sys
 import time
@@ -196,3 +197,20 @@ def test_what_a_pricing_child_took_and_did_not_answer_is_priced_here(monkeypatch
         takes_three_and_dies if fn is space._priced else fn, *args))
     died = build_space(sc)
     assert died.candidates == alone.candidates and died.priced == alone.priced
+
+
+def test_without_shared_locks_the_shared_work_is_done_here(monkeypatch):
+    # a platform without POSIX semaphores: no counter to share, so no turns and no ends
+    sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
+    monkeypatch.setattr(aside, "start", lambda *args: None)
+    alone = plan(sc, explain=False)
+    monkeypatch.undo()
+
+    def no_semaphores(self, *args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(multiprocessing.synchronize.SemLock, "__init__", no_semaphores)
+    assert aside.shared(lambda: aside.Turns([1, 2])) is None
+    assert aside.shared(lambda: aside.Ends(2)) is None
+    assert plan(sc, explain=False).model_dump(exclude={"search"}) == alone.model_dump(
+        exclude={"search"})

@@ -82,10 +82,22 @@ def _in_ray() -> bool:
     return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
 
 
+def shared(make: Callable[[], Any]) -> Any:
+    """`make()`, a `Turns` or `Ends` to share with a child forked after it — None where no
+    child can run (`possible`) or no shared memory and lock can be made (a platform without
+    POSIX semaphores): the caller then does all the work itself."""
+    if not possible():
+        return None
+    try:
+        return make()
+    except OSError:
+        return None
+
+
 class Turns:
     """The items of a list, each taken once by whichever of this process and its children
     asks first (a counter they share): work split as it goes, not in advance. Made before the
-    children are forked; only where one can run (`possible`)."""
+    children are forked (`shared`)."""
 
     def __init__(self, items: list) -> None:
         self.items = items
@@ -104,7 +116,7 @@ class Turns:
 class Ends:
     """Positions 0 … n - 1 taken from the front by this process and from the back by a child,
     each once (a pair of counters they share), until they meet. Made before the child is
-    forked; only where one can run (`possible`)."""
+    forked (`shared`)."""
 
     def __init__(self, n: int) -> None:
         self.bounds = multiprocessing.get_context("fork").Array("q", [0, n])

@@ -120,9 +120,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     least = ([None] * len(spaces) if deadline.expired()
              else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
-    ends = (aside.Ends(len(order))
+    ends = (aside.shared(lambda: aside.Ends(len(order)))
             if len(order) > 1 and spaces[order[-1]].kept >= last.MIN_CANDIDATES
-            and beside is not None and beside() and aside.possible() else None)
+            and beside is not None and beside() else None)
     tail = (aside.start(last.from_the_back, [spaces[i] for i in order], ends, deadline,
                         workers) if ends else None)
     theirs = None  # the child's answers, by position in `order`, once it has given them

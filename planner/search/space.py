@@ -248,8 +248,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     # in turns with a child pricing beside this process where the space is large enough
     mine = [item for item in todo if item[0].kind == "generation"]
     rest = [item for item in todo if item[0].kind != "generation"]
-    turns = (aside.Turns(rest) if len(rest) >= MIN_ITEMS_BESIDE and aside.possible()
-             else None)
+    turns = aside.shared(lambda: aside.Turns(rest)) if len(rest) >= MIN_ITEMS_BESIDE else None
     child = aside.start(_priced, space, turns, heads, deadline) if turns else None
     priced, complete = _priced(space, itertools.chain(mine, turns or rest), heads, deadline)
     if child is not None:
