@@ -1,9 +1,8 @@
-"""The last option solved beside the others, alone (`planner/search/last.py`): its answer is
-taken only where it is what solving it last gives, so the plan is the same with it or without."""
+"""The last options of a search solved beside the others, alone (`planner/search/last.py`): an
+answer is taken only where it is what solving the option in its turn gives, so the plan is the
+same with them or without."""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 
@@ -11,11 +10,8 @@ from planner.search import aside, cpsat, last, solve
 from planner.search.deadline import Deadline
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
+from tests.test_aside import needs_fork
 from tests.test_plans_pinned import CASES
-
-needs_fork = pytest.mark.skipif(not (sys.platform == "linux" and aside.cores() >= 2),
-                                reason="a child is forked on Linux with ≥ 2 cores")
-
 
 REFINES = {  # GRPO whose rollout is KV-bound: the optimum of its first solve uses a KV gap's
     # bound candidate, and the search prices a size inside the gap (`refine.py`)
@@ -57,7 +53,7 @@ def test_an_optimum_answered_alone_is_the_pinned_one():
 
 @needs_fork
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_the_plan_is_the_same_with_the_last_option_solved_beside(monkeypatch, name):
+def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, name):
     sc = load_scenario(None, {**SCENARIOS[name], "search.time_limit_s": 120})
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
     monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
