@@ -173,19 +173,6 @@ def run_once(path: Path, flags: list[str], what: str, env: dict[str, str]
     return json.loads(out.stdout)["search"]["wall_s"], process, cpu
 
 
-def reference_loop_s() -> float:
-    """The least of 5 timings of a fixed pure-Python loop: how fast this host runs Python now,
-    to set figures taken on different days side by side (a shared host's speed drifts: on
-    2026-12-01 the same code ran the targets about a quarter slower than the day before)."""
-    def once() -> float:
-        started = time.perf_counter()
-        total = 0
-        for i in range(5_000_000):
-            total += i & 7
-        return time.perf_counter() - started
-    return min(once() for _ in range(5))
-
-
 def targets(runs: int) -> None:
     """The issues' four rows: min / median / max over `runs` fresh processes."""
     def spread(xs: list[float]) -> str:
@@ -194,8 +181,6 @@ def targets(runs: int) -> None:
     print(f"{runs} runs each, seconds min / median / max (a shared machine: rerun to judge; "
           "cpu: the CPU time of the process and its children — CP-SAT's worker threads, the "
           "work beside the search)")
-    print(f"this host now: {reference_loop_s():.3f} s for the reference loop "
-          "(`reference_loop_s`; a slower host prints more)")
     print(f"{'case':36} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
           f"{'target':>6}")
     env = as_installed()  # with Python's bytecode cache, as rlplan is installed
