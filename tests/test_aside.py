@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import multiprocessing
 import multiprocessing.synchronize
 import os
 import sys
@@ -214,3 +215,25 @@ def test_without_shared_locks_the_shared_work_is_done_here(monkeypatch):
     assert aside.shared(lambda: aside.Ends(2)) is None
     assert plan(sc, explain=False).model_dump(exclude={"search"}) == alone.model_dump(
         exclude={"search"})
+
+
+def test_a_child_that_cannot_start_leaves_no_pipe_open(monkeypatch):
+    ctx = multiprocessing.get_context("fork")
+    opened = []
+
+    class End:
+        def __init__(self):
+            self.closed = False
+            opened.append(self)
+
+        def close(self):
+            self.closed = True
+
+    def no_process(self):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(aside, "possible", lambda: True)
+    monkeypatch.setattr(ctx, "Pipe", lambda duplex=False: (End(), End()))
+    monkeypatch.setattr(type(ctx.Process()), "start", no_process)
+    assert aside.start(_child_pid) is None
+    assert len(opened) == 2 and all(end.closed for end in opened)

@@ -70,6 +70,8 @@ def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
     try:
         child.start()
     except OSError:  # no process to spare (limits): the caller does it itself
+        mine.close()
+        theirs.close()
         return None
     finally:
         gc.unfreeze()

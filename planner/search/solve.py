@@ -162,10 +162,9 @@ def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,
     """Start pinning `o` (`cpsat.pin`) in a child, beside the solves still to come, when it is
     a proven optimum the `optima` proven so far still let be shown (`cutoff`) and its model
     is large: its space is final once solved. The child goes into `o.pinning`, and into
-    `asides` for `plan` to end. Not while a what-if is searched beside (`_staleness_aside`):
-    that child has the other core, and it is what the command waits for last."""
+    `asides` for `plan` to end."""
     limit = cutoff(optima, MAX_ALTERNATIVES)
-    if (o.result.pinned or o.result.status != "OPTIMAL" or STALENESS_ASK in asides
+    if (o.result.pinned or o.result.status != "OPTIMAL"
             or o.result.variables < PIN_BESIDE_VARIABLES
             or (limit is not None and o.result.objective > limit)):
         return
@@ -263,10 +262,16 @@ def plan(sc: Scenario, time_limit_s: float | None = None, workers: int | None = 
 def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
           progress: Progress | None, caps: Capabilities | None,
           asides: dict[str, aside.Aside]) -> Plan:
-    """`plan`, its arguments settled; the what-ifs it searches beside the plan go into
-    `asides`, by what they ask (for `plan` to end them)."""
+    """`plan`, its arguments settled; the children it starts beside the search go into
+    `asides` (for `plan` to end them), the what-ifs' by what they ask."""
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
     cache = PriceCache()
+
+    def free() -> bool:
+        # the search's own children (the last options, pins as options are solved) only
+        # while no what-if is searched beside it: that child has the other core, and it is
+        # what the command waits for last
+        return STALENESS_ASK not in asides
 
     def beside() -> None:  # forked once the options are priced: the child starts from them
         if explain and (child := _staleness_aside(sc, deadline, caps, cache)) is not None:
@@ -274,8 +279,8 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
 
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
                        priced=beside,
-                       solved=lambda o, optima: pin_beside(o, optima, deadline, asides),
-                       beside=lambda: STALENESS_ASK not in asides)
+                       solved=lambda o, optima: pin_beside(o, optima, deadline, asides)
+                       if free() else None, beside=free)
     ranked = _feasible(outcomes)
     if not ranked:
         cut = [o for o in outcomes if o.result.status == "UNKNOWN" or not o.space.complete]
