@@ -40,6 +40,7 @@ import itertools
 import json
 import math
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -151,10 +152,11 @@ def phases(runs: int) -> None:
                 flush=True)
 
 
-def run_once(path: Path, flags: list[str], what: str, env: dict[str, str]
+def run_once(path: Path, flags: list[str], what: str, env: dict[str, str], root: Path = ROOT
              ) -> tuple[float, float, float]:
-    """One fresh process: `rlplan plan --json` ("command"), or the search proper of the same
-    scenario ("search"): (the seconds it reports itself, the process's, its CPU seconds)."""
+    """One fresh process of the checkout at `root`: `rlplan plan --json` ("command"), or the
+    search proper of the same scenario ("search"): (the seconds it reports itself, the
+    process's, its CPU seconds)."""
     if what == "search":  # `plan(explain=False)` of the scenario with the flags' overrides
         command = [sys.executable, "-c", SEARCH_PROPER, str(path), *flags]
     else:
@@ -162,7 +164,7 @@ def run_once(path: Path, flags: list[str], what: str, env: dict[str, str]
                    str(path), *flags, "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    out = subprocess.run(command, capture_output=True, text=True, cwd=root, env=env)
     process = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -173,27 +175,59 @@ def run_once(path: Path, flags: list[str], what: str, env: dict[str, str]
     return json.loads(out.stdout)["search"]["wall_s"], process, cpu
 
 
-def targets(runs: int) -> None:
-    """The issues' four rows: min / median / max over `runs` fresh processes."""
+@contextlib.contextmanager
+def revision(rev: str):
+    """A temporary worktree of git revision `rev` beside this checkout, with this checkout's
+    compiled rollout simulation when that revision's source of it is the same."""
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp) / "rev"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
+                        str(where), rev], check=True)
+        try:
+            if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "--",
+                               "planner/cost/_rollout_sim.c"]).returncode != 0:
+                raise SystemExit(f"--against {rev}: its planner/cost/_rollout_sim.c is not this "
+                                 "checkout's; time that revision from a checkout built there")
+            for built in (ROOT / "planner" / "cost").glob("_rollout_sim*.so"):
+                shutil.copy2(built, where / "planner" / "cost")
+            yield where
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(where)], check=False)
+
+
+def targets(runs: int, against: str | None = None) -> None:
+    """The issues' four rows: min / median / max over `runs` fresh processes; with `against`,
+    that git revision's too, run by run in turn with this checkout's (a shared host's speed
+    drifts within the hour: only figures taken side by side compare)."""
     def spread(xs: list[float]) -> str:
         return f"{min(xs):5.2f} / {statistics.median(xs):5.2f} / {max(xs):5.2f}"
 
     print(f"{runs} runs each, seconds min / median / max (a shared machine: rerun to judge; "
           "cpu: the CPU time of the process and its children — CP-SAT's worker threads, the "
           "work beside the search)")
-    print(f"{'case':36} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
+    print(f"{'case':46} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
           f"{'target':>6}")
-    env = as_installed()  # with Python's bytecode cache, as rlplan is installed
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        checkouts = {"": (ROOT, as_installed())}  # with Python's bytecode cache, as installed
+        if against:
+            old = stack.enter_context(revision(against))
+            checkouts[against] = (old, {**as_installed(old), "PYTHONPATH": str(old)})
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         for label, scenario_, flags, what, target in TARGETS:
             path = scenario_
             if isinstance(scenario_, dict):
-                path = Path(tmp) / "ppo-1024.yaml"
+                path = tmp / "ppo-1024.yaml"
                 path.write_text(yaml.safe_dump(scenario_))
-            times = [run_once(path, flags, what, env) for _ in range(runs)]
-            inside, process, cpu = ([t[k] for t in times] for k in range(3))
-            print(f"{label:36} {what:8} {spread(inside):>21} {spread(process):>21} "
-                  f"{spread(cpu):>21} {target:6.1f}", flush=True)
+            times: dict[str, list] = {name: [] for name in checkouts}
+            for _ in range(runs):
+                for name, (root, env) in checkouts.items():
+                    times[name].append(run_once(path, flags, what, env, root))
+            for name, got in times.items():
+                inside, process, cpu = ([t[k] for t in got] for k in range(3))
+                case = f"{label} {'at ' + name if name else ''}"
+                print(f"{case:46} {what:8} {spread(inside):>21} {spread(process):>21} "
+                      f"{spread(cpu):>21} {target:6.1f}", flush=True)
 
 
 ACTORS = {"7B": "qwen2.5-7b", "70B": "llama-3.1-70b", "235B-MoE": "qwen3-235b-a22b"}
@@ -247,6 +281,9 @@ def main() -> None:
                         help="estimate brute force only, never run it")
     parser.add_argument("--explained", action="store_true",
                         help="also time `rlplan plan` as run (with its what-if searches)")
+    parser.add_argument("--against", metavar="REV",
+                        help="also time git revision REV's target rows, run by run in turn "
+                        "with this checkout's")
     parser.add_argument("--phases", action="store_true",
                         help="where the two target commands' search spends its time instead")
     args = parser.parse_args()
@@ -254,7 +291,7 @@ def main() -> None:
         phases(args.runs)
         return
     if not args.matrix:
-        targets(args.runs)
+        targets(args.runs, args.against)
         return
     gpus_list = ([int(g) for g in args.gpus.split(",")] if args.gpus else
                  GPUS[:2] if args.quick else GPUS)

@@ -33,14 +33,14 @@ def rlplan() -> list[str]:
                                   "from planner.cli.main import main; main()"]
 
 
-def as_installed() -> dict[str, str]:
+def as_installed(root: Path = REPO) -> dict[str, str]:
     """This environment as an installed rlplan runs in: with Python's bytecode cache, written
     here once (pip compiles a package's modules when it installs it, and Python caches an
     editable one's on first import). This machine's environment sets
     PYTHONDONTWRITEBYTECODE=1, which makes every process compile rlplan's sources again:
     0.13 s more to each command that plans."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "planner")],
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "planner")],
                    env=env, check=True)
     return env
 

@@ -25,8 +25,9 @@ from planner.search.deadline import Deadline
 from planner.search.space import Space
 
 MIN_CANDIDATES = 1000
-"""Spaces with fewer candidates are solved here only: on bench/search_speed.py's cases their
-solves take hundredths of a second, about what forking the process costs."""
+"""Spaces with fewer candidates are solved here only: timed once on bench/search_speed.py's
+scenarios (a one-off run, not a bench figure), their solves took hundredths of a second,
+about what forking the process costs."""
 
 
 def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None:

@@ -152,9 +152,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
 
 
 PIN_BESIDE_VARIABLES = 2000
-"""Models this large are pinned beside the solves that follow (`pin_beside`): measured on
-bench/search_speed.py's cases, smaller ones pin in under 0.07 s, a few times what forking
-the process costs; larger ones in 0.18–0.54 s."""
+"""Models this large are pinned beside the solves that follow (`pin_beside`): timed once on
+bench/search_speed.py's scenarios (a one-off run, not a bench figure), smaller ones pinned in
+under 0.07 s, a few times what forking the process costs; larger ones in 0.18–0.54 s."""
 
 
 def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,

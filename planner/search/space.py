@@ -274,9 +274,9 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
 
 
 MIN_ITEMS_BESIDE = 16
-"""Fewer (task, size) pairs of training and forwards than this are priced here alone: the
-8-GPU example's 8 price in 0.07 s, about what forking a large process costs (a 64-GPU MoE's
-18 in 1.1 s)."""
+"""Fewer (task, size) pairs of training and forwards than this are priced here alone: timed
+once (a one-off run, not a bench figure), the 8-GPU example's 8 priced in 0.07 s, about what
+forking a large process costs, and a 64-GPU MoE's 18 in 1.1 s."""
 
 
 def _priced(space: Space, todo: Iterable[tuple[Task, int, int]], heads: dict[str, Head],
