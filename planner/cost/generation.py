@@ -58,6 +58,7 @@ from planner.cost.states import (
     Precision,
     params_per_gpu_stage,
     pipeline_stage_layers,
+    stages_that_can_peak,
 )
 from planner.cost.time import Seconds, compute_rate
 from planner.cost.variants import LayoutVariants
@@ -115,7 +116,7 @@ def _stages(spec: ModelSpec, layout: Layout | LayoutVariants, kv_tokens: Num, de
             options: ActivationOptions, reserve_bytes: float) -> list[MemoryBreakdown]:
     """The generation memory of each pipeline stage's GPUs (`memory_generation_per_gpu`)."""
     out = []
-    for k in range(layout.pp):
+    for k in stages_that_can_peak(spec, layout.pp):  # (the rest never exceed these)
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep,
                                    etp=expert_tp(layout, "generation"), stage=k)
         weights = precision.weight_bytes * sp_.total

@@ -57,6 +57,7 @@ from planner.cost.states import (
     Precision,
     bytes_model_states,
     params_per_gpu_stage,
+    stages_that_can_peak,
 )
 from planner.cost.variants import LayoutVariants, isin, where
 from planner.plan import ROLE_STAGES, Layout, expert_tp
@@ -177,7 +178,8 @@ def memory_training_per_gpu(
     gathers = (layout.zero >= 3) | params_host
     b = layout.micro_batch
     out = []
-    for k in range(layout.pp):
+    for k in stages_that_can_peak(spec, layout.pp, layout.first_stage_layers,
+                                  layout.last_stage_layers):
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
                                    stage=k, head=head, first=layout.first_stage_layers,
                                    last=layout.last_stage_layers)
@@ -233,7 +235,8 @@ def memory_forward_per_gpu(
     b = layout.micro_batch
     tokens = seq_len / layout.cp * b
     out = []
-    for k in range(layout.pp):
+    for k in stages_that_can_peak(spec, layout.pp, layout.first_stage_layers,
+                                  layout.last_stage_layers):
         sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
                                    stage=k, head=head, first=layout.first_stage_layers,
                                    last=layout.last_stage_layers)

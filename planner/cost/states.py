@@ -185,6 +185,26 @@ def _layer_params(spec: ModelSpec, tp: int, ep: int, etp: int
     return dense, moe_nonrouted, counts.routed_experts / n_moe / (ep * etp)
 
 
+@lru_cache(maxsize=1024)
+def stages_that_can_peak(spec: ModelSpec, pp: int, first: int | None = None,
+                         last: int | None = None) -> tuple[int, ...]:
+    """The pipeline stages whose memory per GPU can be the largest, in order: the first, the
+    last, and each middle stage whose layers (dense and MoE counts) no earlier middle stage
+    has. A later middle stage with the same layers holds the same parameters and no more
+    activations (1F1B keeps fewer micro-batches in flight further down the pipeline), so it
+    never exceeds the earlier one, which `memory.peak_stage` takes on ties: pricing only these
+    gives the same peak, in a fraction of the time for a deep pipeline."""
+    kept, seen = [], set()
+    for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, pp, first, last)):
+        n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
+        if 0 < k < pp - 1:
+            if (len(layers), n_moe) in seen:
+                continue
+            seen.add((len(layers), n_moe))
+        kept.append(k)
+    return tuple(kept)
+
+
 @lru_cache(maxsize=4096)  # pure in hashable arguments; the search re-asks per variant
 def params_per_gpu_stage(spec: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1,
                          etp: int = 1, stage: int = 0, head: Head = Head.POLICY,

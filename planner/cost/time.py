@@ -413,17 +413,21 @@ def _stages(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants, gpu: H
             nbytes, comm.link_p2p(gpu, 2, stride=stride))
 
     out = []
+    made: dict[tuple[int, int, bool], _Stage] = {}  # stages with the same layers are alike
     for k, layers in enumerate(pipeline_stage_layers(spec.num_hidden_layers, L.pp,
                                                      L.first_stage_layers, L.last_stage_layers)):
         n_moe = spec.moe.moe_layers.count(layers.start, layers.stop) if spec.moe else 0
-        counts = {False: len(layers) - n_moe, True: n_moe}
-        parts = {f.name: sum(n * getattr(kinds[moe], f.name) for moe, n in counts.items() if n)
-                 for f in fields(_Stage)}
-        if k == L.pp - 1:  # the last stage also runs the head and the loss
-            parts["compute"] += head_cost.compute
-            parts["memory"] += head_cost.memory
-        parts["pp_comm"] = pp_send
-        out.append(_Stage(**parts))
+        key = (len(layers), n_moe, k == L.pp - 1)
+        if key not in made:
+            counts = {False: len(layers) - n_moe, True: n_moe}
+            parts = {f.name: sum(n * getattr(kinds[moe], f.name)
+                                 for moe, n in counts.items() if n) for f in fields(_Stage)}
+            if k == L.pp - 1:  # the last stage also runs the head and the loss
+                parts["compute"] += head_cost.compute
+                parts["memory"] += head_cost.memory
+            parts["pp_comm"] = pp_send
+            made[key] = _Stage(**parts)
+        out.append(made[key])
     return tuple(out)  # memoised: shared by every caller, so immutable
 
 
