@@ -336,10 +336,6 @@ class Model:
         (`canonical`, unless not `pin`): the same whatever the worker count."""
         started = time.monotonic()
         solver = new_solver(deadline.left(), workers, seed)
-        # Probing costs more than it prunes when proving these optima (measured on
-        # bench/pools.py's PPO 4×70B two-pool options: 1.3–2.2× faster without). Only here: the
-        # canonical solve keeps its parameters, its first solution (the plan) depends on them.
-        solver.parameters.cp_model_probing_level = 0
         code = solver.Solve(self.m)
         status = STATUS.get(code, "UNKNOWN")
         nvars = len(self.m.Proto().variables)
@@ -409,8 +405,11 @@ def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolve
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     # Presolve costs more than it saves on these models (measured by bench/search_speed.py:
-    # PPO 4×70B on 8 GPUs 1.0 s → 0.06 s per solve, on 64 GPUs 3.8 s → 1.4 s).
+    # PPO 4×70B on 8 GPUs 1.0 s → 0.06 s per solve, on 64 GPUs 3.8 s → 1.4 s), and so does
+    # probing (bench/pools.py's PPO 4×70B two-pool options: 1.3–2.2× faster without; the
+    # 1,024-GPU PPO case's canonical pins 0.22 / 0.13 / 0.25 s → 0.15 / 0.13 / 0.18 s).
     solver.parameters.cp_model_presolve = False
+    solver.parameters.cp_model_probing_level = 0
     return solver
 
 

@@ -49,7 +49,6 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
     bound = [v for key, v in model.x.items() if model.cand(key).bound]
     model.m.Minimize(2 * model.objective - sum(bound))
     solver = cpsat.new_solver(deadline.left(), workers, 0)
-    solver.parameters.cp_model_probing_level = 0  # as `cpsat.Model.solve`
     if solver.Solve(model.m) != cp_model.OPTIMAL or any(solver.Value(v) for v in bound):
         return None
     choice = model.chosen(solver)
