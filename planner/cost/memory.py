@@ -147,6 +147,8 @@ def peak_stage(breakdowns: list[MemoryBreakdown]) -> MemoryBreakdown:
     if not any(isinstance(m.total, np.ndarray) for m in breakdowns):
         return max(breakdowns, key=lambda m: m.total)
     stage = np.argmax(np.broadcast_arrays(*(m.total for m in breakdowns)), axis=0)
+    if np.all(stage == stage.flat[0]):  # one stage peaks for every candidate
+        return breakdowns[int(stage.flat[0])]
     return MemoryBreakdown(**{f.name: np.choose(stage, [getattr(m, f.name) for m in breakdowns])
                               for f in fields(MemoryBreakdown)})
 
