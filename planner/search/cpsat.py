@@ -220,12 +220,10 @@ class Model:
                                if t is gen else rollout)
                         held = 0 if (swapped and t is gen) else resident
                         m.Add(held + own + need <= pool.budget_mib)
-                        if t is gen:  # a bound: the size above its gap does not fit here
-                            for v, c in own_terms:
-                                if c.bound:
-                                    m.Add(held + c.persistent_mib + c.upper_mib
-                                          + (c.reshard_mib if k == 0 else 0)
-                                          >= pool.budget_mib + 1).OnlyEnforceIf(v)
+                        bounds = list(_must_not_fit(own_terms, pool.budget_mib, k == 0)
+                                      if t is gen else ())
+                        if bounds:  # a bound: the size past its gap does not fit here
+                            m.Add(held >= _weighted(bounds))
 
     def add_objective(self) -> None:
         """Iteration time: stage maxima over groups, the controller's host time, sync, fusion
@@ -376,6 +374,20 @@ class Model:
                 slot[key[0]] = key[1]
                 candidate[key[0]] = self.cand(key)
         return Choice(sizes, slot, candidate, on)
+
+
+def _must_not_fit(gen_terms: list, budget_mib: int, co_located: bool
+                  ) -> Iterable[tuple[cp_model.IntVar, int]]:
+    """The generation's bound candidates (`Candidate.bound`) with the resident MiB each needs
+    beside it for the size past its gap not to fit: held ≥ Σ need·literal says "held ≥ need
+    where chosen" for all of them at once (one of the task's literals is true), in one
+    constraint rather than one per candidate, each repeating the resident sum."""
+    for v, c in gen_terms:
+        if c.bound:
+            need = budget_mib + 1 - c.persistent_mib - c.upper_mib - (
+                c.reshard_mib if co_located else 0)
+            if need > 0:  # held ≥ 0 always
+                yield v, need
 
 
 def _weighted(terms: Iterable[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
