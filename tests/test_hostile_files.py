@@ -227,6 +227,17 @@ def test_stdout_on_a_full_device_is_one_error_line():
                                            "output elsewhere"]
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    # `rlplan gpus | head -1`: the rest is not wanted, so no error line, and the status a
+    # shell gives a process SIGPIPE ends (as `yes | head` does)
+    child = subprocess.Popen([sys.executable, "-c", "from planner.cli.main import main; main()",
+                              "gpus"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=REPO)
+    child.stdout.close()  # before the command has written anything
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 141 and err == b""
+
+
 # --- an MoE config with no MoE layer ---------------------------------------------------------
 
 def _moe_config(**changes) -> dict:

@@ -72,10 +72,17 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+EXIT_READER_GONE = 128 + 13
+"""A command whose reader closed standard output (`rlplan gpus | head`) ends quietly with the
+status a shell gives a process SIGPIPE ends, as `yes | head` does."""
+
+
 class _GuardedStdout:
-    """sys.stdout while a command runs: a write that fails (a full disk, a closed pipe) is an
-    InputError naming standard output, reported as every other error, instead of an OSError
-    from wherever the write happened. The rest is the stream's own."""
+    """sys.stdout while a command runs: a write that fails (a full disk) is an InputError
+    naming standard output, reported as every other error, instead of an OSError from wherever
+    the write happened; one whose reader has gone (a closed pipe) ends the command quietly
+    (`EXIT_READER_GONE`): what it would have printed is not wanted. The rest is the stream's
+    own."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -93,8 +100,10 @@ class _GuardedStdout:
         except OSError as exc:
             raise self._failed(exc) from None
 
-    def _failed(self, exc: OSError) -> InputError:
+    def _failed(self, exc: OSError) -> BaseException:
         self.failed = True
+        if isinstance(exc, BrokenPipeError):
+            return SystemExit(EXIT_READER_GONE)
         return InputError(f"standard output: cannot write it ({exc.strerror or exc}); free "
                           "space or send the output elsewhere")
 
