@@ -119,11 +119,15 @@ def test_the_children_search_within_the_commands_deadline(monkeypatch):
     plan(sc, deadline=deadline)
     # PPO at staleness 0, no shared critic allowed: the staleness and the shared-critic
     # what-ifs, each offered to a child with the one deadline (never a limit of its own), as
-    # are the pins of the options shown beside the best
+    # are the pins of the options shown beside the best; the pricing's turns with the
+    # pricing's share of it, as the pricing here has
     what_ifs = [args for fn, args in given if fn is solve._best_of]
     assert len(what_ifs) == 2
-    assert all(deadline in args for _, args in given)
+    assert all(deadline in args for fn, args in given if fn is not space._priced)
     assert any(fn is solve._pins for fn, _ in given)
+    pricing = [args[-1] for fn, args in given if fn is space._priced]
+    assert pricing and all(d.started == deadline.started and d.ends <= deadline.ends
+                           for d in pricing)
 
 
 def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch):
