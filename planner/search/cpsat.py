@@ -473,10 +473,8 @@ def _solve_priced(space: Space, deadline: Deadline, workers: int, seed: int,
     optimum is proven under it (`_limited`; none under a cutoff: status BEATEN): the same
     objective and bound as with neither, found sooner. The plan is any optimal one."""
     started = time.monotonic()
-    start = incumbent(space)
     full = space
-    if start is not None:
-        space = prune(space, score(space, start))
+    space, start = by_incumbent(full)
     carried = min((c for ch in seeds if (c := carry(full, ch)) is not None),
                   key=lambda ch: score(full, ch), default=None)
     limits = [score(full, ch) for ch in (start, carried) if ch is not None]
@@ -488,7 +486,7 @@ def _solve_priced(space: Space, deadline: Deadline, workers: int, seed: int,
         if limit is not None and (start is None or limit < score(full, start)):
             result = _limited(full, carried, limit, cutoff, deadline, workers, seed)
         else:
-            result = _model(space, start).solve(deadline, workers, seed, pin=False)
+            result = hinted_model(space, start).solve(deadline, workers, seed, pin=False)
         if result.choice is not None or result.status in ("INFEASIBLE", BEATEN) or known is None:
             return result
     if known is None:  # no time to build the model, and no plan known: nothing known
@@ -499,7 +497,15 @@ def _solve_priced(space: Space, deadline: Deadline, workers: int, seed: int,
                   result.variables if result else 0, space.kept, greedy=True)
 
 
-def _model(space: Space, start: Choice | None) -> Model:
+def by_incumbent(space: Space) -> tuple[Space, Choice | None]:
+    """`space` cut by a greedy incumbent's score (`bounds.prune`: the optimum is unchanged),
+    and the incumbent, a plan (None: none found, nothing cut)."""
+    start = incumbent(space)
+    return (space if start is None else prune(space, score(space, start))), start
+
+
+def hinted_model(space: Space, start: Choice | None) -> Model:
+    """The model of `space`, `start` (a plan of it, or None) its hint."""
     model = Model(space).build()
     if start is not None:
         model.hint(start)
@@ -543,17 +549,15 @@ def pin(space: Space, result: Result, deadline: Deadline, seed: int = 0) -> Resu
 def _canonical(space: Space, result: Result, deadline: Deadline, seed: int) -> Result:
     if result.pinned or deadline.left() < MIN_MODEL_S:
         return result
-    space = refine.priced_only(space)  # the optimum is a plan: only plans are canonical
-    start = incumbent(space)
-    pruned = space if start is None else prune(space, score(space, start))
-    return _pin(pruned, start, result, deadline, seed)
+    # the optimum is a plan: only plans are canonical
+    return _pin(*by_incumbent(refine.priced_only(space)), result, deadline, seed)
 
 
 def _pin(space: Space, start: Choice | None, found: Result, deadline: Deadline, seed: int
          ) -> Result:
     """Pin `found`'s optimum in the model of `space` (pruned by the incumbent `start`)."""
     started = time.monotonic()
-    pinned = _model(space, start)
+    pinned = hinted_model(space, start)
     choice = pinned.canonical(found.objective, deadline, seed)
     return dataclasses.replace(found, choice=choice or found.choice, pinned=True,
                                variables=len(pinned.m.Proto().variables),

@@ -19,7 +19,6 @@ from ortools.sat.python import cp_model
 
 from planner.search import cpsat
 from planner.search.aside import Ends
-from planner.search.bounds import incumbent, prune
 from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.space import Space
@@ -41,11 +40,8 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
     started = time.monotonic()
     if generation_slot(space) is None or deadline.left() < cpsat.MIN_MODEL_S:
         return None
-    start = incumbent(space)
-    pruned = space if start is None else prune(space, score(space, start))
-    model = cpsat.Model(pruned).build()
-    if start is not None:
-        model.hint(start)
+    pruned, start = cpsat.by_incumbent(space)
+    model = cpsat.hinted_model(pruned, start)
     bound = [v for key, v in model.x.items() if model.cand(key).bound]
     model.m.Minimize(2 * model.objective - sum(bound))
     solver = cpsat.new_solver(deadline.left(), workers, 0)
