@@ -26,6 +26,10 @@ except SystemExit:
     pass
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
+_TINY = ("algorithm: grpo\nmodels: {actor: qwen2.5-0.5b, reference: actor, reward: verifier}\n"
+         "workload: {prompts_per_step: 8, samples_per_prompt: 2, prompt_len: 128, "
+         "response_len: 256, max_response_len: 512}\n"
+         "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n")  # a search of a second
 # what no quick command needs: the solver, pictures and Ray, the search and the cost model, the
 # framework presets (a scenario naming none), numpy's random generators (lengths' statistics)
 HEAVY = ("ortools", "pandas", "matplotlib", "ray", "planner.search", "planner.cost",
@@ -75,6 +79,32 @@ def test_evaluate_loads_no_solver_and_plan_no_pictures():
     assert {"matplotlib", "planner.sweep", "ortools"}.isdisjoint(plan)
 
 
+def test_plan_loads_the_solver_without_pandas(tmp_path):
+    """OR-Tools' cp_model imports pandas for helpers rlplan never calls (`search/sat.py`): a
+    search loads the solver, not pandas."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(_TINY)
+    modules = _imported("plan", str(scenario), "--json")
+    assert "planner.search.cpsat" in modules and "ortools.sat.python.cp_model" in modules
+    assert "pandas" not in modules
+
+
+def test_cp_models_pandas_helpers_still_work():
+    """cp_model loaded through `search/sat.py` imports pandas when one of its pandas helpers is
+    called, and the helper gives what it gives with pandas loaded first."""
+    out = _run(code="""
+import sys
+from planner.search.sat import cp_model
+assert "pandas" not in sys.modules
+import pandas as pd
+m = cp_model.CpModel()
+x = m.new_int_var_series("x", pd.Index(["a", "b"]), 0, 3)
+print(type(x).__name__, list(x.index), "pandas" in sys.modules)
+""")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["Series", "['a',", "'b']", "True"]
+
+
 # --- --time-limit counts from the process's start ----------------------------------------------
 
 def test_the_entry_point_counts_from_the_process_start():
@@ -99,11 +129,7 @@ def test_a_plans_clock_includes_what_ran_before_the_command(tmp_path):
     """The plan JSON's wall time counts from the process's start: a process that waited half
     a second before calling the entry point reports at least that."""
     scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(
-        "algorithm: grpo\nmodels: {actor: qwen2.5-0.5b, reference: actor, reward: verifier}\n"
-        "workload: {prompts_per_step: 8, samples_per_prompt: 2, prompt_len: 128, "
-        "response_len: 256, max_response_len: 512}\n"
-        "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n")
+    scenario.write_text(_TINY)
     out = _run("plan", str(scenario), "--json", code="""
 import sys, time
 time.sleep(0.5)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ortools.sat.python import cp_model
+from planner.search.sat import cp_model
 
 from planner.plan import STAGES
 from planner.search import refine

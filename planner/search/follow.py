@@ -20,7 +20,7 @@ from planner.frameworks.capabilities import Capabilities
 from planner.search.candidate import Candidate, front_of
 
 if TYPE_CHECKING:  # OR-Tools loads only where a model is built (`rlplan evaluate` needs none)
-    from ortools.sat.python import cp_model
+    from planner.search.sat import cp_model
 
 
 def agree(caps: Capabilities | None, candidate: Mapping[str, Candidate]) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from ortools.sat.python import cp_model
+from planner.search.sat import cp_model
 
 from planner.search import cpsat
 from planner.search.aside import Ends
