@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from io import StringIO
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from planner.cli.views import regime_sentence, rollout_section
+from planner.cost.report import percentile
 from planner.pictures.timeline import RUNNING_LABEL, draw, render
 from planner.plan import InterModel, Plan
 from tests.conftest import REPO
@@ -205,3 +209,13 @@ def test_the_advice_follows_what_was_priced(cli, write):
     assert "and so would TP 1 with 8 replicas" in regime_sentence(many[2])
     assert sum(few[1]["parts"].values()) > sum(few[2]["parts"].values())
     assert "(TP 1 with 8 replicas prices slower" in regime_sentence(few[2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 1 << 20), min_size=1, max_size=60),
+       st.sampled_from([0, 10, 25, 50, 75, 90, 95, 99, 100]))
+def test_response_length_percentiles_are_numpys(lengths, q):
+    """The plan's response-length percentiles are np.percentile's, to the last bit (computed
+    without it: `report.percentile`)."""
+    values = np.array(lengths, dtype=np.int64)
+    assert percentile(values, q) == float(np.percentile(values, q))

@@ -79,14 +79,15 @@ def test_evaluate_loads_no_solver_and_plan_no_pictures():
     assert {"matplotlib", "planner.sweep", "ortools"}.isdisjoint(plan)
 
 
-def test_plan_loads_the_solver_without_pandas(tmp_path):
-    """OR-Tools' cp_model imports pandas for helpers rlplan never calls (`search/sat.py`): a
-    search loads the solver, not pandas."""
+def test_plan_loads_the_solver_without_pandas_or_numpy_ma(tmp_path):
+    """OR-Tools' cp_model imports pandas for helpers rlplan never calls (`search/sat.py`), and
+    np.percentile imports numpy.ma (`report.percentile`): a search loads the solver, not
+    them."""
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(_TINY)
     modules = _imported("plan", str(scenario), "--json")
     assert "planner.search.cpsat" in modules and "ortools.sat.python.cp_model" in modules
-    assert "pandas" not in modules
+    assert "pandas" not in modules and "numpy.ma" not in modules
 
 
 def test_cp_models_pandas_helpers_still_work():

@@ -133,6 +133,17 @@ RUNNING_POINTS = 200
 """Points of the running-sequences curve a plan JSON carries (the timeline draws it)."""
 
 
+def percentile(values: np.ndarray, q: float) -> float:
+    """numpy's default percentile (linear), the same float, without `np.percentile`: its
+    `np.unique` imports numpy.ma, a fiftieth of a second of every `rlplan plan`."""
+    s = np.sort(values)
+    virtual = (len(s) - 1) * (q / 100)
+    lo = int(np.floor(virtual))
+    a, b, gamma = s[lo], s[min(lo + 1, len(s) - 1)], virtual - lo
+    # numpy's interpolation: from the nearer end, as `np.lib._function_base_impl._lerp`
+    return float(b - (b - a) * (1 - gamma) if gamma >= 0.5 else a + (b - a) * gamma)
+
+
 def rollout_summary(sc: Scenario, r: Rollout) -> dict:
     """The rollout as the plan JSON explains it: KV cache and concurrency, where the time goes,
     the regime, preemption and carried tokens, the response lengths, and the slowest replica's
@@ -155,8 +166,7 @@ def rollout_summary(sc: Scenario, r: Rollout) -> dict:
         "smaller_tp": (dict(zip(("tp", "dp", "time_s"), r.smaller_tp, strict=True))
                        if r.smaller_tp else None),
         "response_lengths": {"mean": float(lengths.mean()),
-                             "p50": float(np.percentile(lengths, 50)),
-                             "p90": float(np.percentile(lengths, 90)),
+                             "p50": percentile(lengths, 50), "p90": percentile(lengths, 90),
                              "max": int(lengths.max())},
         "running": curve,
     }
