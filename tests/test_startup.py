@@ -106,6 +106,43 @@ print(type(x).__name__, list(x.index), "pandas" in sys.modules)
     assert out.stdout.split() == ["Series", "['a',", "'b']", "True"]
 
 
+_FAKE_CP_MODEL = """
+from __future__ import annotations
+import pandas as pd
+Alias = pd.Index | pd.Series  # read at load, as cp_model's type aliases are
+{more}
+def is_series(x) -> bool:
+    return isinstance(x, pd.Series)
+"""
+
+
+@pytest.mark.parametrize(("more", "threads", "stand_in"), [
+    ("", 1, True),  # as cp_model is today
+    ("Frame = pd.DataFrame", 1, False),  # a release reading more of pandas at load
+    ("", 2, False),  # another thread could import pandas meanwhile
+])
+def test_the_stand_in_is_used_only_where_safe(tmp_path, more, threads, stand_in):
+    """`sat.load` imports a module against the pandas stand-in only in a one-thread process
+    and only when the stand-in has what the module reads at load; either way the module works
+    with the real pandas, and the stand-in is never left in `sys.modules`."""
+    (tmp_path / "fake_cp_model.py").write_text(_FAKE_CP_MODEL.format(more=more))
+    out = _run(str(tmp_path), str(threads), code="""
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+stop = threading.Event()
+for _ in range(int(sys.argv[2]) - 1):
+    threading.Thread(target=stop.wait, daemon=True).start()
+from planner.search.sat import load
+module = load("fake_cp_model")
+loaded_early = "pandas" in sys.modules
+import pandas as pd
+print(loaded_early, module.is_series(pd.Series([1])), sys.modules["pandas"] is pd)
+stop.set()
+""")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(not stand_in), "True", "True"]
+
+
 # --- --time-limit counts from the process's start ----------------------------------------------
 
 def test_the_entry_point_counts_from_the_process_start():
