@@ -11,7 +11,6 @@ from planner.cost.iteration import evaluate
 from planner.cost.report import to_plan
 from planner.errors import InfeasibleError, InputError
 from planner.frameworks import parse_name, release_of
-from planner.importers import import_config
 from planner.plan import Plan, PlanInput
 from planner.specs.files import parse_json, read_text, validate_as
 from planner.specs.scenario import Scenario, load_scenario
@@ -38,6 +37,7 @@ def load_baseline(path: Path, sc: Scenario, source: Path | Mapping[str, Any] | N
         if recorded is not None:
             framework = parse_name(str(recorded), f"--baseline {path}: field 'framework'")
     else:
+        from planner.importers import import_config  # the script readers: only for a script
         imported = import_config(text, sc)
         data = imported.plan
         framework = (release_of(imported.fmt, imported.reading.release)

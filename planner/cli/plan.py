@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,12 +15,14 @@ from planner.cli.output import reports_errors
 from planner.cli.report import Html, page_output, page_path
 from planner.cli.views import emit_plan, searching
 from planner.errors import InputError
-from planner.export import FORMATS, Export
-from planner.export import export as make_export
+from planner.export import FORMATS
 from planner.pictures import picture_format
 from planner.plan import Plan
 from planner.search.deadline import Deadline
 from planner.specs.scenario import load_scenario
+
+if TYPE_CHECKING:
+    from planner.export import Export
 
 
 @o.scenario_flags()
@@ -85,6 +87,7 @@ def _plan(path: Path | None, flags: dict, as_json: bool, out: Path | None,
             version = target[1]
 
         def exporter(data: dict) -> Export:
+            from planner.export import export as make_export  # the exporters: only for --export
             return make_export(data, sc, fmt, version)
 
     def title(result: Plan) -> str:

@@ -6,21 +6,23 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 
 from planner.cli.baseline import baseline_lines
-from planner.cli.export import export_output, show_notes
 from planner.cli.files import Output, write_outputs
 from planner.cli.output import console, fail, print_json
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
-from planner.export import Export
 from planner.pictures import picture_format
 from planner.plan import SCHEMA_VERSION, InterModel, Layout, Plan, expert_tp
 from planner.search.explain import BINDING_MARGIN, memory_binds
+
+if TYPE_CHECKING:
+    from planner.export import Export
 
 PARTS = (("prefill", "prefill"), ("decode", "decode to 90% done"),
          ("decode_tail", "decode after 90% done"),
@@ -73,6 +75,8 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
     if page is not None:
         files.append(page(data))
     config = exporter(data) if exporter is not None else None
+    if config is not None:
+        from planner.cli.export import export_output, show_notes  # only for --export
     if config is not None and export_out is not None:
         files.append(export_output(config, export_out, "--export-out"))
     write_outputs(files)

@@ -1,11 +1,5 @@
-"""Framework exporters: a plan JSON → a config for verl, OpenRLHF, DeepSpeed, Megatron-LM or
-NeMo-RL.
-
-`export(plan, sc, fmt, version)` is the one entry point; each target lives in its own module
-as a pure function. Every key an exporter writes is checked against the target's own key list
-(`planner/export/keys/`, generated from the releases by tools/refresh_keys.py), and the tests
-run every export through the frameworks' own config code (tests/export/test_frameworks.py).
-"""
+"""`export` and `parse_framework`: the package's API (`planner/export/__init__.py`), with
+what dispatching to the exporters needs."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ from planner.errors import InputError
 from planner.export.as_run import running_notes
 from planner.export.base import Export, ExportError, training_software_notes
 from planner.export.deepspeed import export_deepspeed
+from planner.export.formats import FORMATS
 from planner.export.keys import VERSIONS, check_version
 from planner.export.megatron import export_megatron
 from planner.export.nemo_rl import export_nemo_rl
@@ -24,11 +19,8 @@ from planner.export.verl import export_verl
 from planner.frameworks import capabilities, releases
 from planner.specs.scenario import Scenario
 
-FORMATS = ("verl", "openrlhf", "deepspeed", "megatron", "nemo-rl")
 EXPORTERS = {"verl": export_verl, "openrlhf": export_openrlhf, "deepspeed": export_deepspeed,
              "megatron": export_megatron, "nemo-rl": export_nemo_rl}
-
-__all__ = ["FORMATS", "VERSIONS", "Export", "ExportError", "export", "parse_framework"]
 
 
 def parse_framework(text: str, flag: str = "--framework") -> tuple[str, str]:
