@@ -6,7 +6,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from planner.search import brute
-from planner.search.bounds import incumbent, lower_bound, prune, stage_floors
+from planner.search.bounds import (
+    incumbent,
+    lower_bound,
+    placement_lower_bound,
+    prune,
+    space_lower_bound,
+    stage_floors,
+)
 from planner.search.choice import fits, meets_target, score, valid
 from planner.search.space import build_space
 from tests.test_search import inter, objectives, scenarios, small
@@ -37,3 +44,27 @@ def test_bounds_hold_on_every_choice(flags, option, objective):
     bound = score(space, start)
     assert best is not None and bound >= best
     assert brute.solve(prune(space, bound))[0] == best  # pruning keeps the optimum
+
+
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(flags=scenarios, option=inter, objective=objectives)
+def test_the_placement_bound_holds_and_is_no_weaker(flags, option, objective):
+    """`placement_lower_bound` is at most every choice's score (priced plans, and the same
+    with the KV cache that fits where the generation sits: brute force's space) and at least
+    the static `space_lower_bound`; None exactly when there is no choice at all."""
+    staleness, fusion, swap, overlap_sync, partial = option
+    space = build_space(small(**flags, **objective), staleness=staleness, fusion=fusion,
+                        swap=swap, overlap_sync=overlap_sync, partial=partial, slots=2)
+    bound, static = placement_lower_bound(space), space_lower_bound(space)
+    if static is None:
+        assert bound is None
+        return
+    scores = [score(space, ch) for ch in brute.enumerate_choices(space)]
+    if bound is None:
+        assert scores == []
+        return
+    assert bound >= static
+    assert all(bound <= s for s in scores)
+    best = brute.solve(space)[0]  # with the KV caches that fit where they sit too
+    assert best is None or bound <= best

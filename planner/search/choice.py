@@ -39,12 +39,7 @@ def valid(space: Space, ch: Choice) -> bool:
     group."""
     used = [s > 0 for s in ch.sizes]
     on = tuple(ch.pool(k) for k in range(len(ch.sizes)))
-    if not used[0] or ch.slot["actor.training"] != 0 or not pool_gpus_ok(space.pools, ch.sizes,
-                                                                         on):
-        return False
-    if any(used[k + 1] and not used[k] for k in range(len(used) - 1)):
-        return False
-    if not slots_ordered(ch.sizes, on):
+    if ch.slot["actor.training"] != 0 or not sizes_valid(space, ch.sizes, on):
         return False
     if any(u and not any(ch.slot[t.name] == k for t in space.tasks) for k, u in enumerate(used)):
         return False
@@ -64,6 +59,14 @@ def valid(space: Space, ch: Choice) -> bool:
         return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
                for group in [frozenset(t.name for t in space.tasks if ch.slot[t.name] == k)])
+
+
+def sizes_valid(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
+    """`valid`'s rules on the slot sizes (on pools `on`) alone: slot 0 used, used slots
+    first, the groups fit each pool, the slots after slot 0 ordered."""
+    used = [s > 0 for s in sizes]
+    return (used[0] and not any(used[k + 1] and not used[k] for k in range(len(used) - 1))
+            and pool_gpus_ok(space.pools, sizes, on) and slots_ordered(sizes, on))
 
 
 def generation_slot(space: Space) -> str | None:

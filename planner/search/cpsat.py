@@ -14,16 +14,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from planner.search.sat import cp_model
-
 from planner.plan import STAGES
 from planner.search import refine
-from planner.search.bounds import carry, incumbent, prune, space_lower_bound
+from planner.search.bounds import carry, incumbent, placement_lower_bound, prune, space_lower_bound
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
 from planner.search.choice import Choice, allowed_groups, generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.follow import add_follows
 from planner.search.ranges import check_range, horizon_of, most_weighted
+from planner.search.sat import cp_model
 from planner.search.space import GPU_WEIGHT, Space
 
 BEATEN = "BEATEN"  # proven to score above the caller's cutoff (`solve`): no plan it needs
@@ -517,12 +516,13 @@ def _limited(full: Space, carried: Choice | None, limit: int, cutoff: int | None
     """`solve` with the objective limited to `limit`, below the greedy incumbent's score (when
     there is one): the choices within it are those of `full` pruned by the limit
     (`bounds.prune`), hinted with the `carried` plan when it is within.
-    None within — no candidate left to a task, the static bound above it, or CP-SAT proving
-    it — can only be under the `cutoff`: BEATEN, bound `limit` + 1. A proven optimum is
-    unpinned: its canonical plan is that of the model without a limit (`pin`)."""
+    None within — no candidate left to a task, the bound over its placements above it
+    (`bounds.placement_lower_bound`), or CP-SAT proving it — can only be under the `cutoff`:
+    BEATEN, bound `limit` + 1. A proven optimum is unpinned: its canonical plan is that of the
+    model without a limit (`pin`)."""
     started = time.monotonic()
     within = prune(full, limit)
-    least = space_lower_bound(within)
+    least = placement_lower_bound(within)
     beaten = Result(BEATEN, None, None, limit + 1, 0.0, 0, within.kept)
     if least is None or least > limit:
         return dataclasses.replace(beaten, wall_s=time.monotonic() - started)
