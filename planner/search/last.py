@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import time
 
-from planner.search.sat import cp_model
-
 from planner.search import cpsat
 from planner.search.aside import Ends
 from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
+from planner.search.sat import cp_model
 from planner.search.space import Space
 
 MIN_CANDIDATES = 1000
