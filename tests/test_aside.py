@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import itertools
 import multiprocessing
+import multiprocessing.sharedctypes
 import multiprocessing.synchronize
 import os
 import sys
@@ -64,7 +65,7 @@ def test_without_a_deadline_the_parent_waits_for_the_answer():
 def test_a_large_space_priced_beside_without_a_deadline_is_the_same(monkeypatch):
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 8, "cluster.gpus_per_node": 8})
     beside = build_space(sc)  # no deadline: the parent waits for the child's share
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = build_space(sc)
     assert beside.candidates == alone.candidates and beside.priced == alone.priced
 
@@ -83,10 +84,10 @@ def test_the_what_if_beside_the_plan_says_what_it_says_after_it(monkeypatch):
     sc = load_scenario(None, SMALL)
     started = []
     real = aside.start
-    monkeypatch.setattr(aside, "start", lambda *a: started.append(1) or real(*a))
+    monkeypatch.setattr(aside, "start", lambda *a, **k: started.append(1) or real(*a, **k))
     beside = plan(sc)
     assert started  # PPO at staleness 0, no shared critic allowed: the what-if went aside
-    monkeypatch.setattr(aside, "start", lambda *a: None)
+    monkeypatch.setattr(aside, "start", lambda *a, **k: None)
     after = plan(sc)
     assert beside.explanation["what_if"] == after.explanation["what_if"]
     assert any("max_staleness 1" in note for note in after.explanation["what_if"])
@@ -114,7 +115,7 @@ def test_a_child_that_fails_leaves_the_what_if_to_the_plan(monkeypatch):
 def test_the_children_search_within_the_commands_deadline(monkeypatch):
     sc = load_scenario(None, SMALL)
     given = []
-    monkeypatch.setattr(aside, "start", lambda fn, *args: given.append((fn, args)) or None)
+    monkeypatch.setattr(aside, "start", lambda fn, *args, **k: given.append((fn, args)) or None)
     deadline = Deadline.after(60)
     plan(sc, deadline=deadline)
     # PPO at staleness 0, no shared critic allowed: the staleness and the shared-critic
@@ -135,10 +136,10 @@ def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch)
     # every model pinned beside the solves after it (`solve.pin_beside`)
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
     monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = plan(sc, explain=False)
     offered = []
-    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or _Died())
+    monkeypatch.setattr(aside, "start", lambda fn, *args, **k: offered.append(fn) or _Died())
     died = plan(sc, explain=False)
     assert {fn.__name__ for fn in offered} >= {"_priced", "pin"}
     assert died.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
@@ -149,10 +150,11 @@ def test_pins_beside_the_solves_are_the_plans_pinned_after_them(monkeypatch):
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 2, "cluster.gpus_per_node": 8})
     monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
     real, offered = aside.start, []
-    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or real(fn, *args))
+    monkeypatch.setattr(aside, "start",
+                        lambda fn, *args, **k: offered.append(fn) or real(fn, *args, **k))
     beside = plan(sc, explain=False)
     assert cpsat.pin in offered
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = plan(sc, explain=False)
     assert beside.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
 
@@ -189,7 +191,7 @@ def test_ends_give_each_position_to_one_end_once():
 @needs_fork
 def test_what_a_pricing_child_took_and_did_not_answer_is_priced_here(monkeypatch):
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 8, "cluster.gpus_per_node": 8})
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = build_space(sc)
     monkeypatch.undo()
     real = aside.start
@@ -207,7 +209,7 @@ def test_what_a_pricing_child_took_and_did_not_answer_is_priced_here(monkeypatch
 def test_without_shared_locks_the_shared_work_is_done_here(monkeypatch):
     # a platform without POSIX semaphores: no counter to share, so no turns and no ends
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = plan(sc, explain=False)
     monkeypatch.undo()
 
@@ -241,3 +243,61 @@ def test_a_child_that_cannot_start_leaves_no_pipe_open(monkeypatch):
     monkeypatch.setattr(type(ctx.Process()), "start", no_process)
     assert aside.start(_child_pid) is None
     assert len(opened) == 2 and all(end.closed for end in opened)
+
+
+def test_cores_are_taken_once_given_and_not_waited_for_once_unwanted():
+    cores = aside.Cores(0)
+    assert not cores.take(lambda: False)  # nothing wanted: no wait
+    started, wanted = time.monotonic(), iter([True, True, False])
+    assert not cores.take(lambda: next(wanted))  # none given: gives up once unwanted
+    assert time.monotonic() - started < 5
+    cores.give()
+    assert cores.take(lambda: True)
+    assert not cores.take(lambda: time.monotonic() - started < 0.05)  # taken already
+
+
+def test_least_keeps_the_least_reported():
+    least = aside.Least()
+    assert least.get() is None
+    for x in (7, 9, 3, 5):
+        least.lower(x)
+    assert least.get() == 3
+
+
+def _grandchild_then_wait(pid: multiprocessing.sharedctypes.Synchronized) -> None:
+    grandchild = aside.start(time.sleep, 60)
+    assert grandchild is not None  # a nested child may start children of its own
+    pid.value = grandchild.child.pid
+    time.sleep(60)
+
+
+@needs_fork
+def test_a_nested_child_ends_its_own_children_when_it_is_ended():
+    pid = multiprocessing.get_context("fork").Value("q", 0)
+    child = aside.start(_grandchild_then_wait, pid, nested=True)
+    deadline = time.monotonic() + 30
+    while not pid.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pid.value
+    child.close()  # terminated: it ends its child first
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid.value, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the grandchild outlived its parent")
+
+
+@needs_fork
+def test_a_what_ifs_last_options_solved_beside_give_the_same_answer():
+    """The staleness what-if's options, their last ones solved from the back in a child once
+    a core is idle (`last.least_from_the_back`), give the least objective and settledness
+    solving them in turn gives."""
+    sc = load_scenario(None, SMALL)
+    opts = solve._staleness_options(sc, False, None)
+    assert len(opts) > 2
+    alone = solve._best_of(sc, opts, Deadline.after(60), 1, None)
+    beside = solve._best_of(sc, opts, Deadline.after(60), 1, None, idle=aside.Cores(1))
+    assert beside == alone and alone[1]

@@ -45,7 +45,7 @@ def test_every_solve_ends_by_the_command_deadline(monkeypatch):
     monkeypatch.setattr(cpsat, "new_solver", recording)
     # the what-ifs in this process (a child's solves are not recorded here; that it gets the
     # same deadline: tests/test_aside.py)
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     sc = small(**PPO)  # staleness 0, no shared critic: two what-ifs searched after the plan
     deadline = Deadline.after(30)
     result = solve.plan(sc, deadline=deadline)

@@ -58,10 +58,11 @@ def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, n
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
     monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
     real, offered = aside.start, []
-    monkeypatch.setattr(aside, "start", lambda fn, *args: offered.append(fn) or real(fn, *args))
+    monkeypatch.setattr(aside, "start",
+                        lambda fn, *args, **k: offered.append(fn) or real(fn, *args, **k))
     beside = solve.plan(sc, explain=False)
     assert last.from_the_back in offered
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = solve.plan(sc, explain=False)
     assert beside.model_dump(exclude={"search"}) == alone.model_dump(exclude={"search"})
 
@@ -70,7 +71,7 @@ def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, n
 def test_what_the_child_took_and_did_not_answer_is_solved_here(monkeypatch):
     sc = load_scenario(None, {**CASES["ppo-0.5b-16gpu"], "search.time_limit_s": 120})
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
-    monkeypatch.setattr(aside, "start", lambda *args: None)
+    monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = solve.plan(sc, explain=False)
     monkeypatch.undo()
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)

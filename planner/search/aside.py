@@ -7,15 +7,18 @@ pricing, taken in turns with this process (`space.build_space`, `Turns`); the la
 a large search, solved from the back while this process solves from the front (`last.py`,
 `Ends`); the pins of the options shown (`solve.pin_beside` starts a large model's as soon as
 it is solved, `solve.pin_shown` every other one of the rest); and the what-ifs
-(`solve._what_if`), from a copy of what was priced. Their answers — candidates, optima, pinned
-plans, a few numbers — are the same as computed here; only the time differs.
+(`solve._what_if`), from a copy of what was priced. A what-if's child is `nested`: once this
+process waits for it and gives back its core (`Cores`), a child of its own solves the
+what-if's last options from the back, under the least objective either has found (`Least`).
+Their answers — candidates, optima, pinned plans, a few numbers — are the same as computed
+here; only the time differs.
 
 Forked, never spawned: a child that re-imported the package would lose what it gains. So only
 where `fork` is the platform's usual way (Linux), with at least two cores to run on, not from a
-daemon process (which may not have children), and not from a process connected to Ray (a Ray
-sweep's driver and workers run gRPC threads, which a fork does not carry safely). Anywhere else
-`start` returns None and the caller does the work itself, as it does when the child fails or
-does not answer by the deadline.
+daemon process (which may not have children) but a nested child, and not from a process
+connected to Ray (a Ray sweep's driver and workers run gRPC threads, which a fork does not
+carry safely). Anywhere else `start` returns None and the caller does the work itself, as it
+does when the child fails or does not answer by the deadline.
 """
 
 from __future__ import annotations
@@ -59,13 +62,14 @@ def possible() -> bool:
                 or multiprocessing.current_process().daemon or _in_ray())
 
 
-def start(fn: Callable[..., Any], *args: Any) -> Aside | None:
-    """`fn(*args)` running in a forked child, or None where none can run (`possible`)."""
+def start(fn: Callable[..., Any], *args: Any, nested: bool = False) -> Aside | None:
+    """`fn(*args)` running in a forked child, or None where none can run (`possible`).
+    `nested`: the child may start children of its own (`_run`)."""
     if not possible():
         return None
     ctx = multiprocessing.get_context("fork")
     mine, theirs = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_run, args=(theirs, fn, args), daemon=True)
+    child = ctx.Process(target=_run, args=(theirs, fn, args, nested), daemon=True)
     gc.freeze()  # the child's collector leaves what exists now alone: its pages stay shared
     try:
         child.start()
@@ -85,9 +89,9 @@ def _in_ray() -> bool:
 
 
 def shared(make: Callable[[], Any]) -> Any:
-    """`make()`, a `Turns` or `Ends` to share with a child forked after it — None where no
-    child can run (`possible`) or no shared memory and lock can be made (a platform without
-    POSIX semaphores): the caller then does all the work itself."""
+    """`make()`, a `Turns`, `Ends`, `Cores` or `Least` to share with a child forked after it —
+    None where no child can run (`possible`) or no shared memory and lock can be made (a
+    platform without POSIX semaphores): the caller then does all the work itself."""
     if not possible():
         return None
     try:
@@ -131,6 +135,11 @@ class Ends:
             self.bounds[0] = i + 1
             return i
 
+    def left(self) -> int:
+        """Positions neither end has taken."""
+        with self.bounds.get_lock():
+            return max(0, self.bounds[1] - self.bounds[0])
+
     def back(self) -> int | None:
         with self.bounds.get_lock():
             start, j = self.bounds[0], self.bounds[1] - 1
@@ -138,6 +147,45 @@ class Ends:
                 return None
             self.bounds[1] = j
             return j
+
+
+class Cores:
+    """Idle cores, given back by the process that idles (`give`) and taken by a child that
+    would work beside (`take`): so that such work starts where a core is free rather than
+    slowing the processes already running. Made before the children are forked (`shared`)."""
+
+    POLL_S = 0.005
+
+    def __init__(self, free: int = 0) -> None:
+        self.free = multiprocessing.get_context("fork").Semaphore(free)
+
+    def give(self) -> None:
+        self.free.release()
+
+    def take(self, wanted: Callable[[], bool]) -> bool:
+        """Wait for an idle core while `wanted()` (False: none was taken)."""
+        while wanted():
+            if self.free.acquire(timeout=self.POLL_S):
+                return True
+        return False
+
+
+class Least:
+    """The least of the numbers this process and its children report (`lower`), None before
+    any: an objective found in one, a cutoff for the others. Made before the children are
+    forked (`shared`)."""
+
+    def __init__(self) -> None:
+        self.value = multiprocessing.get_context("fork").Value("q", -1)
+
+    def get(self) -> int | None:
+        with self.value.get_lock():
+            return None if self.value.value < 0 else int(self.value.value)
+
+    def lower(self, x: int) -> None:
+        with self.value.get_lock():
+            if self.value.value < 0 or x < self.value.value:
+                self.value.value = x
 
 
 class Aside:
@@ -165,10 +213,13 @@ class Aside:
         self.conn.close()
 
 
-def _run(conn: Connection, fn: Callable[..., Any], args: tuple) -> None:
+def _run(conn: Connection, fn: Callable[..., Any], args: tuple, nested: bool) -> None:
     # Ctrl-C reaches the whole process group: the parent answers it (and ends this child);
     # the child printing a traceback of its own would break the one-line contract
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nested:  # children of its own (daemons: ended when it ends), and ended with it
+        multiprocessing.current_process().daemon = False
+        signal.signal(signal.SIGTERM, _end_with_children)
     try:
         answer: tuple[bool, Any] = (True, fn(*args))
     except BaseException as exc:  # any failure: the parent does the work itself
@@ -176,3 +227,11 @@ def _run(conn: Connection, fn: Callable[..., Any], args: tuple) -> None:
     with contextlib.suppress(OSError):  # the parent is gone: nobody to answer
         conn.send(answer)
     conn.close()
+
+
+def _end_with_children(signum: int, frame: Any) -> None:
+    """A nested child told to end (`Aside.close`) ends its own children first: none outlives
+    it."""
+    for child in multiprocessing.active_children():
+        child.terminate()
+    os._exit(128 + signum)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from planner.search import cpsat
-from planner.search.aside import Ends
+from planner.search.aside import Cores, Ends, Least
 from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.sat import cp_model
@@ -61,6 +61,24 @@ def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: 
     out = {}
     while (j := ends.back()) is not None:
         out[j] = alone(spaces[j], deadline, workers)
+    return out
+
+
+def least_from_the_back(spaces: list[Space], ends: Ends, least: Least, cores: Cores,
+                        deadline: Deadline, workers: int) -> dict[int, cpsat.Result]:
+    """For a search that needs only the least objective (`solve._best_of`): once a core is
+    idle (`cores`; nothing if the other end takes every position first), each position of
+    `spaces` taken from the back of `ends`, solved unpinned under the least objective either
+    process has found so far (`least`) as its cutoff, each optimum lowering it — by position.
+    An option proven above a cutoff is above the least objective, whichever process found it:
+    the same least objective, and the same options settled, as solving them in turn."""
+    out: dict[int, cpsat.Result] = {}
+    if not cores.take(lambda: ends.left() > 0 and not deadline.expired()):
+        return out
+    while (j := ends.back()) is not None:
+        out[j] = cpsat.solve(spaces[j], deadline, workers, cutoff=least.get(), pin=False)
+        if out[j].status == "OPTIMAL":
+            least.lower(out[j].objective)
     return out
 
 

@@ -85,7 +85,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             what: str = "inter-model option", caps: Capabilities | None = None,
             worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None,
             solved: Callable[[Outcome, list[int]], None] | None = None,
-            beside: Callable[[], bool] | None = None) -> list[Outcome]:
+            beside: Callable[[], bool] | None = None, idle: aside.Cores | None = None
+            ) -> list[Outcome]:
     """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
     of what is left of `deadline` (an option past it gets its greedy plan only); candidates
     priced once per scenario (`cache`), pricing itself stopping at the deadline.
@@ -102,7 +103,10 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     option's outcome once it is solved, and the optima proven so far (its own included).
     Where `beside()` says a child may run, the last options are solved (and pinned) in one
     beside the others, alone, an answer taken where it is what solving the option in its turn
-    gives (`last.py`)."""
+    gives (`last.py`). `idle` given: only the least objective is wanted (`_best_of`, `worse`
+    0), and the last options are solved beside from the back, whatever their size, once a core
+    is idle, under the least objective either process has found
+    (`last.least_from_the_back`), their answers taken as they are."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
@@ -121,10 +125,13 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
              else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
     ends = (aside.shared(lambda: aside.Ends(len(order)))
-            if len(order) > 1 and spaces[order[-1]].kept >= last.MIN_CANDIDATES
+            if len(order) > 1 and (idle or spaces[order[-1]].kept >= last.MIN_CANDIDATES)
             and beside is not None and beside() else None)
-    tail = (aside.start(last.from_the_back, [spaces[i] for i in order], ends, deadline,
-                        workers) if ends else None)
+    best = aside.shared(aside.Least) if ends and idle else None
+    in_order = [spaces[i] for i in order]
+    tail = (None if not ends else
+            aside.start(last.least_from_the_back, in_order, ends, best, idle, deadline, workers)
+            if best else aside.start(last.from_the_back, in_order, ends, deadline, workers))
     theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
@@ -140,10 +147,16 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             if theirs is None:
                 ok, answer = tail.result(aside.wait_s(share))
                 theirs = answer if ok else {}
-            result = last.as_if_last(theirs.get(n), cutoff(found, worse))
+            result = (theirs.get(n) if best else
+                      last.as_if_last(theirs.get(n), cutoff(found, worse)))
         if result is None:
-            result = cpsat.solve(spaces[i], share, workers, cutoff=cutoff(found, worse),
-                                 seeds=seeds, pin=False)
+            limit = cutoff(found, worse)
+            if best and (theirs_least := best.get()) is not None:
+                limit = theirs_least if limit is None else min(limit, theirs_least)
+            result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
+                                 pin=False)
+            if best and result.status == "OPTIMAL":
+                best.lower(result.objective)
         out[i] = Outcome(opts[i], result, spaces[i])
         if solved is not None:
             solved(out[i], found + ([out[i].result.objective]
@@ -266,6 +279,9 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     `asides` (for `plan` to end them), the what-ifs' by what they ask."""
     allowed = options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps)
     cache = PriceCache()
+    # the cores a what-if's child may solve its last options on beside it: none while this
+    # process and that child are busy, one more each time this process waits for one
+    cores = aside.shared(lambda: aside.Cores(max(0, aside.cores() - 2))) if explain else None
 
     def free() -> bool:
         # the search's own children (the last options, pins as options are solved) only
@@ -274,7 +290,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
         return STALENESS_ASK not in asides
 
     def beside() -> None:  # forked once the options are priced: the child starts from them
-        if explain and (child := _staleness_aside(sc, deadline, caps, cache)) is not None:
+        if explain and (child := _staleness_aside(sc, deadline, caps, cache, cores)) is not None:
             asides[STALENESS_ASK] = child
 
     outcomes = _search(sc, allowed, deadline, workers, cache, progress, caps=caps,
@@ -295,7 +311,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
     best = ranked[0]
-    if explain and (child := _shared_aside(sc, best, deadline, caps, cache)) is not None:
+    if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
     pin_shown(ranked, deadline)
     if progress:
@@ -324,7 +340,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
     explanation["what_if"] = (_what_if(sc, best, deadline, workers, cache, progress, caps,
-                                       asides) if explain else [])
+                                       asides, cores) if explain else [])
     explanation["bounds"] = (f"{ev.iteration_time_s / ev.bounds['compute_s']:.1f}× the compute "
                              f"bound, {ev.iteration_time_s / ev.bounds['decode_s']:.1f}× the "
                              "decode-chain bound" if ev.bounds["decode_s"] else
@@ -377,24 +393,29 @@ def _staleness_options(sc: Scenario, shared: bool, caps: Capabilities | None) ->
 
 
 def _staleness_aside(sc: Scenario, deadline: Deadline, caps: Capabilities | None,
-                     cache: PriceCache) -> aside.Aside | None:
+                     cache: PriceCache, idle: aside.Cores | None) -> aside.Aside | None:
     """The staleness what-if, searched in a child process beside the plan's solves
     (`aside.py`, with a copy of what `cache` has priced) when its options do not wait for the
     plan: with no shared actor–critic among the plan's options, the best plan's is not
-    shared. None: searched after the plan, in this process."""
+    shared. None: searched after the plan, in this process. `idle`: the cores it may solve
+    its last options on beside it (`_best_of`)."""
     if sc.search.allow_shared_actor_critic and sc.critic is not None:
         return None
     opts = _staleness_options(sc, False, caps)
-    return aside.start(_best_of, sc, opts, deadline, 1, caps, cache) if opts else None
+    return (aside.start(_best_of, sc, opts, deadline, 1, caps, cache, None, idle, nested=True)
+            if opts else None)
 
 
 def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
              caps: Capabilities | None, cache: PriceCache | None = None,
-             progress: Progress | None = None) -> tuple[int | None, bool]:
+             progress: Progress | None = None, idle: aside.Cores | None = None
+             ) -> tuple[int | None, bool]:
     """The best objective among `opts` (None: no plan found) and whether it is settled (every
-    option proven: optimal, beaten or infeasible)."""
+    option proven: optimal, beaten or infeasible); `idle`: the cores the last options may be
+    solved on beside (`_search`)."""
     outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
-                       caps=caps, worse=0)  # only the best is compared
+                       caps=caps, worse=0,  # only the best is compared
+                       beside=(lambda: True) if idle else None, idle=idle)
     found = _feasible(outcomes)
     settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
     return (found[0].result.objective if found else None), settled
@@ -410,22 +431,24 @@ def _shared_options(sc: Scenario, best: Outcome, caps: Capabilities | None) -> l
     return [Option(o.staleness, o.fusion, True, o.swap, o.overlap_sync, o.partial)]
 
 
-def _shared_aside(sc: Scenario, best: Outcome, deadline: Deadline,
-                  caps: Capabilities | None, cache: PriceCache) -> aside.Aside | None:
+def _shared_aside(sc: Scenario, best: Outcome, deadline: Deadline, caps: Capabilities | None,
+                  cache: PriceCache, idle: aside.Cores | None) -> aside.Aside | None:
     """The shared-critic what-if, searched in a child process beside the plan's pins and the
     staleness what-if (None: searched after the plan, in this process)."""
     opts = _shared_options(sc, best, caps)
-    return aside.start(_best_of, sc, opts, deadline, 1, caps, cache) if opts else None
+    return (aside.start(_best_of, sc, opts, deadline, 1, caps, cache, None, idle, nested=True)
+            if opts else None)
 
 
 def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
              cache: PriceCache, progress: Progress | None = None,
-             caps: Capabilities | None = None, early: dict[str, aside.Aside] | None = None
-             ) -> list[str]:
+             caps: Capabilities | None = None, early: dict[str, aside.Aside] | None = None,
+             idle: aside.Cores | None = None) -> list[str]:
     """What staleness 1, or a shared critic, would buy when the user did not allow them — in
     what is left of the deadline (skipped, and said so, when nothing is). `early`: what-ifs
     already being searched beside the plan (`_staleness_aside`, `_shared_aside`), by what
-    they ask; one whose child fails is searched here."""
+    they ask; one whose child fails is searched here. Each wait for one gives `idle` this
+    process's core."""
     early = early or {}
     asks = [(STALENESS_ASK, _staleness_options(sc, best.option.shared, caps)),
             (SHARED_ASK, _shared_options(sc, best, caps))]
@@ -436,6 +459,8 @@ def _what_if(sc: Scenario, best: Outcome, deadline: Deadline, workers: int,
         if (child := early.get(what)) is not None:
             if progress:
                 progress(f"what-if: {what}")
+            if idle is not None:
+                idle.give()
             ok, answer = child.result(aside.wait_s(deadline))
             if ok:
                 notes.append(_what_if_note(sc, best, what, *answer))
