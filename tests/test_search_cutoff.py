@@ -129,7 +129,7 @@ def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
     outcomes = search._search(sc, options(sc, 1, False), search.Deadline.after(120), 1)
     ranked = search._feasible(outcomes)
     assert all(not o.result.pinned for o in ranked if o.result.status == "OPTIMAL")
-    search.pin_shown(ranked, search.Deadline.after(120))
+    search.pin_shown(ranked, search.Deadline.after(120))()  # the others pinned too
     shown = [id(o) for o in explain.shown(ranked)]
     assert len(shown) > 1
     for o in ranked:

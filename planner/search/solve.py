@@ -185,34 +185,52 @@ def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,
         o.pinning = asides[f"pin {len(asides)}"] = child
 
 
-def pin_shown(ranked: list[Outcome], deadline: Deadline) -> None:
+def pin_shown(ranked: list[Outcome], deadline: Deadline) -> Callable[[], None]:
     """Give the options whose plans are shown (`explain.shown`) their canonical plans
-    (`cpsat.pin`), in place: only those are needed, and each costs a second solve. Those
-    pinned beside the search (`pin_beside`) are collected; of the rest, every other one is
-    pinned in a child beside this process (`aside.py`) where one can run. A pin is a function
-    of its option's space and optimum alone, so the plans are the same either way."""
+    (`cpsat.pin`), in place: only those are needed, and each costs a second solve. The best
+    is pinned before this returns; the others beside it — those pinned beside the search
+    (`pin_beside`) collected, the rest taken in turns by a child (`aside.py`) where one can
+    run and by this process once it calls the function returned (which returns when all are
+    pinned): the plan prices the best meanwhile. A pin is a function of its option's space
+    and optimum alone, so the plans are the same either way."""
     todo = [o for o in shown(ranked) if not o.result.pinned]
     needed = {id(o) for o in todo}
     for o in ranked:  # not shown: their pins are not needed
         if o.pinning is not None and id(o) not in needed:
             o.pinning.close()
-    rest = [o for o in todo if o.pinning is None]
-    theirs = rest[1::2]
-    child = aside.start(_pins, theirs, deadline) if theirs else None
-    for o in rest if child is None else rest[::2]:
+    best = ranked[0]
+    rest = [o for o in todo if o.pinning is None and o is not best]
+    turns = aside.shared(lambda: aside.Turns(list(range(len(rest))))) if rest else None
+    child = aside.start(_pins, rest, turns, deadline) if turns else None
+    if id(best) in needed:
+        _collect(best, deadline)
+
+    def finish() -> None:
+        mine = {k: cpsat.pin(rest[k].space, rest[k].result, deadline)
+                for k in (turns if turns is not None else range(len(rest)))}
+        ok, theirs = child.result(aside.wait_s(deadline)) if child else (True, [])
+        pinned = {**(dict(theirs) if ok else {}), **mine}
+        for k, o in enumerate(rest):  # what a failed child took is pinned here
+            o.result = pinned[k] if k in pinned else cpsat.pin(o.space, o.result, deadline)
+        for o in todo:
+            if o is not best and o.pinning is not None:
+                _collect(o, deadline)
+    return finish
+
+
+def _collect(o: Outcome, deadline: Deadline) -> None:
+    """`o` pinned: from its child beside the search (`pin_beside`), else here."""
+    if o.pinning is not None:
+        ok, result = o.pinning.result(aside.wait_s(deadline))
+        o.result = result if ok else cpsat.pin(o.space, o.result, deadline)
+    else:
         o.result = cpsat.pin(o.space, o.result, deadline)
-    for o in todo:
-        if o.pinning is not None:
-            ok, result = o.pinning.result(aside.wait_s(deadline))
-            o.result = result if ok else cpsat.pin(o.space, o.result, deadline)
-    if child is not None:
-        ok, pinned = child.result(aside.wait_s(deadline))
-        for o, result in zip(theirs, pinned if ok else _pins(theirs, deadline), strict=True):
-            o.result = result
 
 
-def _pins(outcomes: list[Outcome], deadline: Deadline) -> list[cpsat.Result]:
-    return [cpsat.pin(o.space, o.result, deadline) for o in outcomes]
+def _pins(outcomes: list[Outcome], turns: aside.Turns, deadline: Deadline
+          ) -> list[tuple[int, cpsat.Result]]:
+    """The pins of the positions of `outcomes` taken from `turns`, by position."""
+    return [(k, cpsat.pin(outcomes[k].space, outcomes[k].result, deadline)) for k in turns]
 
 
 def cutoff(optima: list[int], worse: int) -> int | None:
@@ -313,7 +331,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     best = ranked[0]
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
-    pin_shown(ranked, deadline)
+    pinned_beside = pin_shown(ranked, deadline)  # the best pinned, the others beside
     if progress:
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
@@ -336,6 +354,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
                                                result.memory["capacity_gib"],
                                                result.memory["headroom_gib"])
+    pinned_beside()
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
