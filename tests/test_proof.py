@@ -16,12 +16,15 @@ from planner.cost.iteration import evaluate
 from planner.cost.legality import tp_problem
 from planner.errors import InfeasibleError
 from planner.plan import Layout, PlanInput
-from planner.search.choice import Choice, fits, valid
+from planner.search import cpsat, refine
+from planner.search.choice import Choice, fits, score, valid
+from planner.search.deadline import Deadline
 from planner.search.kv import kv_ladder, kv_levels
 from planner.search.option import options
 from planner.search.solve import plan, to_plan_input
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
+from tests.test_last import REFINES
 
 # memory-tight: a 1.5B policy with a long tail on 40 GB GPUs, where the KV cache that fits
 # beside the training state decides the rollout
@@ -135,3 +138,28 @@ def test_the_rollout_gets_the_kv_cache_that_fits_beside_the_training_state():
     assert best.search["status"] == "OPTIMAL"
     for p in perturbed(sc, best):
         assert p >= best.iteration_time_s - 0.01
+
+
+def test_an_optimum_at_its_bound_is_answered_without_another_round(monkeypatch):
+    """When the optimum over the priced sizes and the KV gaps' bounds uses a gap, and the plan
+    with the KV cache that fits where it sits scores that optimum, `cpsat.solve` answers it:
+    the objective refining and solving until no gap is used gives, and a plan of the space
+    (its KV size priced, no bound candidate)."""
+    sc = load_scenario(None, REFINES)
+    space = build_space(sc)
+    first = cpsat._solve_priced(space, Deadline.after(60), 1, 0, None, ())
+    assert refine.uses_bound(space, first.choice)  # the case in question
+    solves, real = [], cpsat._solve_priced
+    monkeypatch.setattr(cpsat, "_solve_priced", lambda *a: solves.append(1) or real(*a))
+    answered = cpsat.solve(space, 60, pin=False)
+    monkeypatch.undo()
+    assert len(solves) == 1  # no second solve to confirm it
+    rounds = build_space(sc)
+    while refine.uses_bound(rounds, (last := cpsat._solve_priced(
+            rounds, Deadline.after(60), 1, 0, None, ())).choice):
+        assert refine.refine(rounds, last.choice)
+    assert answered.status == "OPTIMAL" and answered.objective == last.objective
+    gen = answered.choice.candidate["actor.generation"]
+    ps = space.pools[answered.choice.pool(answered.choice.slot["actor.generation"])]
+    assert not gen.bound and gen.layout.kv_cache_tokens in kv_levels(space, ps, gen.layout)
+    assert score(space, answered.choice) == answered.objective

@@ -436,9 +436,10 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     """The optimum of `space` over every KV cache size, by `time_limit_s` (seconds, or a
     deadline): `_solve_priced` over its priced and bound candidates; while that optimum uses a
     bound candidate, a KV size inside its gap is priced (`refine.refine`) and the space solved
-    again — `space` keeps what was priced. An optimum without bound candidates is one over
-    every KV size (`kv.py`); one cut short by the deadline or `MAX_KV_ROUNDS` answers its plan
-    with the KV cache that fits where it sits (`refine.realize`), FEASIBLE, the bound kept.
+    again — `space` keeps what was priced — unless that plan with the KV cache that fits where
+    it sits (`refine.realize`) scores the optimum: then it is one. An optimum without bound
+    candidates is one over every KV size (`kv.py`); one cut short by the deadline or
+    `MAX_KV_ROUNDS` answers that plan, FEASIBLE, the bound kept.
     `pin`: the canonical plan of a proven optimum (`pin`)."""
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
@@ -448,9 +449,15 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
         result = _solve_priced(space, deadline, workers, seed, cutoff, seeds)
         if result.choice is None or not refine.uses_bound(space, result.choice):
             break
+        plan = refine.realize(space, result.choice)
+        if result.status == "OPTIMAL" and score(space, plan) == result.objective:
+            # the plan with the KV cache that fits where it sits scores the optimum over every
+            # KV size's lower bounds: it is an optimum over them all
+            refine.refine(space, result.choice, neighbours=False)  # its size, in the space
+            result = dataclasses.replace(result, choice=plan)
+            break
         if rounds == MAX_KV_ROUNDS or deadline.left() < MIN_MODEL_S or not refine.refine(
                 space, result.choice):
-            plan = refine.realize(space, result.choice)
             result = dataclasses.replace(result, status="FEASIBLE", choice=plan,
                                          objective=int(score(space, plan)))
             break

@@ -67,12 +67,12 @@ def kv_for_room(space: Space, p: int, layout: Layout, room: int) -> int | None:
     return space.cache.kv_fits[key]
 
 
-def refine(space: Space, ch: Choice) -> bool:
+def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
     """Price the KV size that fits where the generation of `ch` sits — `ch` uses a bound
-    candidate, so the size lies inside its gap — and, in the same pass, the sizes it would get
-    beside each other candidate of a task it shares its group with (the contexts the solver
-    would otherwise visit one solve at a time; at most `MAX_NEIGHBOURS`). False when there
-    is nothing new to price."""
+    candidate, so the size lies inside its gap — and, in the same pass (unless not
+    `neighbours`), the sizes it would get beside each other candidate of a task it shares its
+    group with (the contexts the solver would otherwise visit one solve at a time; at most
+    `MAX_NEIGHBOURS`). False when there is nothing new to price."""
     gen = space.generation
     assert gen is not None
     k = ch.slot[gen.name]
@@ -83,7 +83,7 @@ def refine(space: Space, ch: Choice) -> bool:
     if fit is None or fit in priced:
         return False
     sizes = {fit}
-    for t in (t for t in space.tasks if t is not gen and ch.slot[t.name] == k):
+    for t in (t for t in space.tasks if neighbours and t is not gen and ch.slot[t.name] == k):
         for c in space.candidates.get((t.name, p, g), []):
             if len(sizes) > MAX_NEIGHBOURS:
                 break
