@@ -179,6 +179,25 @@ main()
     assert json.loads(out.stdout)["search"]["wall_s"] >= 0.5
 
 
+def test_a_process_that_ran_a_shell_before_python_counts_from_the_entry_point(tmp_path):
+    """A shell runs the last command of `bash -c "a && b"` in its own process (exec), so the
+    process's start is the shell's: what the shell ran before (an install, here a sleep) is
+    not the command's and does not count against its time limit (`clock.MAX_START_UP_S`)."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(_TINY)
+    gap = 2.5  # over MAX_START_UP_S
+    entry = ("import sys\nfrom planner.cli.main import main\n"
+             "sys.argv = ['rlplan', *sys.argv[1:]]\nmain()")
+    started = time.monotonic()
+    out = subprocess.run(
+        ["bash", "-c", f'sleep {gap} && exec "$0" -c "$1" plan "$2" --json', sys.executable,
+         entry, str(scenario)], capture_output=True, text=True, cwd=REPO, timeout=300,
+        check=False)
+    took = time.monotonic() - started
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["search"]["wall_s"] < took - gap / 2  # Python's part only
+
+
 _EXIT_STATE = """
 import gc, os, sys
 from planner.cli.main import main

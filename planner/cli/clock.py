@@ -25,11 +25,22 @@ def process_started() -> float | None:
     return time.monotonic() - age
 
 
+MAX_START_UP_S = 2.0
+"""More than this from the process's start to the entry point's first line is not Python's
+start-up (tens of milliseconds; a second or so when a fresh install compiles its modules): the
+process ran another program before it became Python — a shell runs the last command of
+`bash -c "pip install . && rlplan plan …"` in its own process, which started before the
+install — and the command counts from the entry point instead."""
+
+
 def mark_start(fallback: float) -> None:
     """The entry point: commands count from the process's start (or `fallback`, the earliest
-    time the entry point saw, where the system does not say)."""
+    time the entry point saw, where the system does not say or the start is another
+    program's: `MAX_START_UP_S`)."""
     global _started
-    _started = process_started() or fallback
+    started = process_started()
+    _started = (started if started is not None and fallback - started <= MAX_START_UP_S
+                else fallback)
     _started = min(_started, fallback)
 
 
