@@ -43,12 +43,14 @@ def test_an_optimum_that_priced_a_kv_size_more_is_not_answered():
     assert space.priced > priced
 
 
-def test_an_optimum_answered_alone_is_the_pinned_one():
+def test_an_optimum_answered_alone_pins_to_the_plan_solved_in_turn():
     sc = load_scenario(None, CASES["ppo-0.5b-16gpu"])
-    answered = last.alone(build_space(sc), Deadline.after(60), 1)
-    assert answered is not None and answered.pinned
+    space = build_space(sc)
+    answered = last.alone(space, Deadline.after(60), 1)
+    assert answered is not None and not answered.pinned  # pinned if shown, by the search
+    pinned = cpsat.pin(space, answered, Deadline.after(60))
     here = cpsat.solve(build_space(sc), 60, 1)
-    assert (answered.objective, answered.choice) == (here.objective, here.choice)
+    assert (pinned.objective, pinned.choice) == (here.objective, here.choice)
 
 
 @needs_fork

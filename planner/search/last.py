@@ -3,9 +3,9 @@
 With the options solved one after another, each under the optima and plans found before it
 (`solve.cutoff`, seeds), the second core has nothing to do. So a child process solves them from
 the last one back (`aside.Ends`) until it meets this process coming from the first, each with no
-seeds and no cutoff, and pins their optima (`cpsat.pin`). An answer is taken only where it is
-what solving the option in its turn gives: an optimum within the cutoff there, so proven
-OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
+seeds and no cutoff; the options shown are pinned later (`solve.pin_shown`). An answer is taken
+only where it is what solving the option in its turn gives: an optimum within the cutoff there,
+so proven OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
 `kv.py`) reaches, so neither solve priced a KV size more (`refine.py`) — the space after both
 is the one priced, and the optimum's pin, a function of the space and the optimum, the same.
 Else the option is solved here as if no child had run.
@@ -29,8 +29,9 @@ about what forking the process costs."""
 
 
 def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None:
-    """`space` solved with no seeds and no cutoff and pinned — None unless that is an optimum
-    no plan with a bound candidate reaches (nor beats: then the search prices a KV size more).
+    """`space` solved with no seeds and no cutoff — None unless that is an optimum no plan
+    with a bound candidate reaches (nor beats: then the search prices a KV size more). Unpinned:
+    the search pins the options it shows (`solve.pin_shown`), in whichever process is free.
 
     One solve says both: among the plans of least objective it prefers one with a bound
     candidate (at most one is chosen, the generation's): minimise 2 × objective − that
@@ -48,10 +49,9 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
         return None
     choice = model.chosen(solver)
     objective = int(score(space, choice))
-    result = cpsat.Result("OPTIMAL", choice, objective, objective,
+    return cpsat.Result("OPTIMAL", choice, objective, objective,
                           time.monotonic() - started, len(model.m.Proto().variables),
                           pruned.kept, pinned=False)
-    return cpsat.pin(space, result, deadline)
 
 
 def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: int
