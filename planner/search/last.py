@@ -49,9 +49,8 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
         return None
     choice = model.chosen(solver)
     objective = int(score(space, choice))
-    return cpsat.Result("OPTIMAL", choice, objective, objective,
-                          time.monotonic() - started, len(model.m.Proto().variables),
-                          pruned.kept, pinned=False)
+    return cpsat.Result("OPTIMAL", choice, objective, objective, time.monotonic() - started,
+                        len(model.m.Proto().variables), pruned.kept, pinned=False)
 
 
 def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: int
@@ -82,9 +81,9 @@ def least_from_the_back(spaces: list[Space], ends: Ends, least: Least, cores: Co
     return out
 
 
-def as_if_last(pinned: cpsat.Result | None, cutoff: int | None) -> cpsat.Result | None:
+def as_if_last(answer: cpsat.Result | None, cutoff: int | None) -> cpsat.Result | None:
     """`alone`'s answer where it is what solving the option in its turn, under `cutoff`,
     gives."""
-    if pinned is None or (cutoff is not None and pinned.objective > cutoff):
+    if answer is None or (cutoff is not None and answer.objective > cutoff):
         return None
-    return pinned
+    return answer

@@ -101,9 +101,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     plans: an optimum's is any optimal one until `pin_shown` makes it the canonical one.
     `priced` is called once every option is priced, before the solves; `solved` with each
     option's outcome once it is solved, and the optima proven so far (its own included).
-    Where `beside()` says a child may run, the last options are solved (and pinned) in one
-    beside the others, alone, an answer taken where it is what solving the option in its turn
-    gives (`last.py`). `idle` given: only the least objective is wanted (`_best_of`, `worse`
+    Where `beside()` says a child may run, the last options are solved in one beside the
+    others, alone, an answer taken where it is what solving the option in its turn gives
+    (`last.py`). `idle` given: only the least objective is wanted (`_best_of`, `worse`
     0), and the last options are solved beside from the back, whatever their size, once a core
     is idle, under the least objective either process has found
     (`last.least_from_the_back`), their answers taken as they are."""
@@ -127,11 +127,12 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     ends = (aside.shared(lambda: aside.Ends(len(order)))
             if len(order) > 1 and (idle or spaces[order[-1]].kept >= last.MIN_CANDIDATES)
             and beside is not None and beside() else None)
-    best = aside.shared(aside.Least) if ends and idle else None
+    least_found = aside.shared(aside.Least) if ends and idle else None
     in_order = [spaces[i] for i in order]
     tail = (None if not ends else
-            aside.start(last.least_from_the_back, in_order, ends, best, idle, deadline, workers)
-            if best else aside.start(last.from_the_back, in_order, ends, deadline, workers))
+            aside.start(last.least_from_the_back, in_order, ends, least_found, idle, deadline,
+                        workers) if least_found
+            else aside.start(last.from_the_back, in_order, ends, deadline, workers))
     theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
@@ -147,16 +148,16 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             if theirs is None:
                 ok, answer = tail.result(aside.wait_s(share))
                 theirs = answer if ok else {}
-            result = (theirs.get(n) if best else
+            result = (theirs.get(n) if least_found else
                       last.as_if_last(theirs.get(n), cutoff(found, worse)))
         if result is None:
             limit = cutoff(found, worse)
-            if best and (theirs_least := best.get()) is not None:
-                limit = theirs_least if limit is None else min(limit, theirs_least)
+            if least_found and (either := least_found.get()) is not None:
+                limit = either if limit is None else min(limit, either)
             result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
                                  pin=False)
-            if best and result.status == "OPTIMAL":
-                best.lower(result.objective)
+            if least_found and result.status == "OPTIMAL":
+                least_found.lower(result.objective)
         out[i] = Outcome(opts[i], result, spaces[i])
         if solved is not None:
             solved(out[i], found + ([out[i].result.objective]
@@ -331,7 +332,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     best = ranked[0]
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
-    pinned_beside = pin_shown(ranked, deadline)  # the best pinned, the others beside
+    pin_the_rest = pin_shown(ranked, deadline)  # the best pinned, the others beside
     if progress:
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
@@ -354,7 +355,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
                                                result.memory["capacity_gib"],
                                                result.memory["headroom_gib"])
-    pinned_beside()
+    pin_the_rest()
     explanation["alternatives"] = alternatives(best, ranked, _delta)
     if (idle := idle_gpus(sc, best.space, sum(g.gpus for g in plan_in.groups))) is not None:
         explanation["idle_gpus"] = idle
