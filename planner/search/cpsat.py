@@ -75,18 +75,23 @@ class Model:
                   for i in range(len(space.candidates.get((t.name, p, s), [])))}
 
     def hint(self, ch: Choice) -> None:
-        """Suggest `ch` (a feasible choice of this space) as the first solution to try."""
-        sp, m = self.space, self.m
+        """Suggest `ch` (a feasible choice of this space) as the first solution to try: every
+        variable's value, appended to the model's hint at once (what `AddHint` on each would
+        append, in the same order, at a fraction of the time)."""
+        sp = self.space
+        pairs: list[tuple[cp_model.IntVar, bool]] = []
         for k in range(sp.slots):
-            m.AddHint(self.used[k], ch.sizes[k] > 0)
-            for p, s in sp.shapes:
-                m.AddHint(self.y[k, p, s], ch.sizes[k] == s and ch.pool(k) == p)
+            pairs.append((self.used[k], ch.sizes[k] > 0))
+            pairs += [(self.y[k, p, s], ch.sizes[k] == s and ch.pool(k) == p)
+                      for p, s in sp.shapes]
         for key, v in self.x.items():
             name, k, p, s, _ = key
-            m.AddHint(v, ch.slot[name] == k and ch.sizes[k] == s and ch.pool(k) == p
-                      and self.cand(key) is ch.candidate[name])
-        for (name, k), v in self.a.items():
-            m.AddHint(v, ch.slot[name] == k)
+            pairs.append((v, ch.slot[name] == k and ch.sizes[k] == s and ch.pool(k) == p
+                          and self.cand(key) is ch.candidate[name]))
+        pairs += [(v, ch.slot[name] == k) for (name, k), v in self.a.items()]
+        hint = self.m.Proto().solution_hint
+        hint.vars.extend(v.Index() for v, _ in pairs)  # Boolean variables: indices ≥ 0
+        hint.values.extend(int(value) for _, value in pairs)
 
     def cand(self, key: tuple[str, int, int, int, int]):
         name, _, p, s, i = key
