@@ -349,3 +349,32 @@ def test_sweep_rows_say_timeout_in_json_csv_table_and_picture(cli, tmp_path):
     assert "timeout (no plan in its time)" in svg.read_text()
     table = cli(*args).stdout
     assert table.count("timeout") >= 3 and "infeasible" not in table
+
+
+_INTERRUPTED_SOLVE = """
+import os, random, signal, threading
+from planner.search import cpsat
+from planner.search.sat import cp_model
+r = random.Random(0)
+m = cp_model.CpModel()
+xs = [m.new_bool_var(f"x{i}") for i in range(400)]
+for _ in range(20):
+    m.add(sum(r.randint(5, 60) * x for x in xs) <= 3000)
+m.maximize(sum(r.randint(1, 100) * x for x in xs))
+threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    cpsat.new_solver(1.5, 1, 0).Solve(m)  # a knapsack no solve proves within the limit
+    print("swallowed")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_during_a_solve_interrupts_the_command():
+    """Ctrl-C during a CP-SAT solve is the command's, not CP-SAT's: its own handler would end
+    the solve and swallow the interrupt (the command went on as if nothing had happened), and
+    could leave the default action behind (a later Ctrl-C killed the process, its children
+    left running)."""
+    out = subprocess.run([sys.executable, "-c", _INTERRUPTED_SOLVE], capture_output=True,
+                         text=True, cwd=REPO, timeout=120, check=False)
+    assert out.stdout.split() == ["interrupted"], out.stderr

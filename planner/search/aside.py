@@ -233,6 +233,9 @@ def _run(conn: Connection, fn: Callable[..., Any], args: tuple, nested: bool) ->
 def _end_with_children(signum: int, frame: Any) -> None:
     """A nested child told to end (`Aside.close`) ends its own children first: none outlives
     it."""
-    for child in multiprocessing.active_children():
+    children = multiprocessing.active_children()
+    for child in children:
         child.terminate()
+    for child in children:  # reaped, not left to whoever adopts them
+        child.join(GRACE_S)
     os._exit(128 + signum)

@@ -426,6 +426,11 @@ def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolve
     # 1,024-GPU PPO case's canonical pins 0.22 / 0.13 / 0.25 s → 0.15 / 0.13 / 0.18 s).
     solver.parameters.cp_model_presolve = False
     solver.parameters.cp_model_probing_level = 0
+    # CP-SAT's own Ctrl-C handler would end the solve and swallow the interrupt (the command
+    # went on with what it had), and could leave the default action behind it (a later Ctrl-C
+    # killed the process, its children left running): Python's stays, and the interrupt is
+    # raised once the solve returns, by its time limit at the latest
+    solver.parameters.catch_sigint_signal = False
     return solver
 
 
