@@ -75,12 +75,12 @@ def emit_plan(make: Callable[[], Plan], as_json: bool, out: Path | None,
     if page is not None:
         files.append(page(data))
     config = exporter(data) if exporter is not None else None
-    if config is not None:
-        from planner.cli.export import export_output, show_notes  # only for --export
     if config is not None and export_out is not None:
+        from planner.cli.export import export_output  # the exporters: only for --export
         files.append(export_output(config, export_out, "--export-out"))
     write_outputs(files)
     if config is not None:
+        from planner.cli.export import show_notes
         show_notes(config)
     if as_json:
         print_json(data)

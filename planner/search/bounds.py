@@ -94,19 +94,23 @@ def time_lower_bounds(space: Space, cands: list[Candidate], floors: dict[str, in
     return t.tolist()
 
 
+def least_bounds(space: Space) -> dict[tuple[str, int, int], int]:
+    """The least `lower_bound` among the candidates of each (task, pool, size) that has any."""
+    floors = stage_floors(space)
+    return {key: min(lower_bounds(space, cands, key[1], key[2], floors))
+            for key, cands in space.candidates.items() if cands}
+
+
 def space_lower_bound(space: Space) -> int | None:
     """A lower bound on the score of every choice of `space` (None if a task has no candidate):
     each choice uses one candidate of every task, so it scores at least the least
     `lower_bound` among each task's candidates — the largest of those minima."""
-    floors = stage_floors(space)
-    least = []
-    for t in space.tasks:
-        bounds = [min(lower_bounds(space, cands, p, size, floors)) for p, size in space.shapes
-                  if (cands := space.candidates.get((t.name, p, size)))]
-        if not bounds:
-            return None
-        least.append(min(bounds))
-    return max(least, default=None)
+    least = least_bounds(space)
+    per_task = [[b for (name, _, _), b in least.items() if name == t.name]
+                for t in space.tasks]
+    if not all(per_task):
+        return None
+    return max((min(bounds) for bounds in per_task), default=None)
 
 
 MAX_PLACEMENTS = 30_000
@@ -129,10 +133,9 @@ def placement_lower_bound(space: Space) -> int | None:
     if len(shapes) * (len(shapes) + 1) ** (space.slots - 1) * space.slots ** len(names) \
             > MAX_PLACEMENTS:
         return space_lower_bound(space)
-    floors = stage_floors(space)
-    least = {key: (min(lower_bounds(space, cands, key[1], key[2], floors)),
-                   min(sum(c.time_ms.values()) for c in cands))
-             for key, cands in space.candidates.items() if cands}
+    least = least_bounds(space)
+    least_busy = {key: min(sum(c.time_ms.values()) for c in space.candidates[key])
+                  for key in least}
     best = None
     trainer = names.index("actor.training")
     for chosen in product(shapes, *[[(0, 0), *shapes]] * (space.slots - 1)):
@@ -148,11 +151,11 @@ def placement_lower_bound(space: Space) -> int | None:
             keys = [(n, on[k], sizes[k]) for n, k in zip(names, slots, strict=True)]
             if any(key not in least for key in keys):  # no candidate there
                 continue
-            bound = max(least[key][0] for key in keys)
+            bound = max(least[key] for key in keys)
             if space.staleness >= 1:
                 busy = dict.fromkeys(slots, 0)
                 for key, k in zip(keys, slots, strict=True):
-                    busy[k] += least[key][1]
+                    busy[k] += least_busy[key]
                 bound = max(bound, objective_value(space, max(busy.values()), gpus, weighted))
             if (best is None or bound < best) and valid(
                     space, Choice(sizes, dict(zip(names, slots, strict=True)), {}, on)):

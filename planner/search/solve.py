@@ -124,10 +124,10 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     least = ([None] * len(spaces) if deadline.expired()
              else [space_lower_bound(space) for space in spaces])
     order = sorted(range(len(opts)), key=lambda i: (least[i] is None, least[i] or 0, i))
-    ends = (aside.shared(lambda: aside.Ends(len(order)))
-            if len(order) > 1 and (idle or spaces[order[-1]].kept >= last.MIN_CANDIDATES)
-            and beside is not None and beside() else None)
-    least_found = aside.shared(aside.Least) if ends and idle else None
+    beside_ok = len(order) > 1 and (idle is not None or (
+        beside is not None and beside() and spaces[order[-1]].kept >= last.MIN_CANDIDATES))
+    ends = aside.shared(lambda: aside.Ends(len(order))) if beside_ok else None
+    least_found = aside.shared(aside.Least) if ends and idle is not None else None
     in_order = [spaces[i] for i in order]
     tail = (None if not ends else
             aside.start(last.least_from_the_back, in_order, ends, least_found, idle, deadline,
@@ -434,8 +434,7 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     option proven: optimal, beaten or infeasible); `idle`: the cores the last options may be
     solved on beside (`_search`)."""
     outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
-                       caps=caps, worse=0,  # only the best is compared
-                       beside=(lambda: True) if idle else None, idle=idle)
+                       caps=caps, worse=0, idle=idle)  # only the best is compared
     found = _feasible(outcomes)
     settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
     return (found[0].result.objective if found else None), settled
