@@ -15,11 +15,31 @@ from planner.cost import time as T
 from planner.cost.generation import memory_generation_per_gpu
 from planner.cost.memory import memory_forward_per_gpu, memory_training_per_gpu
 from planner.cost.variants import LayoutVariants
+from planner.search.candidate import FRONT_BLOCK, front_of
 from planner.search.space import _candidates, build_space, heads_for, hide_refit
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model
 from planner.specs.scenario import load_scenario
 from planner.theory.shape import Head
+
+# --- pruning: the front of candidate keys ---------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda k: st.lists(
+    st.lists(st.integers(0, 4), min_size=k, max_size=k), min_size=1,
+    max_size=3 * FRONT_BLOCK)))
+def test_front_is_the_rows_no_other_beats(rows):
+    """`front_of` (checked a block at a time) keeps exactly the rows no other row beats or ties
+    in every number, the first of equal rows, in lexicographic order."""
+    keys = np.array(rows, dtype=np.int64)
+    expected = sorted(
+        (j for j in range(len(rows)) if not any(
+            all(a <= b for a, b in zip(rows[i], rows[j], strict=True))
+            and (rows[i] != rows[j] or i < j) for i in range(len(rows)) if i != j)),
+        key=lambda j: (rows[j], j))
+    assert front_of(keys) == expected
+
 
 # --- the search: numpy pass against one layout at a time ----------------------------------------
 

@@ -164,15 +164,38 @@ def pareto(ps: PoolSpace, cands: list[Candidate]) -> list[Candidate]:
 
 def front_of(keys: np.ndarray) -> list[int]:
     """The rows of `keys` (one candidate's `Candidate.key` each) that no other row beats or ties
-    in every number; of equal rows the first."""
+    in every number; of equal rows the first.
+
+    In lexicographic order a row can only be beaten by one before it, and a row beaten by one
+    that is dropped is beaten by one kept (transitivity): so each block of `FRONT_BLOCK` rows is
+    checked against the rows kept before it and against the earlier rows of the block, column
+    by column on whole blocks rather than row by row (the same rows, a third of the time)."""
     order = np.lexsort(keys.T[::-1])  # lexicographic, stable: a dominating key sorts first
+    cols = np.ascontiguousarray(keys[order].T)  # one row per number
+    front = np.empty_like(cols)  # the kept keys, by column, in the order kept
+    n = 0
     kept: list[int] = []
-    front = np.empty_like(keys)  # the kept keys, in the order kept
-    for i in order:
-        if not (front[:len(kept)] <= keys[i]).all(axis=1).any():
-            front[len(kept)] = keys[i]
-            kept.append(i)
+    for start in range(0, len(order), FRONT_BLOCK):
+        block = cols[:, start:start + FRONT_BLOCK]
+        # beats[i, j]: row i (kept before, then earlier in the block) beats or ties block row j
+        alive = ~_beats(front[:, :n], block).any(axis=0)
+        alive &= ~np.triu(_beats(block, block), 1).any(axis=0)
+        rows = np.flatnonzero(alive)
+        front[:, n:n + len(rows)] = block[:, rows]
+        n += len(rows)
+        kept += order[start + rows].tolist()
     return kept
+
+
+FRONT_BLOCK = 64  # rows checked at once: 32–128 within a few percent on the 1,024-GPU space
+
+
+def _beats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """[i, j]: column i of `a` is no greater than column j of `b` in every row."""
+    out = a[0][:, None] <= b[0][None, :]
+    for x, y in zip(a[1:], b[1:], strict=True):
+        out &= x[:, None] <= y[None, :]
+    return out
 
 
 def by_time(cands: list[Candidate]) -> list[Candidate]:

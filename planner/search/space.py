@@ -188,7 +188,7 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
                                                                    task.role)
         fit = np.flatnonzero(np.broadcast_to(
             fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
-        keys.append(np.column_stack([np.broadcast_to(x, n) for x in c.key()])[fit])
+        keys.append(_rows(c.key(), fit))
         rows += [(k, i) for i in fit.tolist()]
     if not rows:
         return []
@@ -197,6 +197,15 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
                                      rows))]
     return by_time(kept + kv_bounds(space, ps, task, shapes, [
         (c.floor_ms, (c.refit_ms, c.refit_fixed_ms), c.reshard_mib) for c in priced], kept))
+
+
+def _rows(key: tuple, fit: np.ndarray) -> np.ndarray:
+    """The rows `fit` of a priced shape's `Candidate.key` (each number an array over its
+    variants, or a scalar they share) as a matrix, one row per candidate."""
+    out = np.empty((len(fit), len(key)), dtype=np.int64)
+    for j, x in enumerate(key):
+        out[:, j] = x[fit] if np.size(x) > 1 else x  # one value: every row's
+    return out
 
 
 def host_budget_mib(sc: Scenario) -> int:
