@@ -15,6 +15,7 @@ from planner.cost import time as T
 from planner.cost.generation import memory_generation_per_gpu
 from planner.cost.memory import memory_forward_per_gpu, memory_training_per_gpu
 from planner.cost.variants import LayoutVariants
+from planner.plan import Layout
 from planner.search.candidate import FRONT_BLOCK, front_of
 from planner.search.space import _candidates, build_space, heads_for, hide_refit
 from planner.specs.hardware import load_profile
@@ -94,6 +95,11 @@ def test_numpy_pricing_equals_one_layout_at_a_time(name):
     assert all(type(n) is int for cands in space.candidates.values() for c in cands
                for n in (*c.time_ms.values(), *c.transient_mib.values(), c.persistent_mib,
                          c.host_mib, *c.refit_ms, *c.refit_fixed_ms, *c.done_ms))
+    # the layouts are built without validation (`LayoutVariants.__getitem__`): they pass it
+    for cands in space.candidates.values():
+        for c in cands:
+            assert c.layout == Layout.model_validate(c.layout.model_dump()), c.layout
+            assert all(type(v) in (int, str, bool, type(None)) for v in dict(c.layout).values())
 
 
 # --- the cost functions: arrays of options against each layout ----------------------------------

@@ -59,10 +59,12 @@ class LayoutVariants:
     def __getitem__(self, i: int) -> Layout:
         options = {name: value[i] if isinstance(value, list) else value
                    for name, value in self._options.items()}
-        return Layout(group=self.group, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp,
-                      ep=self.ep, etp=self.etp, vp=self.vp, sp=self.sp,
-                      first_stage_layers=self.first_stage_layers,
-                      last_stage_layers=self.last_stage_layers, **options)
+        # built, not validated: the search makes legal layouts of Python scalars (a test holds
+        # them to validation), tens of thousands per command
+        return Layout.model_construct(
+            group=self.group, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
+            etp=self.etp, vp=self.vp, sp=self.sp, first_stage_layers=self.first_stage_layers,
+            last_stage_layers=self.last_stage_layers, **options)
 
     def __iter__(self) -> Iterator[Layout]:
         return (self[i] for i in range(len(self)))
