@@ -357,8 +357,11 @@ class Model:
         worker in what is left of `deadline`: with several workers, which of equal-cost plans
         is found first depends on thread timing; this one depends on the model alone (None:
         nothing found in time). The step time is the optimum's whatever this picks. Consumes
-        the model (its objective is replaced)."""
-        self.m.Add(self.objective <= objective)
+        the model (its objective is replaced). The objective is held equal to the optimum —
+        the same plans as ≤ (none is below it) — so CP-SAT's propagation starts from its value:
+        the 1,024-GPU PPO case's three pins took a third less time than under ≤ (a one-off
+        probe), the same plans."""
+        self.m.Add(self.objective == objective)
         self.m.Minimize(sum(usual(self.cand(key).layout) * v for key, v in self.x.items()))
         solver = new_solver(deadline.left(), 1, seed)
         if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
