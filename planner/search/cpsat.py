@@ -253,12 +253,15 @@ class Model:
         if sp.fusion and gen is not None:
             ga = m.NewIntVar(0, horizon, "GA")
             m.Add(ga >= S["generation"])
-            for key, v in self.x.items():
-                if key[0] == gen.name:
-                    c = self.cand(key)
-                    for done, rest in zip(c.done_ms, FUSION_REST, strict=True):
-                        m.Add(FUSION_SCALE * ga >= FUSION_SCALE * done
-                              + rest * S["assessment"]).OnlyEnforceIf(v)
+            # one constraint per fusion point over the generation's literals (exactly one is
+            # true: the chosen candidate's point), not one per candidate under its literal —
+            # the same plans, a tighter relaxation and a smaller model (the 1,024-GPU PPO
+            # case's fusion option solved in 15–20% less time, a one-off probe)
+            gens = [(v, self.cand(key)) for key, v in self.x.items() if key[0] == gen.name]
+            for i, rest in enumerate(FUSION_REST):
+                m.Add(FUSION_SCALE * ga >= _weighted((v, FUSION_SCALE * c.done_ms[i])
+                                                     for v, c in gens)
+                      + rest * S["assessment"])
         sequential = ga + sp.controller_ms + sync + S["training"]
         T = m.NewIntVar(sp.controller_ms, horizon, "T")  # T ≥ the controller's host time
         if sp.staleness >= 1:
