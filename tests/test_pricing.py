@@ -111,7 +111,8 @@ SEQ = 4096.0
 variants = st.lists(st.tuples(st.sampled_from([0, 1, 2, 3]),
                               st.sampled_from(["none", "selective", "full"]),
                               st.sampled_from([1, 2, 4]),
-                              st.sampled_from(["none", "optimizer", "params", "both"])),
+                              st.sampled_from(["none", "optimizer", "params", "both"]),
+                              st.sampled_from([1, 2, 4])),  # vp (1 where pp is)
                     min_size=1, max_size=8)
 shapes = st.fixed_dictionaries({"dp": st.sampled_from([1, 2, 4]), "tp": st.sampled_from([1, 2, 4]),
                                 "pp": st.sampled_from([1, 2, 3, 4]),
@@ -136,9 +137,10 @@ def _assert_elementwise(vectorised, scalars: list) -> None:
 def test_array_options_equal_scalar_layouts(model, shape, options, ep, head):
     spec = SPECS[model]
     ep = ep if spec.moe and shape["dp"] * shape["cp"] * shape["tp"] % ep == 0 else 1
-    zero, ckpt, mb, offload = (np.array(column) for column in zip(*options, strict=True))
+    zero, ckpt, mb, offload, vp = (np.array(column) for column in zip(*options, strict=True))
+    vp = vp if shape["pp"] > 1 else np.ones_like(vp)  # interleaving needs a pipeline
     lays = LayoutVariants(**shape, ep=ep, sp=shape["tp"] > 1, zero=zero, checkpointing=ckpt,
-                          micro_batch=mb, offload=offload)
+                          micro_batch=mb, offload=offload, vp=vp)
     one = list(lays)
     micro = np.maximum(1, 32 / (lays.dp * mb))  # 1F1B micro-batches per rank
     _assert_elementwise(

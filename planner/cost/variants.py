@@ -1,10 +1,12 @@
 """Many layouts priced in one numpy pass: the search's candidates of one parallel shape.
 
-The search prices every ZeRO stage, checkpointing mode, micro-batch size, offload and
-generation KV cache size of each shape (dp, tp, pp, cp, ep, vp, the pipeline's split): tens of
+The search prices every interleaving, ZeRO stage, checkpointing mode, micro-batch size, offload
+and generation KV cache size of each shape (dp, tp, pp, cp, ep, the pipeline's split): tens of
 thousands of candidates.
 The degrees decide the pipeline stages and the links, so they stay scalars; the per-candidate
-options are numpy arrays (`LayoutVariants`), and the cost functions (`memory.py`, `time.py`)
+options — interleaved chunks `vp` among them: they scale the bubble, the sends between stages
+and the activations in flight, but change no stage's layers — are numpy arrays
+(`LayoutVariants`), and the cost functions (`memory.py`, `time.py`)
 take either a `Layout` or a `LayoutVariants` through the same formulas — `where` / `isin` in
 place of if/else on an option. A `Layout` keeps Python scalars (what `rlplan evaluate` prices);
 arrays give arrays, one element per candidate.
@@ -24,7 +26,8 @@ from planner.plan import Layout
 
 T = TypeVar("T")
 
-OPTIONS = ("zero", "checkpointing", "micro_batch", "offload", "max_num_seqs", "kv_cache_tokens")
+OPTIONS = ("vp", "zero", "checkpointing", "micro_batch", "offload", "max_num_seqs",
+           "kv_cache_tokens")
 """The `Layout` fields a `LayoutVariants` may give as arrays."""
 
 
@@ -41,7 +44,7 @@ class LayoutVariants:
     cp: int = 1
     ep: int = 1
     etp: int | None = None
-    vp: int = 1  # interleaved pipeline chunks per rank (training)
+    vp: Num = 1  # interleaved pipeline chunks per rank (training)
     first_stage_layers: int | None = None  # uneven pipeline stages (`pipeline_split`)
     last_stage_layers: int | None = None
     sp: bool = False
@@ -63,7 +66,7 @@ class LayoutVariants:
         # them to validation), tens of thousands per command
         return Layout.model_construct(
             group=self.group, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
-            etp=self.etp, vp=self.vp, sp=self.sp, first_stage_layers=self.first_stage_layers,
+            etp=self.etp, sp=self.sp, first_stage_layers=self.first_stage_layers,
             last_stage_layers=self.last_stage_layers, **options)
 
     def __iter__(self) -> Iterator[Layout]:

@@ -141,10 +141,11 @@ def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
 
 def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                      ) -> Iterator[LayoutVariants]:
-    """Training: tp, pp (with its split), vp, cp, ep, etp; the variants are ZeRO ×
-    checkpointing × micro-batch × offload. Interleaved chunks vp (powers of two up to
-    `MAX_VP`) where Megatron splits the stages into them (`_pipelines`), with the micro-batch
-    sizes that leave at least pp micro-batches per step (`time.interleave_problem`)."""
+    """Training: tp, pp (with its split), cp, ep, etp; the variants are interleaving vp ×
+    ZeRO × checkpointing × micro-batch × offload. Interleaved chunks vp (powers of two up to
+    `MAX_VP`) where Megatron splits the stages into them (`_pipelines`; those of one split in
+    one shape, the search pricing half as many), with the micro-batch sizes that leave at
+    least pp micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
@@ -163,15 +164,19 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 if per_rank < 1 or not micro_batches:
                     continue
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
-                for vp, (first, last) in pipelines:
-                    sizes = [b for b in micro_batches if vp == 1 or per_rank // b >= pp]
-                    if not sizes:
-                        continue
-                    options = _product(zero=zeros, checkpointing=CHECKPOINTING,
+                # the interleavings of one split priced together: vp is a variant (`variants`)
+                for (first, last), vps in _by_split(pipelines).items():
+                    blocks = [_product(vp=[vp], zero=zeros, checkpointing=CHECKPOINTING,
                                        micro_batch=sizes, offload=offloads)
+                              for vp in vps if (sizes := [
+                                  b for b in micro_batches if vp == 1 or per_rank // b >= pp])]
+                    if not blocks:
+                        continue
+                    options = {name: np.concatenate([b[name] for b in blocks])
+                               for name in blocks[0]}
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
                         yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
-                                             vp=vp, sp=tp > 1 and sequence_parallel,
+                                             sp=tp > 1 and sequence_parallel,
                                              first_stage_layers=first,
                                              last_stage_layers=last, **options)
 
@@ -190,6 +195,14 @@ def _pipelines(layers: int, pp: int, max_vp: int) -> list[tuple[int, Split]]:
         return [(vp, (None, None)) for vp in vps if layers % (pp * vp) == 0]
     splits = [(vp, split) for vp in vps if (split := offered_split(layers, pp, vp)) is not None]
     return [s for s in splits if s[0] == 1] + [s for s in splits[-1:] if s[0] > 1]
+
+
+def _by_split(pipelines: list[tuple[int, Split]]) -> dict[Split, list[int]]:
+    """The interleavings `_pipelines` offers, by the split they run (in its order)."""
+    out: dict[Split, list[int]] = {}
+    for vp, split in pipelines:
+        out.setdefault(split, []).append(vp)
+    return out
 
 
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
