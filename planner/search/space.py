@@ -11,8 +11,8 @@ Every candidate (`candidate.py`) is priced once by the cost model
 (`planner.cost.iteration.task_time` and `task_memory`, the functions `rlplan evaluate` uses) in
 integer milliseconds and MiB, and candidates no better in any number than another are dropped.
 Candidates are priced a parallel shape (the degrees; `layouts.py` enumerates the legal ones)
-at a time: its variants — ZeRO × checkpointing × micro-batch × offload, generation's KV cache
-sizes (`kv.py`) — go through the same functions as numpy arrays in one pass
+at a time: its variants — interleaving × ZeRO × checkpointing × micro-batch × offload,
+generation's KV cache sizes (`kv.py`) — go through the same functions as numpy arrays in one pass
 (`planner.cost.variants`), tens of thousands of candidates costing a few hundred passes.
 The CP-SAT model (`cpsat.py`) and the brute-force enumerator (`brute.py`) read this space and
 score a choice with the same integer arithmetic (`choice.py`), so their optima coincide.
