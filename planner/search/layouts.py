@@ -144,8 +144,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     """Training: tp, pp (with its split), cp, ep, etp; the variants are interleaving vp ×
     ZeRO × checkpointing × micro-batch × offload. Interleaved chunks vp (powers of two up to
     `MAX_VP`) where Megatron splits the stages into them (`_pipelines`; those of one split in
-    one shape, the search pricing half as many), with the micro-batch sizes that leave at
-    least pp micro-batches per step (`time.interleave_problem`)."""
+    one shape, so fewer shapes to price), with the micro-batch sizes that leave at least pp
+    micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
     spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
