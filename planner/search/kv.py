@@ -48,7 +48,7 @@ def kv_ladder(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> li
     """The KV cache sizes (tokens per replica) a generation shape's gaps are split at: one
     sequence of the longest length, doubling, up to the largest that fits a GPU with nothing
     else on it or that the replica can use (`useful_kv_tokens`), that top included — under
-    partial rollouts the `PARTIAL_KV_LEVELS` largest — and the sizes `refine_kv` added. Empty
+    partial rollouts the `PARTIAL_KV_LEVELS` largest — and the sizes `refine` added. Empty
     when not even one sequence fits. (`kv_levels`: those of them priced.)"""
     sc = ps.scenario
     longest = sc.workload.prompt_len + int(sc.response_lengths.max())
@@ -132,9 +132,10 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     rollouts keep no such order — their steady-state step can be slower with more KV and no
     recomputation (lengths [643, 1615] on two replicas: 4.91 s at 10,451 tokens, 3.39 s at
     3,055) — so no bound stands for their gaps: with partial rollouts the search proves its
-    optimum over the sizes it prices (the two largest). (Under inter-stage fusion the
-    generation has its group to itself and the largest size fits: no bound is ever allowed,
-    and none needs the fused completions, `done_ms`, bounded.)
+    optimum over the sizes it prices (the two largest, and the one that fits where a proven
+    optimum's rollout sits: `cpsat.solve`). (Under inter-stage fusion the generation has its
+    group to itself and the largest size fits: no bound is ever allowed, and none needs the
+    fused completions, `done_ms`, bounded.)
     `priced`: each shape's floors per priced size, its refit side (`Candidate.refit_ms`,
     `refit_fixed_ms`) and resharding MiB.
     Kept where they fit alone and no kept candidate is as good in every number."""
