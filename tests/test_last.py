@@ -53,19 +53,6 @@ def test_an_optimum_answered_alone_pins_to_the_plan_solved_in_turn():
     assert (pinned.objective, pinned.choice) == (here.objective, here.choice)
 
 
-def test_a_partial_rollout_optimum_answered_alone_is_the_one_solved_in_turn():
-    """Under partial rollouts a proven optimum's canonical plan has its rollout priced at the
-    KV cache that fits where it sits (`cpsat.solve`): answered alone only where that size is
-    priced already, then pinned, as solved in its turn."""
-    sc = load_scenario(None, {**REFINES, "search.max_staleness": 1})
-    assert last.alone(build_space(sc, partial=True), Deadline.after(60), 1) is None
-    space = build_space(sc, partial=True)
-    here = cpsat.solve(space, 60, 1, pin=False)  # prices that size
-    answered = last.alone(space, Deadline.after(60), 1)
-    assert answered is not None and answered.pinned
-    assert (answered.objective, answered.choice) == (here.objective, here.choice)
-
-
 @needs_fork
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, name):

@@ -123,15 +123,12 @@ def test_plan_is_the_same_with_and_without_the_shortcuts(monkeypatch):
 
 def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
     """`plan` pins (re-solves for the canonical plan) only the options it shows: each shown
-    one gets the plain solve's plan; the other proven optima keep the plan CP-SAT found — but
-    for partial rollouts', pinned as they are solved (`cpsat.solve` prices the canonical
-    plan's rollout at the KV cache that fits where it sits)."""
+    one gets the plain solve's plan; the other proven optima keep the plan CP-SAT found."""
     sc = two_pools(("a", "h100-sxm", 2, 3.99), ("b", "h20", 2, 1.5), algorithm="grpo",
                    **{"workload.samples_per_prompt": 8, "search.max_staleness": 1})
     outcomes = search._search(sc, options(sc, 1, False), search.Deadline.after(120), 1)
     ranked = search._feasible(outcomes)
-    assert all(o.result.pinned == o.option.partial for o in ranked
-               if o.result.status == "OPTIMAL")
+    assert all(not o.result.pinned for o in ranked if o.result.status == "OPTIMAL")
     search.pin_shown(ranked, search.Deadline.after(120))()  # the others pinned too
     shown = [id(o) for o in explain.shown(ranked)]
     assert len(shown) > 1
@@ -140,5 +137,5 @@ def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
             assert o.result.pinned
             assert _same_plan(o.result.choice, cpsat.solve(o.space, 30).choice)
         else:
-            assert o.result.pinned == o.option.partial
+            assert not o.result.pinned
     assert len(shown) < len(ranked)  # some proven optimum's re-solve was skipped

@@ -455,12 +455,7 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     again — `space` keeps what was priced — unless that plan with the KV cache that fits where
     it sits (`refine.realize`) scores the optimum: then it is one. An optimum without bound
     candidates is one over every KV size (`kv.py`); one cut short by the deadline or
-    `MAX_KV_ROUNDS` answers that plan, FEASIBLE, the bound kept. Under partial rollouts (no
-    bound candidates) a proven optimum's canonical plan (`pin`) has its rollout priced with
-    the KV cache that fits where it sits too — the size `evaluate` gives it with
-    `kv_cache_tokens` left out — and the space is solved again until that size is priced: the
-    optimum is one over the sizes priced (`kv.kv_bounds`), its own placement's among them,
-    and pinned.
+    `MAX_KV_ROUNDS` answers that plan, FEASIBLE, the bound kept.
     `pin`: the canonical plan of a proven optimum (`pin`)."""
     deadline = (time_limit_s if isinstance(time_limit_s, Deadline)
                 else Deadline.after(time_limit_s))
@@ -468,18 +463,7 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
         return Result("INFEASIBLE", None, None, None, 0.0, 0)
     for rounds in range(MAX_KV_ROUNDS + 1):
         result = _solve_priced(space, deadline, workers, seed, cutoff, seeds)
-        if result.choice is None:
-            break
-        if not refine.uses_bound(space, result.choice):
-            if space.partial and space.generation is not None and result.status == "OPTIMAL":
-                # no bound candidates (`kv.kv_bounds`): the canonical plan's rollout (a
-                # function of the space and the optimum, whichever plan the solver found) is
-                # priced with the KV cache that fits where it sits too, and the space solved
-                # again while that adds a size
-                result = _canonical(space, result, deadline, seed)
-                if (rounds < MAX_KV_ROUNDS and deadline.left() >= MIN_MODEL_S
-                        and refine.refine(space, result.choice, neighbours=False)):
-                    continue
+        if result.choice is None or not refine.uses_bound(space, result.choice):
             break
         plan = refine.realize(space, result.choice)
         if result.status == "OPTIMAL" and score(space, plan) == result.objective:

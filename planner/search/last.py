@@ -6,10 +6,8 @@ the last one back (`aside.Ends`) until it meets this process coming from the fir
 seeds and no cutoff; the options shown are pinned later (`solve.pin_shown`). An answer is taken
 only where it is what solving the option in its turn gives: an optimum within the cutoff there,
 so proven OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
-`kv.py`) reaches — under partial rollouts, whose canonical plan has its KV size that fits
-where it sits priced — so neither solve priced a KV size more (`refine.py`): the space after
-both is the one priced, and the optimum's pin, a function of the space and the optimum, the
-same.
+`kv.py`) reaches, so neither solve priced a KV size more (`refine.py`) — the space after both
+is the one priced, and the optimum's pin, a function of the space and the optimum, the same.
 Else the option is solved here as if no child had run.
 """
 
@@ -17,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from planner.search import cpsat, refine
+from planner.search import cpsat
 from planner.search.aside import Cores, Ends, Least
 from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
@@ -32,11 +30,8 @@ about what forking the process costs."""
 
 def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None:
     """`space` solved with no seeds and no cutoff — None unless that is an optimum no plan
-    with a bound candidate reaches (nor beats: then the search prices a KV size more), and,
-    under partial rollouts, whose canonical plan's KV size that fits where it sits is priced
-    (else the search prices it: `cpsat.solve`). Unpinned but under partial rollouts (pinned
-    to see that): the search pins the options it shows (`solve.pin_shown`), in whichever
-    process is free.
+    with a bound candidate reaches (nor beats: then the search prices a KV size more). Unpinned:
+    the search pins the options it shows (`solve.pin_shown`), in whichever process is free.
 
     One solve says both: among the plans of least objective it prefers one with a bound
     candidate (at most one is chosen, the generation's): minimise 2 × objective − that
@@ -54,15 +49,8 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
         return None
     choice = model.chosen(solver)
     objective = int(score(space, choice))
-    found = cpsat.Result("OPTIMAL", choice, objective, objective, time.monotonic() - started,
-                         len(model.m.Proto().variables), pruned.kept, pinned=False)
-    if not space.partial or space.generation is None:
-        return found
-    # in its turn its canonical plan is pinned, and its rollout priced at the KV cache that
-    # fits where it sits when that size is new (`cpsat.solve`): taken where it is not
-    pinned = cpsat.pin(space, found, deadline)
-    return (pinned if pinned.pinned and refine.unpriced_fit(space, pinned.choice) is None
-            else None)
+    return cpsat.Result("OPTIMAL", choice, objective, objective, time.monotonic() - started,
+                        len(model.m.Proto().variables), pruned.kept, pinned=False)
 
 
 def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: int

@@ -8,12 +8,6 @@ cache that fits where it sits — beside its group's resident state, by the one 
 leaves `kv_cache_tokens` out. That size is priced (or, when it lies past the gap, the middle
 of the gap) and the model solved again (`cpsat.solve`), until the optimum is a priced plan:
 then no KV size of any layout does better.
-
-Partial rollouts have no bound candidates (their steady-state step is not monotone in the KV
-cache, `kv.kv_bounds`). There a proven optimum's rollout is priced with the size that fits
-where it sits, and the model solved again while that adds a size: the optimum is one over the
-sizes priced, the one its own placement gives among them (a plan of it with `kv_cache_tokens`
-left out prices no faster), not over every size.
 """
 
 from __future__ import annotations
@@ -74,20 +68,20 @@ def kv_for_room(space: Space, p: int, layout: Layout, room: int) -> int | None:
 
 
 def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
-    """Price the KV size that fits where the generation of `ch` sits — inside the gap of the
-    bound candidate `ch` uses; under partial rollouts (no bound candidates) wherever it lies —
-    and, in the same pass (unless not `neighbours`), the sizes it would get beside each other
-    candidate of a task it shares its group with (the contexts the solver would otherwise
-    visit one solve at a time; at most `MAX_NEIGHBOURS`). False when there is nothing new to
-    price."""
+    """Price the KV size that fits where the generation of `ch` sits — `ch` uses a bound
+    candidate, so the size lies inside its gap — and, in the same pass (unless not
+    `neighbours`), the sizes it would get beside each other candidate of a task it shares its
+    group with (the contexts the solver would otherwise visit one solve at a time; at most
+    `MAX_NEIGHBOURS`). False when there is nothing new to price."""
     gen = space.generation
     assert gen is not None
-    if (fit := unpriced_fit(space, ch)) is None:
-        return False
     k = ch.slot[gen.name]
     p, g = ch.pool(k), ch.sizes[k]
     layout = ch.candidate[gen.name].layout
     priced = set(kv_levels(space, space.pools[p], layout))
+    fit = kv_where_it_sits(space, ch)
+    if fit is None or fit in priced:
+        return False
     sizes = {fit}
     for t in (t for t in space.tasks if neighbours and t is not gen and ch.slot[t.name] == k):
         for c in space.candidates.get((t.name, p, g), []):
@@ -99,17 +93,6 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
                 sizes.add(kv)
     add_kv_sizes(space, p, g, layout, sizes)
     return True
-
-
-def unpriced_fit(space: Space, ch: Choice) -> int | None:
-    """The KV size that fits where the generation of `ch` sits (`kv_where_it_sits`) when its
-    layout is not priced at it yet (None: it is, or no size fits)."""
-    gen = space.generation
-    assert gen is not None
-    fit = kv_where_it_sits(space, ch)
-    layout = ch.candidate[gen.name].layout
-    priced = kv_levels(space, space.pools[ch.pool(ch.slot[gen.name])], layout)
-    return None if fit is None or fit in priced else fit
 
 
 def realize(space: Space, ch: Choice) -> Choice:

@@ -45,6 +45,7 @@ from planner.search.explain import (
     shown,
 )
 from planner.search.option import Option, Outcome, options
+from planner.search.settle import settle
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
@@ -330,6 +331,9 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
     best = ranked[0]
+    if best.option.partial:  # its rollout given the KV cache that fits where it sits
+        _collect(best, deadline)  # pinned: beside the search, if that started
+        best.space, best.result = settle(best.space, best.result, deadline, workers)
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
     pin_the_rest = pin_shown(ranked, deadline)  # the best pinned, the others beside
@@ -437,7 +441,10 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                        caps=caps, worse=0, idle=idle)  # only the best is compared
     found = _feasible(outcomes)
     settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
-    return (found[0].result.objective if found else None), settled
+    if not found:
+        return None, settled
+    best = found[0]  # under partial rollouts, given the KV cache that fits where it sits
+    return settle(best.space, best.result, deadline, workers)[1].objective, settled
 
 
 def _shared_options(sc: Scenario, best: Outcome, caps: Capabilities | None) -> list[Option]:

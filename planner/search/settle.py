@@ -1,0 +1,49 @@
+"""The best plan under partial rollouts given the KV cache that fits where its rollout sits.
+
+Partial rollouts have no bound candidates for the KV sizes between those the search prices
+(their steady-state step is not monotone in the KV cache, `kv.kv_bounds`), so their optimum is
+one over the sizes priced: the ladder's two largest. The size that fits where a plan's rollout
+sits — beside what else its group holds, the size `evaluate` gives the plan with
+`kv_cache_tokens` left out — is usually between them, and can be faster: GRPO Qwen2.5-14B on
+8 A100-80GB, staleness 1 with partial rollouts, by 8.5% (bench/proof_campaign.py). So the
+best option's canonical plan (a function of its space and optimum, whichever plan the solver
+found) has its rollout priced at that size, and the option is solved again, while that adds a
+size (`refine.refine`): then the plan with its KV cache left out prices no faster than the
+plan. Only the best option's: the options are ranked by their optima over the sizes priced,
+and the best only gets faster. Its sizes are priced in a cache of its own, so what the other
+options' spaces hold does not depend on whether this ran before them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from planner.search import cpsat, refine
+from planner.search.candidate import PriceCache, Space
+from planner.search.deadline import Deadline
+
+
+def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
+           ) -> tuple[Space, cpsat.Result]:
+    """The space (with the sizes priced) and the pinned result of a proven optimum `found`
+    of a partial-rollout `space` once its canonical plan's rollout has the KV cache that fits
+    where it sits priced (module docstring); anything else as it is, pinned."""
+    if not space.partial or space.generation is None or found.status != "OPTIMAL":
+        return space, found
+    space = _own_cache(space)
+    result = cpsat.pin(space, found, deadline)
+    for _ in range(cpsat.MAX_KV_ROUNDS):
+        if (result.status != "OPTIMAL" or deadline.left() < cpsat.MIN_MODEL_S
+                or not refine.refine(space, result.choice, neighbours=False)):
+            break
+        result = cpsat.solve(space, deadline, workers, seeds=[result.choice])
+    return space, result
+
+
+def _own_cache(space: Space) -> Space:
+    """`space` with copies of its candidates and of the cache it shares with other options'
+    spaces, to price more sizes in."""
+    c = space.cache
+    cache = PriceCache(kept=dict(c.kept), kv_added={k: set(v) for k, v in c.kv_added.items()},
+                       rollouts=dict(c.rollouts), kv_fits=dict(c.kv_fits), hidden=dict(c.hidden))
+    return dataclasses.replace(space, candidates=dict(space.candidates), cache=cache)
