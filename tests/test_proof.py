@@ -176,9 +176,10 @@ def _kv_left_out(p: PlanInput) -> PlanInput:
         **p.layouts["actor"], "generation": gen.model_copy(update={"kv_cache_tokens": None})}}})
 
 
-# the issue's scenario with partial rollouts allowed, and the option they run alone
+# the issue's scenario with partial rollouts allowed, and the option of partial rollouts
+# and nothing else
 PARTIAL = {**ISSUE_25, "search.max_staleness": 1}
-ALONE = Option(0, False, False, partial=True)
+PARTIAL_ONLY = Option(0, False, False, partial=True)
 
 
 def test_a_partial_rollout_optimum_settled_is_no_slower_than_with_its_kv_cache_left_out():
@@ -190,12 +191,12 @@ def test_a_partial_rollout_optimum_settled_is_no_slower_than_with_its_kv_cache_l
     space = build_space(sc, partial=True)
     found = cpsat.solve(space, 120)
     slack = (len(space.tasks) + 3) * 1e-3  # whole ms per candidate, rounded up
-    before = to_plan_input(space, found.choice, ALONE)
+    before = to_plan_input(space, found.choice, PARTIAL_ONLY)
     assert evaluate(sc, _kv_left_out(before)).iteration_time_s < found.objective / 1000 - slack
     space, settled = settle(space, found, Deadline.after(120), 1)
     assert settled.status == "OPTIMAL" and settled.pinned
     assert settled.objective < found.objective
-    after = to_plan_input(space, settled.choice, ALONE)
+    after = to_plan_input(space, settled.choice, PARTIAL_ONLY)
     given_s = evaluate(sc, after).iteration_time_s
     assert given_s * 1000 == pytest.approx(settled.objective, abs=len(space.tasks) + 2)
     assert evaluate(sc, _kv_left_out(after)).iteration_time_s >= given_s - slack
@@ -207,7 +208,7 @@ def test_plan_and_its_what_ifs_settle_a_best_plan_with_partial_rollouts(monkeypa
     sc = load_scenario(None, PARTIAL)
     space = build_space(sc, partial=True)
     settled = settle(space, cpsat.solve(space, 120), Deadline.after(120), 1)[1].objective
-    assert solve._best_of(sc, [ALONE], Deadline.after(120), 1, None)[0] == settled
-    monkeypatch.setattr(solve, "options", lambda *args: [ALONE])
+    assert solve._best_of(sc, [PARTIAL_ONLY], Deadline.after(120), 1, None)[0] == settled
+    monkeypatch.setattr(solve, "options", lambda *args: [PARTIAL_ONLY])
     best = plan(sc, explain=False)
     assert best.inter_model.partial_rollout and best.search["objective_ms"] == settled

@@ -27,7 +27,7 @@ def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
            ) -> tuple[Space, cpsat.Result]:
     """The space (with the sizes priced) and the pinned result of a proven optimum `found`
     of a partial-rollout `space` once its canonical plan's rollout has the KV cache that fits
-    where it sits priced (module docstring); anything else as it is, pinned."""
+    where it sits priced (module docstring); anything else as it is."""
     if not space.partial or space.generation is None or found.status != "OPTIMAL":
         return space, found
     space = _own_cache(space)
