@@ -84,9 +84,11 @@ from fitting import (  # noqa: E402  (bench/fitting.py)
 VTRAIN_VOCAB = 51200
 A100 = "a100-sxm-80gb"
 TARGETS = {"vtrain multi": 0.15, "vtrain single": 0.10, "rl median": 0.20, "rl worst": 0.50,
-           "rl loso median": 0.30}
-"""The RL targets are issue 22's: every row of runs.csv priced, median APE <= 20%, worst <= 50%,
-every co-located/asynchronous pair ordered as measured, leave-one-source-out median <= 30%."""
+           "rl loso median": 0.30, "decode median": 0.12, "decode worst": 0.30}
+"""The RL and decode targets are issue 22's: every row of runs.csv priced, median APE <= 20%,
+worst <= 50%, every co-located/asynchronous pair ordered as measured, leave-one-source-out
+median <= 30%; the decode rows of rollout.md §2 at a median <= 12% and worst <= 30% (issue 11's
+were 15% and 40%)."""
 
 
 # --- 1. vTrain: Megatron training iterations --------------------------------------------------
@@ -396,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
          TARGETS["rl worst"]),
         ("RL leave-one-source-out median", rl_err["loso"].get("all", (math.inf,))[0],
          TARGETS["rl loso median"]),
-        ("decode rows median APE", dstats["median"], decode.TARGET_MEDIAN),
-        ("decode rows worst APE", dstats["max"], decode.TARGET_MAX),
+        ("decode rows median APE", dstats["median"], TARGETS["decode median"]),
+        ("decode rows worst APE", dstats["max"], TARGETS["decode worst"]),
     ]
     for name, value, target in checks:
         ok = value <= target

@@ -59,7 +59,6 @@ V0_GRID = np.round(np.arange(0.0, 20.1e-3, 1e-3), 4)  # s per step (rollout.md Â
 SEQ_GRID = np.round(np.arange(0.0, 0.401e-3, 0.025e-3), 6)  # s per running sequence per step
 FLOOR_GRID = np.round(np.arange(0.0, 0.401e-3, 0.025e-3), 6)  # s per layer per step
 EAGER_FLOOR_GRID = np.round(np.arange(0.0, 1.01e-3, 0.05e-3), 6)  # eager: up to training's
-TARGET_MEDIAN, TARGET_MAX = 0.15, 0.40
 
 
 @dataclass(frozen=True)
