@@ -1,26 +1,33 @@
-"""The best plan under partial rollouts given the KV cache that fits where its rollout sits.
+"""Partial-rollout plans given the KV cache that fits where their rollout sits.
 
 Partial rollouts have no bound candidates for the KV sizes between those the search prices
 (their steady-state step is not monotone in the KV cache, `kv.kv_bounds`), so their optimum is
 one over the sizes priced: the ladder's two largest. The size that fits where a plan's rollout
 sits — beside what else its group holds, the size `evaluate` gives the plan with
 `kv_cache_tokens` left out — is usually between them, and can be faster: GRPO Qwen2.5-14B on
-8 A100-80GB, staleness 1 with partial rollouts, by 8.5% (bench/proof_campaign.py). So the
-best option's canonical plan (a function of its space and optimum, whichever plan the solver
-found) has its rollout priced at that size, and the option is solved again, while that adds a
-size (`refine.refine`): then the plan with its KV cache left out prices no faster than the
-plan. Only the best option's: the options are ranked by their optima over the sizes priced,
-and the best only gets faster. Its sizes are priced in a cache of its own, so what the other
-options' spaces hold does not depend on whether this ran before them.
+8 A100-80GB, staleness 1 with partial rollouts, by 8.5%; on 4 H100s, with the state offloaded
+during generation, 6.2%, which beat the plan the search chose then (bench/proof_campaign.py).
+
+So a proven optimum's canonical plan (a function of its space and optimum, whichever plan the
+solver found) has its rollout priced at that size, and the option is solved again, while that
+adds a size (`refine.refine`): then that plan with its KV cache left out prices no faster.
+`plan` settles every partial-rollout option it proved optimal (the best, its ties and the
+next ones it ranks: a set the search order fixes) and ranks them again; a what-if, the options
+tying its least objective (`solve._best_of`: which others it proves depends on timing). An
+option's sizes are priced in a cache of its own, so what the other options' spaces hold does
+not depend on whether this ran before them. Options not proven optimal (beaten under a
+cutoff) are not settled: the proof does not cover their plans with the KV cache left out.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from planner.search import cpsat, refine
 from planner.search.candidate import PriceCache, Space
 from planner.search.deadline import Deadline
+from planner.search.option import Outcome
 
 
 def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
@@ -38,6 +45,16 @@ def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
             break
         result = cpsat.solve(space, deadline, workers, seeds=[result.choice])
     return space, result
+
+
+def settle_options(outcomes: list[Outcome], deadline: Deadline, workers: int,
+                   pinned: Callable[[Outcome], None]) -> None:
+    """`settle` each proven partial-rollout optimum of `outcomes`, in place, after `pinned`
+    gives it its canonical plan (a pin under way beside the search is used)."""
+    for o in outcomes:
+        if o.option.partial and o.result.status == "OPTIMAL" and o.space.generation is not None:
+            pinned(o)
+            o.space, o.result = settle(o.space, o.result, deadline, workers)
 
 
 def _own_cache(space: Space) -> Space:

@@ -45,7 +45,7 @@ from planner.search.explain import (
     shown,
 )
 from planner.search.option import Option, Outcome, options
-from planner.search.settle import settle
+from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
@@ -330,10 +330,10 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
                                                       explain, caps))
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
+    # partial rollouts' optima given the KV cache that fits where their rollouts sit
+    settle_options(ranked, deadline, workers, lambda o: _collect(o, deadline))
+    ranked = _feasible(ranked)
     best = ranked[0]
-    if best.option.partial:  # its rollout given the KV cache that fits where it sits
-        _collect(best, deadline)  # pinned: beside the search, if that started
-        best.space, best.result = settle(best.space, best.result, deadline, workers)
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
     pin_the_rest = pin_shown(ranked, deadline)  # the best pinned, the others beside
@@ -443,8 +443,9 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
     if not found:
         return None, settled
-    best = found[0]  # under partial rollouts, given the KV cache that fits where it sits
-    return settle(best.space, best.result, deadline, workers)[1].objective, settled
+    ties = [o for o in found if o.result.objective == found[0].result.objective]
+    settle_options(ties, deadline, workers, lambda o: None)  # `settle` pins them
+    return min(o.result.objective for o in ties), settled
 
 
 def _shared_options(sc: Scenario, best: Outcome, caps: Capabilities | None) -> list[Option]:
