@@ -59,12 +59,6 @@ def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int):
         "search.max_staleness": 1})
 
 
-def with_kv(p: PlanInput, kv: int | None) -> PlanInput:
-    gen = p.layouts["actor"]["generation"]
-    return p.model_copy(update={"layouts": {**p.layouts, "actor": {
-        **p.layouts["actor"], "generation": gen.model_copy(update={"kv_cache_tokens": kv})}}})
-
-
 def fastest(sc, p: PlanInput, points: int) -> tuple[float, float, int | None, int]:
     """(the plan's time, the fastest time over other KV sizes, the size giving it — None:
     left out —, how many sizes fit)."""
@@ -75,7 +69,7 @@ def fastest(sc, p: PlanInput, points: int) -> tuple[float, float, int | None, in
     best, at, fit = own, kv0, 0
     for kv in sizes:
         try:
-            t = evaluate(sc, with_kv(p, kv)).iteration_time_s
+            t = evaluate(sc, p.with_kv_cache(kv)).iteration_time_s
         except (InfeasibleError, InputError):  # does not fit beside the rest
             continue
         fit += 1
@@ -108,8 +102,8 @@ def main() -> int:
             print(f"{name:42} infeasible")
             continue
         proven = chosen.iteration_time_s
-        left_out = evaluate(sc, with_kv(PlanInput.model_validate(chosen.model_dump(mode="json")),
-                                        None)).iteration_time_s
+        left_out = evaluate(sc, PlanInput.model_validate(chosen.model_dump(mode="json"))
+                            .with_kv_cache(None)).iteration_time_s
         plan_beaten += left_out < proven - SLACK_S
         for opt in options(sc, 1, False):
             space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, swap=opt.swap,
@@ -117,7 +111,7 @@ def main() -> int:
             if opt.partial:  # random plans of it, left to the KV cache that fits where they sit
                 for ch in itertools.islice(random_choices(space, rng), args.random):
                     try:
-                        t = evaluate(sc, with_kv(to_plan_input(space, ch, opt), None))
+                        t = evaluate(sc, to_plan_input(space, ch, opt).with_kv_cache(None))
                     except (InfeasibleError, InputError):
                         continue
                     drawn += 1

@@ -64,16 +64,14 @@ def _with_overlapped_sync(case: RLCase) -> RLCase:
     cache set by the framework's gpu_memory_utilization is re-sized with the copy inside it."""
     plan, sc = case.plan, case.scenario
     assert plan is not None and sc is not None
-    layouts = plan.layouts
     if case.gpu_memory_utilization is not None:
-        gen = layouts["actor"]["generation"]
-        kv = vllm_kv_tokens(sc, gen, case.gpu_memory_utilization, shadow=True)
+        kv = vllm_kv_tokens(sc, plan.layouts["actor"]["generation"],
+                            case.gpu_memory_utilization, shadow=True)
         if kv < 1:
             return replace(case, skip=f"a shadow copy leaves no KV cache within "
                            f"gpu_memory_utilization {case.gpu_memory_utilization:g}")
-        layouts = {**layouts, "actor": {**layouts["actor"], "generation":
-                                        gen.model_copy(update={"kv_cache_tokens": kv})}}
-    plan = plan.model_copy(update={"layouts": layouts, "inter_model": plan.inter_model.model_copy(
+        plan = plan.with_kv_cache(kv)
+    plan = plan.model_copy(update={"inter_model": plan.inter_model.model_copy(
         update={"overlap_weight_sync": True})})
     return replace(case, plan=plan)
 
@@ -111,11 +109,7 @@ def _rollout_variants(case: RLCase) -> list[tuple[str, RLCase]]:
     for engine in ("vllm-v0", "eager"):
         alt = sc.model_copy(update={"runtime": sc.runtime.model_copy(update={"engine": engine})})
         out.append((engine, replace(case, scenario=alt)))
-    gen = plan.layouts["actor"]["generation"]
-    layouts = {**plan.layouts, "actor": {**plan.layouts["actor"], "generation":
-                                         gen.model_copy(update={"kv_cache_tokens": None})}}
-    out.append(("free-memory KV", replace(case, plan=plan.model_copy(
-        update={"layouts": layouts}))))
+    out.append(("free-memory KV", replace(case, plan=plan.with_kv_cache(None))))
     return out
 
 

@@ -271,6 +271,14 @@ class PlanInput(BaseModel):
         self._check_staleness()
         return self
 
+    def with_kv_cache(self, tokens: int | None) -> PlanInput:
+        """This plan with its rollout's KV cache at `tokens` per replica (None: left to
+        `evaluate`, which gives the largest that fits where the rollout sits)."""
+        actor = self.layouts["actor"]
+        generation = actor["generation"].model_copy(update={"kv_cache_tokens": tokens})
+        return self.model_copy(update={"layouts": {**self.layouts,
+                                                   "actor": {**actor, "generation": generation}}})
+
     def _check_staleness(self) -> None:
         """Staleness s ≥ 1 pipelines generation of step n+1 against training of step n: it needs
         the actor generating on a group of its own (a co-located group cannot do both at once;

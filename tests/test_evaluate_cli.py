@@ -43,6 +43,19 @@ def test_inter_model_choices_in_words():
     assert words == ["staleness 1", "inter-stage fusion", "weight sync overlapped (shadow copy)"]
 
 
+def test_a_plan_with_its_kv_cache_set_changes_that_alone():
+    from planner.plan import PlanInput
+
+    plan = PlanInput.model_validate_json(Path(PLAN).read_text(encoding="utf-8"))
+    for tokens in (123_456, None):
+        other = plan.with_kv_cache(tokens)
+        assert other.layouts["actor"]["generation"].kv_cache_tokens == tokens
+        unchanged = other.layouts["actor"]["generation"].model_copy(
+            update={"kv_cache_tokens": plan.layouts["actor"]["generation"].kv_cache_tokens})
+        assert unchanged == plan.layouts["actor"]["generation"]
+        assert other.model_copy(update={"layouts": plan.layouts}) == plan
+
+
 def test_plan_that_does_not_fit_exits_3(cli, write):
     plan = json.loads(Path(PLAN).read_text())
     plan["layouts"]["actor"]["training"] = {"group": "g0", "dp": 32, "zero": 0,

@@ -88,10 +88,7 @@ def test_no_plan_evaluate_accepts_beats_the_proven_optimum(algorithm, per_node, 
                 ps = space.pools[ch.pool(ch.slot["actor.generation"])]
                 unpriced = sorted(set(kv_ladder(space, ps, gen)) - set(kv_levels(space, ps, gen)))
                 for kv in [None, *rng.sample(unpriced, min(1, len(unpriced)))]:
-                    layouts = {**given_plan.layouts, "actor": {
-                        **given_plan.layouts["actor"],
-                        "generation": gen.model_copy(update={"kv_cache_tokens": kv})}}
-                    plans.append(given_plan.model_copy(update={"layouts": layouts}))
+                    plans.append(given_plan.with_kv_cache(kv))
             for p in plans:
                 try:
                     priced = evaluate(sc, p)
@@ -170,12 +167,6 @@ def test_an_optimum_at_its_bound_is_answered_without_another_round(monkeypatch):
     assert score(space, answered.choice) == answered.objective
 
 
-def _kv_left_out(p: PlanInput) -> PlanInput:
-    gen = p.layouts["actor"]["generation"]
-    return p.model_copy(update={"layouts": {**p.layouts, "actor": {
-        **p.layouts["actor"], "generation": gen.model_copy(update={"kv_cache_tokens": None})}}})
-
-
 # the issue's scenario with partial rollouts allowed, and the option of partial rollouts
 # and nothing else
 PARTIAL = {**ISSUE_25, "search.max_staleness": 1}
@@ -192,14 +183,15 @@ def test_a_partial_rollout_optimum_settled_is_no_slower_than_with_its_kv_cache_l
     found = cpsat.solve(space, 120)
     slack = (len(space.tasks) + 3) * 1e-3  # whole ms per candidate, rounded up
     before = to_plan_input(space, found.choice, PARTIAL_ONLY)
-    assert evaluate(sc, _kv_left_out(before)).iteration_time_s < found.objective / 1000 - slack
+    left_out = evaluate(sc, before.with_kv_cache(None)).iteration_time_s
+    assert left_out < found.objective / 1000 - slack
     space, settled = settle(space, found, Deadline.after(120), 1)
     assert settled.status == "OPTIMAL" and settled.pinned
     assert settled.objective < found.objective
     after = to_plan_input(space, settled.choice, PARTIAL_ONLY)
     given_s = evaluate(sc, after).iteration_time_s
     assert given_s * 1000 == pytest.approx(settled.objective, abs=len(space.tasks) + 2)
-    assert evaluate(sc, _kv_left_out(after)).iteration_time_s >= given_s - slack
+    assert evaluate(sc, after.with_kv_cache(None)).iteration_time_s >= given_s - slack
 
 
 def test_plan_and_its_what_ifs_settle_a_best_plan_with_partial_rollouts(monkeypatch):
@@ -234,7 +226,7 @@ def test_no_proven_partial_rollout_plan_with_its_kv_cache_left_out_beats_the_cho
         if o.option.partial and o.result.status == "OPTIMAL":
             pinned = cpsat.pin(o.space, o.result, Deadline.after(120))
             given_plan = to_plan_input(o.space, pinned.choice, o.option)
-            left_out = evaluate(sc, _kv_left_out(given_plan)).iteration_time_s
+            left_out = evaluate(sc, given_plan.with_kv_cache(None)).iteration_time_s
             assert left_out >= best.iteration_time_s - slack, o.option.describe()
             checked += 1
     assert checked

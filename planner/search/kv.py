@@ -132,10 +132,10 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     rollouts keep no such order — their steady-state step can be slower with more KV and no
     recomputation (lengths [643, 1615] on two replicas: 4.91 s at 10,451 tokens, 3.39 s at
     3,055) — so no bound stands for their gaps: with partial rollouts the search proves its
-    optimum over the sizes it prices (the two largest; for the best option's plan also the
-    one that fits where its rollout sits, `settle.py`). (Under inter-stage fusion the
-    generation has its group to itself and the largest size fits: no bound is ever allowed,
-    and none needs the fused completions, `done_ms`, bounded.)
+    optimum over the sizes it prices (the two largest; for an option it proves, also the one
+    that fits where its canonical plan's rollout sits, `settle.py`). (Under inter-stage
+    fusion the generation has its group to itself and the largest size fits: no bound is ever
+    allowed, and none needs the fused completions, `done_ms`, bounded.)
     `priced`: each shape's floors per priced size, its refit side (`Candidate.refit_ms`,
     `refit_fixed_ms`) and resharding MiB.
     Kept where they fit alone and no kept candidate is as good in every number."""

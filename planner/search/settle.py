@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable
 
 from planner.search import cpsat, refine
-from planner.search.candidate import PriceCache, Space
+from planner.search.candidate import Space
 from planner.search.deadline import Deadline
 from planner.search.option import Outcome
 
@@ -58,9 +58,10 @@ def settle_options(outcomes: list[Outcome], deadline: Deadline, workers: int,
 
 
 def _own_cache(space: Space) -> Space:
-    """`space` with copies of its candidates and of the cache it shares with other options'
-    spaces, to price more sizes in."""
+    """`space` with copies of its candidates and of what the cache it shares with the other
+    options' spaces says they hold (`PriceCache.kept`, `kv_added`), to price more sizes in. The
+    rest of the cache (rollouts, the sizes that fit a room) is a function of its keys: shared."""
     c = space.cache
-    cache = PriceCache(kept=dict(c.kept), kv_added={k: set(v) for k, v in c.kv_added.items()},
-                       rollouts=dict(c.rollouts), kv_fits=dict(c.kv_fits), hidden=dict(c.hidden))
+    cache = dataclasses.replace(c, kept=dict(c.kept),
+                                kv_added={k: set(v) for k, v in c.kv_added.items()})
     return dataclasses.replace(space, candidates=dict(space.candidates), cache=cache)
