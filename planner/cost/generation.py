@@ -17,7 +17,6 @@ Memory assumptions:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -244,41 +243,46 @@ class DecodeStep:
                         ) -> tuple[np.ndarray, np.ndarray]:
         """Σ over j < m of the step at (b, kv + b·j): (the kernels and collectives, the engine
         overhead and the excess of its per-layer floor), element-wise over segments."""
+        m = np.asarray(m, dtype=float)
         compute = (self.flop_seq * b + self.flop_kv * kv, self.flop_kv * b)
         memory = (self.weights(b) + self.byte_kv * kv, self.byte_kv * b)
-        gpu = _sum_max([compute, memory], m)
-        host = (_sum_max([compute, memory, (np.full_like(gpu, self.host), 0.0)], m) - gpu
-                if self.host else 0.0)
+        gpu = _sum_max(compute, memory, m)
+        host = _floor_excess(compute, memory, self.host, m) if self.host else 0.0
         fixed = m * (self.comm + self.comm_per_seq * b)
         return gpu + fixed, m * (self.overhead + self.per_seq * b) + host
 
 
-def _sum_max(lines: list[tuple[Num, Num]], m: np.ndarray) -> np.ndarray:
-    """Σ_{j=0}^{m−1} max_k (a_k + b_k·j), exactly, element-wise: split [0, m) where two lines
-    cross (the max is one line between crossings) and sum each piece in closed form."""
-    m = np.asarray(m, dtype=float)
-    inner = []
-    for (a1, b1), (a2, b2) in itertools.combinations(lines, 2):
+def _sum_line(a: Num, b: Num, lo: Num, hi: Num) -> Num:
+    """Σ_{j=lo}^{hi−1} (a + b·j)."""
+    return (hi - lo) * a + b * (hi * (hi - 1) - lo * (lo - 1)) / 2
+
+
+def _sum_max(first: tuple[Num, Num], second: tuple[Num, Num], m: np.ndarray) -> np.ndarray:
+    """Σ_{j=0}^{m−1} max(a₁ + b₁·j, a₂ + b₂·j), exactly, element-wise: the second line summed,
+    plus the first's excess over it, positive on one interval of j (before or after where the
+    lines cross)."""
+    (a1, b1), (a2, b2) = first, second
+    da, db = a1 - a2, b1 - b2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = np.clip(np.ceil(-da / db), 0, m)  # the first j past the crossing
+    rising, falling = db > 0, db < 0
+    lo = np.where(rising, cross, 0.0)
+    hi = np.where(falling, cross, np.where(rising | (da > 0), m, 0.0))
+    return _sum_line(a2, b2, 0.0, m) + _sum_line(da, db, lo, hi)
+
+
+def _floor_excess(first: tuple[Num, Num], second: tuple[Num, Num], floor: float,
+                  m: np.ndarray) -> np.ndarray:
+    """Σ_{j=0}^{m−1} max(0, floor − max(a₁ + b₁·j, a₂ + b₂·j)) for slopes b ≥ 0: the max
+    never falls, so the floor exceeds it on the first t steps, t where either line reaches
+    it."""
+    t = m
+    for a, b in (first, second):
         with np.errstate(divide="ignore", invalid="ignore"):
-            cross = np.where(np.asarray(b1 - b2) != 0, (a2 - a1) / (b1 - b2), 0.0)
-        inner.append(np.broadcast_to(np.clip(np.ceil(cross), 0, m), m.shape))
-    # every crossing lies in [0, m]: only they need sorting, a few rows (a sorting network:
-    # numpy's sort along a short axis costs far more)
-    for n in range(len(inner) - 1, 0, -1):
-        for k in range(n):
-            inner[k], inner[k + 1] = (np.minimum(inner[k], inner[k + 1]),
-                                      np.maximum(inner[k], inner[k + 1]))
-    cuts = [np.zeros_like(m), *inner, m]
-    total = np.zeros_like(m)
-    for lo, hi in itertools.pairwise(cuts):
-        mid = (lo + hi - 1) / 2
-        a, b = lines[0]
-        best_a, best_b = np.broadcast_to(a, m.shape), np.broadcast_to(b, m.shape)
-        for a, b in lines[1:]:
-            better = a + b * mid > best_a + best_b * mid
-            best_a, best_b = np.where(better, a, best_a), np.where(better, b, best_b)
-        total += (hi - lo) * best_a + best_b * (hi * (hi - 1) - lo * (lo - 1)) / 2
-    return total
+            reach = np.where(np.asarray(b) > 0, np.ceil((floor - a) / b),
+                             np.where(np.asarray(a) >= floor, 0.0, m))
+        t = np.minimum(t, np.clip(reach, 0, m))
+    return t * floor - _sum_max(first, second, t)
 
 
 def decode_step(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: HardwareProfile,
@@ -498,9 +502,12 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     step = decode_step(spec, layout, gpu, engine, precision)
     pre = prefill_cost(spec, layout, gpu, precision)
     decode, overhead = step.segment_seconds(sched.batch, sched.kv, sched.steps)
-    fresh = pre.seconds(sched.fresh, sched.fresh_tokens, sched.fresh_sq)
-    recompute = pre.seconds(sched.re, sched.re_tokens, sched.re_sq)
-    cost = decode + overhead + fresh + recompute
+    # the prefills, at the few segments that have any (`pre_at`)
+    pre_at, pre_n = sched.prefills[:, 0], sched.prefills[:, 1:].T
+    fresh = pre.seconds(pre_n[0], pre_n[1], pre_n[2])
+    recompute = pre.seconds(pre_n[3], pre_n[4], pre_n[5])
+    cost = decode + overhead
+    cost[pre_at] = cost[pre_at] + fresh + recompute
     # each replica's clock; a group is one replica's step (partial rollouts: one period)
     group = sched.replica * (PARTIAL_PERIODS if partial else 1) + sched.period
     first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
@@ -520,10 +527,14 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
         tokens = np.bincount(sched.replica, weights=sched.steps * sched.batch * measured,
                              minlength=dp)
         scale = np.array([lengths[c].sum() for c in chunks]) / np.maximum(tokens, 1)
-        admitted = np.bincount(sched.replica, weights=sched.fresh * measured, minlength=dp)
+        admitted = np.bincount(sched.replica[pre_at], weights=pre_n[0] * measured[pre_at],
+                               minlength=dp)
         prompts = np.array([c.stop - c.start for c in chunks]) / np.maximum(admitted, 1)
-    per = (np.bincount(sched.replica, weights=(cost - fresh) * measured, minlength=dp) * scale
-           + np.bincount(sched.replica, weights=fresh * measured, minlength=dp) * prompts)
+    not_fresh = cost.copy()
+    not_fresh[pre_at] -= fresh
+    per = (np.bincount(sched.replica, weights=not_fresh * measured, minlength=dp) * scale
+           + np.bincount(sched.replica[pre_at], weights=fresh * measured[pre_at], minlength=dp)
+           * prompts)
     slow = int(np.argmax(per))
     total = float(per[slow])
     mine = (sched.replica == slow) & measured
@@ -541,8 +552,8 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     share = np.array([c.stop - c.start for c in replica_chunks(len(lengths), dp)])
     return Rollout(
         time=GenerationTime(
-            prefill=f_prompts * float(fresh[mine].sum()),
-            recompute=f * float(recompute[mine].sum()),
+            prefill=f_prompts * float(fresh[mine[pre_at]].sum()),
+            recompute=f * float(recompute[mine[pre_at]].sum()),
             decode=f * float((decode * (1 - after))[mine].sum()),
             decode_tail=f * float((decode * after)[mine].sum()),
             overhead=f * float(overhead[mine].sum())),
@@ -550,7 +561,7 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
         completions=tuple((at[q], 1.0 - q) for q in FUSION_POINTS),
         tail_s=total - tail_start, peak_batch=int(sched.batch.max()),
         mean_batch=float((sched.batch[mine] * steps).sum() / max(1, steps.sum())),
-        preemptions=sched.preemptions, recomputed_tokens=int(sched.re_tokens.sum()),
+        preemptions=sched.preemptions, recomputed_tokens=int(pre_n[4].sum()),
         carried_tokens=float(np.mean(sched.carried)) if sched.carried else 0.0,
         span=int(np.ceil(lengths.max() / (f * steps.sum()))) if partial else 1,
         segments=(start[shown], end[shown], sched.batch[shown]))

@@ -58,28 +58,34 @@ class Schedule:
     """The segments of every replica, replica after replica, each in time order.
 
     Per segment: `replica`, `steps` (≥ 1), `batch` (running sequences), `kv` (KV tokens the
-    first step reads, new slots included; each later step reads `batch` more), the prefills at
-    its start — `fresh` sequences with `fresh_tokens` prompt tokens in all and `fresh_sq` the
-    sum of their squares (for the causal attention), and the same for preempted sequences
-    recomputed (`re_*`: prompt and generated tokens) — and the
+    first step reads, new slots included; each later step reads `batch` more), and the
     sequences that complete at its end (`done`). Under partial rollouts `period` numbers the
     step each segment belongs to; `carried` is the tokens interrupted at each boundary.
+    `prefills` has a row for each segment that starts with prefills (few do), in segment
+    order: the segment, then `PREFILL_COLUMNS` — `fresh` sequences with `fresh_tokens` prompt
+    tokens in all and `fresh_sq` the sum of their squares (for the causal attention), and the
+    same for preempted sequences recomputed (`re_*`: prompt and generated tokens); `column`
+    gives one per segment.
     """
 
     replica: np.ndarray
     steps: np.ndarray
     batch: np.ndarray
     kv: np.ndarray
-    fresh: np.ndarray
-    fresh_tokens: np.ndarray
-    fresh_sq: np.ndarray
-    re: np.ndarray
-    re_tokens: np.ndarray
-    re_sq: np.ndarray
+    prefills: np.ndarray
     done: np.ndarray
     period: np.ndarray
     preemptions: int
     carried: tuple[int, ...] = ()  # tokens of unfinished responses at each step boundary
+
+    def column(self, name: str) -> np.ndarray:
+        """One of `PREFILL_COLUMNS` per segment (0 where the segment prefills nothing)."""
+        out = np.zeros(len(self.steps), dtype=np.int64)
+        out[self.prefills[:, 0]] = self.prefills[:, 1 + PREFILL_COLUMNS.index(name)]
+        return out
+
+
+PREFILL_COLUMNS = ("fresh", "fresh_tokens", "fresh_sq", "re", "re_tokens", "re_sq")
 
 
 def replica_chunks(n: int, dp: int) -> list[slice]:
@@ -174,23 +180,15 @@ def _assemble(runs: list[_Run], periods: int) -> Schedule:
     counts = np.array([len(r.seg) for r in runs])
     first = np.concatenate([[0], np.cumsum(counts)[:-1]])
     seg = np.concatenate([r.seg for r in runs])
-    n = len(seg)
-    cols = {name: np.zeros(n, dtype=np.int64) for name in _PREFILL}
-    pre = np.concatenate([r.pre for r in runs])
-    if len(pre):
-        at = np.repeat(first, [len(r.pre) for r in runs]) + pre[:, 0]
-        for k, name in enumerate(_PREFILL, start=1):
-            cols[name][at] = pre[:, k]
+    prefills = np.concatenate([r.pre for r in runs])  # a copy: the runs' rows stay as they are
+    prefills[:, 0] += np.repeat(first, [len(r.pre) for r in runs])
     period = (np.concatenate([np.repeat(np.arange(periods), np.diff((0, *r.ends)))
-                              for r in runs]) if periods else np.zeros(n, dtype=np.int64))
+                              for r in runs]) if periods else np.zeros(len(seg), dtype=np.int64))
     carried = [sum(c) for c in zip(*(r.carried for r in runs), strict=True)] if periods else []
     return Schedule(replica=np.repeat(np.arange(len(runs)), counts), steps=seg[:, 0],
-                    batch=seg[:, 1], kv=seg[:, 2], **cols, done=seg[:, 3],
+                    batch=seg[:, 1], kv=seg[:, 2], prefills=prefills, done=seg[:, 3],
                     period=period.astype(np.int64), preemptions=sum(r.preemptions for r in runs),
                     carried=tuple(carried))
-
-
-_PREFILL = ("fresh", "fresh_tokens", "fresh_sq", "re", "re_tokens", "re_sq")
 
 
 def _simulate(lengths: np.ndarray, prompt: int, capacity: int, max_seqs: int, periods: int

@@ -11,7 +11,7 @@ from collections import deque
 
 import numpy as np
 
-from planner.cost.rollout import PARTIAL_PERIODS, Schedule, replica_chunks
+from planner.cost.rollout import PARTIAL_PERIODS, PREFILL_COLUMNS, Schedule, replica_chunks
 
 FIELDS = ("replica", "steps", "batch", "kv", "fresh", "fresh_tokens", "fresh_sq", "re",
           "re_tokens", "re_sq", "done", "period")
@@ -35,7 +35,11 @@ def reference_schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens:
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(FIELDS)
     arrays = {name: np.array(col, dtype=np.int64) for name, col in zip(FIELDS, cols,
                                                                         strict=True)}
-    return Schedule(**arrays, preemptions=preemptions, carried=tuple(carried))
+    columns = np.stack([arrays.pop(name) for name in PREFILL_COLUMNS], axis=1).reshape(-1, 6)
+    at = np.flatnonzero(columns.any(axis=1))
+    prefills = np.column_stack([at, columns[at]]).astype(np.int64).reshape(-1, 7)
+    return Schedule(**arrays, prefills=prefills, preemptions=preemptions,
+                    carried=tuple(carried))
 
 
 def _all_fit(lengths: list[int], prompt: int, replica: int, rows: list[tuple]) -> None:

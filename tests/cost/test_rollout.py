@@ -73,7 +73,7 @@ def expand(sched, replica: int) -> list[tuple]:
     rows = []
     for k in np.flatnonzero(sched.replica == replica):
         b, m = int(sched.batch[k]), int(sched.steps[k])
-        pre = [int(getattr(sched, f)[k]) for f in ("fresh", "fresh_tokens", "fresh_sq", "re",
+        pre = [int(sched.column(f)[k]) for f in ("fresh", "fresh_tokens", "fresh_sq", "re",
                                                     "re_tokens", "re_sq")]
         for j in range(m):
             rows.append((b, int(sched.kv[k]) + b * j, *(pre if j == 0 else [0] * 6),
@@ -103,7 +103,7 @@ def test_equal_lengths_all_fitting_is_one_segment():
     assert sched.steps.tolist() == [100]
     assert sched.batch.tolist() == [8]
     assert sched.kv.tolist() == [8 * 51]
-    assert (sched.fresh.tolist(), sched.fresh_tokens.tolist()) == ([8], [400])
+    assert (sched.column("fresh").tolist(), sched.column("fresh_tokens").tolist()) == ([8], [400])
     assert sched.done.tolist() == [8] and sched.preemptions == 0
 
 
@@ -124,7 +124,7 @@ def test_kv_exhaustion_preempts_the_youngest():
     assert sched.preemptions == 1
     assert sched.steps.tolist() == [9, 1, 1]
     assert sched.batch.tolist() == [2, 1, 1]
-    assert sched.re_tokens.tolist() == [0, 0, 14]
+    assert sched.column("re_tokens").tolist() == [0, 0, 14]
     assert sched.done.tolist() == [0, 1, 1]
 
 

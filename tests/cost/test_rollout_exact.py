@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.cost import rollout
-from planner.cost.rollout import schedule
+from planner.cost.rollout import PREFILL_COLUMNS, schedule
 from tests.cost.rollout_reference import FIELDS, reference_schedule
 
 
@@ -19,8 +19,10 @@ def assert_same(lengths: np.ndarray, dp: int, prompt: int, kv: int, max_seqs: in
     fast = schedule.__wrapped__(lengths, dp, prompt, kv, max_seqs, partial)
     ref = reference_schedule(lengths, dp, prompt, kv, max_seqs, partial)
     for name in FIELDS:
-        a, b = getattr(fast, name), getattr(ref, name)
+        a, b = ((fast.column(name), ref.column(name)) if name in PREFILL_COLUMNS
+                else (getattr(fast, name), getattr(ref, name)))
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert np.array_equal(fast.prefills, ref.prefills)  # no row without a prefill
     assert (fast.preemptions, fast.carried) == (ref.preemptions, ref.carried)
 
 
