@@ -260,15 +260,21 @@ def _sum_line(a: Num, b: Num, lo: Num, hi: Num) -> Num:
 def _sum_max(first: tuple[Num, Num], second: tuple[Num, Num], m: np.ndarray) -> np.ndarray:
     """Σ_{j=0}^{m−1} max(a₁ + b₁·j, a₂ + b₂·j), exactly, element-wise: the second line summed,
     plus the first's excess over it, positive on one interval of j (before or after where the
-    lines cross)."""
+    lines cross) — worked out only where it is positive at either end (few segments: decode
+    is mostly memory-bound)."""
     (a1, b1), (a2, b2) = first, second
-    da, db = a1 - a2, b1 - b2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cross = np.clip(np.ceil(-da / db), 0, m)  # the first j past the crossing
-    rising, falling = db > 0, db < 0
-    lo = np.where(rising, cross, 0.0)
-    hi = np.where(falling, cross, np.where(rising | (da > 0), m, 0.0))
-    return _sum_line(a2, b2, 0.0, m) + _sum_line(da, db, lo, hi)
+    total = m * a2 + b2 * (m * (m - 1) / 2)
+    da, db = np.broadcast_arrays(a1 - a2, b1 - b2, m)[:2]
+    some = np.flatnonzero((da > 0) | (da + db * (m - 1) > 0))
+    if len(some):
+        da, db, m = da[some], db[some], np.broadcast_to(m, total.shape)[some]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = np.clip(np.ceil(-da / db), 0, m)  # the first j past the crossing
+        rising, falling = db > 0, db < 0
+        lo = np.where(rising, cross, 0.0)
+        hi = np.where(falling, cross, np.where(rising | (da > 0), m, 0.0))
+        total[some] += _sum_line(da, db, lo, hi)
+    return total
 
 
 def _floor_excess(first: tuple[Num, Num], second: tuple[Num, Num], floor: float,

@@ -50,7 +50,8 @@ def stage_floors(space: Space) -> dict[str, int]:
                 for c in cs]
         for st in t.stages:
             if pool:
-                floors[st] = max(floors[st], min(c.time_ms.get(st, 0) for c in pool))
+                k = STAGES.index(st)
+                floors[st] = max(floors[st], min(c.stage_row[k] for c in pool))
     return floors
 
 
@@ -81,9 +82,8 @@ def time_lower_bounds(space: Space, cands: list[Candidate], floors: dict[str, in
         return []
     gen = space.generation is not None
     # the refit is no shorter than the candidate's own side (`choice.refit_ms`), wherever it is
-    rows = np.array([(*(c.time_ms.get(st, 0) for st in STAGES),
-                      min(c.refit_ms, default=0) if gen else 0) for c in cands], dtype=np.int64)
-    own, refit = rows[:, :len(STAGES)], rows[:, len(STAGES)]
+    rows = np.array([c.stage_row for c in cands], dtype=np.int64)
+    own, refit = rows[:, :len(STAGES)], rows[:, len(STAGES)] if gen else 0
     S = {st: np.maximum(own[:, i], floors[st]) for i, st in enumerate(STAGES)}
     ga = (np.maximum(S["generation"], S["assessment"]) if space.fusion and gen
           else S["generation"] + S["assessment"])

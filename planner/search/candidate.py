@@ -6,7 +6,7 @@ space of them the solvers choose from (`Space`, filled by `space.build_space`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import cached_property, reduce
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -87,6 +87,12 @@ class Candidate:
     # ones (`kv_bounds`); never a plan: the search prices a size inside it when it is chosen
     bound: bool = False
     upper_mib: int = 0  # a bound: the transient need of the next priced size, which must not fit
+
+    @cached_property
+    def stage_row(self) -> tuple[int, ...]:
+        """Its time per stage of `STAGES` (0 where it has none), then its least refit side:
+        what the bounds read of it, many times over (`bounds.time_lower_bounds`)."""
+        return (*(self.time_ms.get(st, 0) for st in STAGES), min(self.refit_ms, default=0))
 
     def key(self) -> tuple:
         """Numbers a better candidate is no worse in (lower is better)."""
