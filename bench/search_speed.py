@@ -175,10 +175,19 @@ def run_once(path: Path, flags: list[str], what: str, env: dict[str, str], root:
     return json.loads(out.stdout)["search"]["wall_s"], process, cpu
 
 
+BUILD_NATIVE = """
+import pathlib, shutil, tempfile, hatch_build
+with tempfile.TemporaryDirectory() as tmp:
+    built = hatch_build._compile(pathlib.Path.cwd(), pathlib.Path(tmp))
+    shutil.copy2(built, pathlib.Path("planner", "cost", built.name))
+"""
+
+
 @contextlib.contextmanager
 def revision(rev: str):
     """A temporary worktree of git revision `rev` beside this checkout, with this checkout's
-    compiled rollout simulation when that revision's source of it is the same."""
+    compiled rollout simulation when that revision's source of it is the same, else its own,
+    built there (its `hatch_build.py`, as its install would)."""
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp) / "rev"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
@@ -186,10 +195,11 @@ def revision(rev: str):
         try:
             if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "--",
                                "planner/cost/_rollout_sim.c"]).returncode != 0:
-                raise SystemExit(f"--against {rev}: its planner/cost/_rollout_sim.c is not this "
-                                 "checkout's; time that revision from a checkout built there")
-            for built in (ROOT / "planner" / "cost").glob("_rollout_sim*.so"):
-                shutil.copy2(built, where / "planner" / "cost")
+                subprocess.run([sys.executable, "-c", BUILD_NATIVE], cwd=where, check=True,
+                               capture_output=True)
+            else:
+                for built in (ROOT / "planner" / "cost").glob("_rollout_sim*.so"):
+                    shutil.copy2(built, where / "planner" / "cost")
             yield where
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",

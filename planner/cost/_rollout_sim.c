@@ -40,34 +40,37 @@ static int vec_push(vec *a, i64 x) {
     return 0;
 }
 
-/* a binary min-heap on a vec (heapq's order: any correct heap pops the same values) */
-static int heap_push(vec *h, i64 x) {
-    if (vec_push(h, x)) return -1;
-    Py_ssize_t k = h->n - 1;
-    while (k > 0) {
-        Py_ssize_t up = (k - 1) >> 1;
-        if (h->v[up] <= x) break;
-        h->v[k] = h->v[up];
-        k = up;
-    }
-    h->v[k] = x;
-    return 0;
+/* The running requests by the step they finish at (their due: base + length), a bucket per
+ * step over a window wider than any remaining length (due − now ≤ length), each bucket a
+ * doubly linked list: O(1) to add, remove (a preemption) or take a whole step's completions;
+ * the next due is found by scanning forward from a lower bound (`lo`), steps the run makes
+ * anyway. (A heap ordered the same dues; the order within a step never mattered.) */
+typedef struct {
+    i64 *head, *next, *prev; /* head[due & mask]; next/prev per request, -1: none */
+    i64 mask, lo;
+} calendar;
+
+static void cal_add(calendar *c, i64 i, i64 due) {
+    i64 *h = &c->head[due & c->mask];
+    c->next[i] = *h;
+    c->prev[i] = -1;
+    if (*h >= 0) c->prev[*h] = i;
+    *h = i;
+    if (due < c->lo) c->lo = due;
 }
 
-static i64 heap_pop(vec *h) {
-    i64 top = h->v[0], x = h->v[--h->n];
-    Py_ssize_t n = h->n, k = 0;
-    if (n == 0) return top;
-    for (;;) {
-        Py_ssize_t c = 2 * k + 1;
-        if (c >= n) break;
-        if (c + 1 < n && h->v[c + 1] < h->v[c]) c++;
-        if (h->v[c] >= x) break;
-        h->v[k] = h->v[c];
-        k = c;
-    }
-    h->v[k] = x;
-    return top;
+static void cal_remove(calendar *c, i64 i, i64 due) {
+    if (c->prev[i] >= 0) c->next[c->prev[i]] = c->next[i];
+    else c->head[due & c->mask] = c->next[i];
+    if (c->next[i] >= 0) c->prev[c->next[i]] = c->prev[i];
+}
+
+/* the least due at or after `now` (one request at least is running: every due lies in
+ * [now, now + window)) */
+static i64 cal_next(calendar *c, i64 now) {
+    i64 t = c->lo > now ? c->lo : now;
+    while (c->head[t & c->mask] < 0) t++;
+    return c->lo = t;
 }
 
 /* the waiting queue: a ring over every request the run can hold (each waits at most once) */
@@ -116,17 +119,24 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     i64 *progress = calloc((size_t)total, sizeof(i64));
     i64 *base = malloc((size_t)total * sizeof(i64));
     ring waiting = {malloc((size_t)total * sizeof(i64)), 0, 0, total};
-    vec stack = {0}, heap = {0}, seg = {0}, pre = {0}, ends = {0}, carried = {0};
-    if (!length || !progress || !base || !waiting.v) { PyErr_NoMemory(); goto done; }
+    vec stack = {0}, seg = {0}, pre = {0}, ends = {0}, carried = {0};
+    i64 longest = 1, window = 2;
+    for (Py_ssize_t k = 0; k < share; k++)
+        if (lengths[k] > longest) longest = lengths[k];
+    while (window <= longest) window <<= 1;
+    calendar due = {malloc((size_t)window * sizeof(i64)), malloc((size_t)total * sizeof(i64)),
+                    malloc((size_t)total * sizeof(i64)), window - 1, INT64_MAX};
+    if (!length || !progress || !base || !waiting.v || !due.head || !due.next || !due.prev) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i64 t = 0; t < window; t++) due.head[t] = -1;
     Py_ssize_t n_req = ahead;
     for (Py_ssize_t k = 0; k < ahead; k++) {
         length[k] = lengths[k % share];
         base[k] = IDLE;
         ring_push_back(&waiting, k);
     }
-    i64 shift = 0;
-    for (i64 x = ahead * (periods > 1 ? periods : 1); x; x >>= 1) shift++;
-    const i64 mask = ((i64)1 << shift) - 1;
     i64 now = 0, used = 0, running = 0, preemptions = 0, period = 0, completed = 0, peak = 0;
     i64 unstarted = ahead;
     const i64 bound = capacity + 1; /* the peak of a run the cache bound */
@@ -137,6 +147,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             while (used + running > capacity) {
                 i64 i = stack.v[--stack.n], a = base[i];
                 if (a == IDLE) continue; /* finished since it was admitted */
+                cal_remove(&due, i, a + length[i]);
                 i64 g = now - a;
                 used -= prompt + g;
                 progress[i] = g;
@@ -156,10 +167,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                 if (g) { re++; re_tokens += c; re_sq += c * c; }
                 else { fresh++; fresh_tokens += c; fresh_sq += c * c; unstarted--; }
                 i64 a = base[i] = now - g;
-                if (heap_push(&heap, ((a + length[i]) << shift) | i)) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
+                cal_add(&due, i, a + length[i]);
                 PUSH(stack, i);
                 used += c;
                 running++;
@@ -169,15 +177,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                 PUSH(pre, fresh_sq); PUSH(pre, re); PUSH(pre, re_tokens); PUSH(pre, re_sq);
             }
         }
-        if (!heap.n) goto empty;
-        i64 top = heap.v[0], i = top & mask;
-        while (base[i] + length[i] != top >> shift) { /* finished or preempted since pushed */
-            heap_pop(&heap);
-            if (!heap.n) goto empty;
-            top = heap.v[0];
-            i = top & mask;
-        }
-        i64 b = running, steps = (top >> shift) - now;
+        if (!running) goto empty;
+        i64 b = running, steps = cal_next(&due, now) - now;
         if (used + b * steps > capacity) { /* the cache fills first */
             steps = (capacity - used) / b; /* capacity − used ≥ b > 0: floor division */
             peak = bound;
@@ -191,16 +192,13 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         i64 kv = used + b, count = 0;
         now += steps;
         used += b * steps;
-        const i64 last = (now + 1) << shift;
-        while (heap.n && heap.v[0] < last) {
-            i64 j = heap_pop(&heap) & mask;
-            if (base[j] + length[j] == now) {
-                used -= prompt + length[j];
-                base[j] = IDLE;
-                running--;
-                count++;
-            }
+        for (i64 j = due.head[now & due.mask]; j >= 0; j = due.next[j]) { /* all due now */
+            used -= prompt + length[j];
+            base[j] = IDLE;
+            running--;
+            count++;
         }
+        due.head[now & due.mask] = -1;
         PUSH(seg, steps); PUSH(seg, b); PUSH(seg, kv); PUSH(seg, count);
         completed += count;
         if (periods && completed >= share) { /* a step boundary (partial rollouts) */
@@ -212,6 +210,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = stack.n - 1; k >= 0; k--) {
                 i64 j = stack.v[k];
                 if (base[j] == IDLE) continue;
+                cal_remove(&due, j, base[j] + length[j]);
                 progress[j] = now - base[j];
                 base[j] = IDLE;
                 ring_push_front(&waiting, j);
@@ -220,7 +219,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = 0; k < waiting.n; k++)
                 sum += progress[waiting.v[(waiting.head + k) % waiting.cap]];
             PUSH(carried, sum);
-            stack.n = heap.n = 0;
+            stack.n = 0;
+            due.lo = INT64_MAX;
             used = running = 0;
             i64 more = ahead - unstarted;
             for (i64 k = n_req; k < n_req + more; k++) {
@@ -259,7 +259,9 @@ done:
     free(base);
     free(waiting.v);
     free(stack.v);
-    free(heap.v);
+    free(due.head);
+    free(due.next);
+    free(due.prev);
     free(seg.v);
     free(pre.v);
     free(ends.v);
