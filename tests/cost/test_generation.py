@@ -213,6 +213,31 @@ def test_segments_sum_their_steps_exactly(b, kv, m, eager):
     assert float(gpu_part[0] + overhead[0]) == pytest.approx(one_by_one, rel=1e-9)
 
 
+line = st.tuples(st.integers(0, 10**4), st.integers(-50, 50))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.tuples(line, line), min_size=1, max_size=8),
+       m=st.lists(st.integers(0, 300), min_size=8, max_size=8),
+       floor=st.integers(0, 2 * 10**4))
+def test_sums_of_the_larger_line_are_exact(lines, m, floor):
+    """Segments' Σ max of two lines, crossing or not, rising or falling (`_sum_max`), and the
+    floor's excess over it for slopes ≥ 0 (`_floor_excess`), against the sums term by term."""
+    n = len(lines)
+    (a1, b1), (a2, b2) = (tuple(np.array([float(x[k][i]) for x in lines]) for i in (0, 1))
+                          for k in (0, 1))
+    steps = np.array(m[:n], dtype=float)
+    got = G._sum_max((a1, b1), (a2, b2), steps)
+    want = [sum(max(a1[k] + b1[k] * j, a2[k] + b2[k] * j) for j in range(int(steps[k])))
+            for k in range(n)]
+    assert got.tolist() == pytest.approx(want, rel=1e-12, abs=1e-9)
+    up1, up2 = np.abs(b1), np.abs(b2)
+    excess = G._floor_excess((a1, up1), (a2, up2), float(floor), steps)
+    want = [sum(max(0.0, floor - max(a1[k] + up1[k] * j, a2[k] + up2[k] * j))
+                for j in range(int(steps[k]))) for k in range(n)]
+    assert excess.tolist() == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
 # --- the rollout -----------------------------------------------------------------------------
 
 
