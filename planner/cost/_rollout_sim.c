@@ -40,18 +40,22 @@ static int vec_push(vec *a, i64 x) {
     return 0;
 }
 
-/* The running requests by the step they finish at (their due: base + length), a bucket per
- * step over a window wider than any remaining length (due − now ≤ length), each bucket a
- * doubly linked list: O(1) to add, remove (a preemption) or take a whole step's completions;
- * the next due is found by scanning forward from a lower bound (`lo`), steps the run makes
- * anyway. (A heap ordered the same dues; the order within a step never mattered.) */
+/* The running requests by the step they finish at (their due: base + length): a bucket per
+ * step modulo a window (the longest response, up to MAX_WINDOW steps), each bucket a doubly
+ * linked list — O(1) to add, remove (a preemption) or take a step's completions. The next
+ * due is found by scanning forward from a lower bound (`lo`), over steps the run makes anyway,
+ * each bucket checked for a request due at that very step (past MAX_WINDOW a bucket also holds
+ * later ones). (A heap ordered the same dues; the order within a step never mattered.) */
+#define MAX_WINDOW ((i64)1 << 16)
+
 typedef struct {
-    i64 *head, *next, *prev; /* head[due & mask]; next/prev per request, -1: none */
+    i64 *head, *next, *prev, *due; /* head[due & mask]; per request: next/prev (-1: none), due */
     i64 mask, lo;
 } calendar;
 
 static void cal_add(calendar *c, i64 i, i64 due) {
     i64 *h = &c->head[due & c->mask];
+    c->due[i] = due;
     c->next[i] = *h;
     c->prev[i] = -1;
     if (*h >= 0) c->prev[*h] = i;
@@ -59,18 +63,17 @@ static void cal_add(calendar *c, i64 i, i64 due) {
     if (due < c->lo) c->lo = due;
 }
 
-static void cal_remove(calendar *c, i64 i, i64 due) {
+static void cal_remove(calendar *c, i64 i) {
     if (c->prev[i] >= 0) c->next[c->prev[i]] = c->next[i];
-    else c->head[due & c->mask] = c->next[i];
+    else c->head[c->due[i] & c->mask] = c->next[i];
     if (c->next[i] >= 0) c->prev[c->next[i]] = c->prev[i];
 }
 
-/* the least due at or after `now` (one request at least is running: every due lies in
- * [now, now + window)) */
+/* the least due at or after `now` (one request at least is running) */
 static i64 cal_next(calendar *c, i64 now) {
-    i64 t = c->lo > now ? c->lo : now;
-    while (c->head[t & c->mask] < 0) t++;
-    return c->lo = t;
+    for (i64 t = c->lo > now ? c->lo : now;; t++)
+        for (i64 j = c->head[t & c->mask]; j >= 0; j = c->next[j])
+            if (c->due[j] == t) return c->lo = t;
 }
 
 /* the waiting queue: a ring over every request the run can hold (each waits at most once) */
@@ -123,10 +126,12 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     i64 longest = 1, window = 2;
     for (Py_ssize_t k = 0; k < share; k++)
         if (lengths[k] > longest) longest = lengths[k];
-    while (window <= longest) window <<= 1;
+    while (window <= longest && window < MAX_WINDOW) window <<= 1;
     calendar due = {malloc((size_t)window * sizeof(i64)), malloc((size_t)total * sizeof(i64)),
-                    malloc((size_t)total * sizeof(i64)), window - 1, INT64_MAX};
-    if (!length || !progress || !base || !waiting.v || !due.head || !due.next || !due.prev) {
+                    malloc((size_t)total * sizeof(i64)), malloc((size_t)total * sizeof(i64)),
+                    window - 1, INT64_MAX};
+    if (!length || !progress || !base || !waiting.v || !due.head || !due.next || !due.prev
+        || !due.due) {
         PyErr_NoMemory();
         goto done;
     }
@@ -147,7 +152,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             while (used + running > capacity) {
                 i64 i = stack.v[--stack.n], a = base[i];
                 if (a == IDLE) continue; /* finished since it was admitted */
-                cal_remove(&due, i, a + length[i]);
+                cal_remove(&due, i);
                 i64 g = now - a;
                 used -= prompt + g;
                 progress[i] = g;
@@ -192,13 +197,15 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         i64 kv = used + b, count = 0;
         now += steps;
         used += b * steps;
-        for (i64 j = due.head[now & due.mask]; j >= 0; j = due.next[j]) { /* all due now */
+        for (i64 j = due.head[now & due.mask], after; j >= 0; j = after) {
+            after = due.next[j];
+            if (due.due[j] != now) continue; /* a later one in the same bucket */
+            cal_remove(&due, j);
             used -= prompt + length[j];
             base[j] = IDLE;
             running--;
             count++;
         }
-        due.head[now & due.mask] = -1;
         PUSH(seg, steps); PUSH(seg, b); PUSH(seg, kv); PUSH(seg, count);
         completed += count;
         if (periods && completed >= share) { /* a step boundary (partial rollouts) */
@@ -210,7 +217,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = stack.n - 1; k >= 0; k--) {
                 i64 j = stack.v[k];
                 if (base[j] == IDLE) continue;
-                cal_remove(&due, j, base[j] + length[j]);
+                cal_remove(&due, j);
                 progress[j] = now - base[j];
                 base[j] = IDLE;
                 ring_push_front(&waiting, j);
@@ -262,6 +269,7 @@ done:
     free(due.head);
     free(due.next);
     free(due.prev);
+    free(due.due);
     free(seg.v);
     free(pre.v);
     free(ends.v);
