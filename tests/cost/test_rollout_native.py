@@ -59,6 +59,18 @@ def test_a_long_preempting_replica_is_the_same(native):
         same_run(lengths, 1024, capacity, 256, periods)
 
 
+def test_responses_longer_than_the_calendar_window_are_the_same(native):
+    # past 65,536 steps (the C module's MAX_WINDOW) one bucket holds requests due a window
+    # apart: 65,536 and 131,072 share step 0's, and their finishes land in the same bucket
+    rng = np.random.default_rng(1)
+    lengths = [65_536, 131_072, 65_537, 3, 200_000,
+               *rng.integers(1, 300_000, 40).tolist()]
+    longest = max(lengths)
+    for capacity, periods in ((longest + 10, 0), (longest + 2_000_000, 0),
+                              (3 * longest, rollout.PARTIAL_PERIODS), (10**9, 0)):
+        same_run(lengths, 7, capacity, 16, periods)
+
+
 def test_bad_arguments_are_refused_not_crashed(native):
     with pytest.raises(ValueError, match="max_seqs"):
         native.simulate(np.array([], dtype=np.int64), 1, 10, 1, 0)
