@@ -7,7 +7,8 @@ pricing, taken in turns with this process (`space.build_space`, `Turns`); the la
 a large search, solved from the back while this process solves from the front (`last.py`,
 `Ends`); the pins of the options shown (`solve.pin_beside` starts a large model's as soon as
 it is solved; `solve.pin_shown` the rest but the best's, taken in turns with this process once
-it has priced the best plan); and the what-ifs
+it has priced the best plan, unless the staleness what-if's child has that core); and the
+what-ifs
 (`solve._what_if`), from a copy of what was priced. A what-if's child is `nested`: once this
 process waits for it and gives back its core (`Cores`), a child of its own solves the
 what-if's last options from the back, under the least objective either has found (`Least`).

@@ -187,14 +187,16 @@ def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,
         o.pinning = asides[f"pin {len(asides)}"] = child
 
 
-def pin_shown(ranked: list[Outcome], deadline: Deadline) -> Callable[[], None]:
+def pin_shown(ranked: list[Outcome], deadline: Deadline, beside: bool = True
+              ) -> Callable[[], None]:
     """Give the options whose plans are shown (`explain.shown`) their canonical plans
     (`cpsat.pin`), in place: only those are needed, and each costs a second solve. The best
     is pinned before this returns; the others beside it — those pinned beside the search
     (`pin_beside`) collected, the rest taken in turns by a child (`aside.py`) where one can
-    run and by this process once it calls the function returned (which returns when all are
-    pinned): the plan prices the best meanwhile. A pin is a function of its option's space
-    and optimum alone, so the plans are the same either way."""
+    run and `beside` (not while the staleness what-if's child has the other core: the command
+    waits for that one last) and by this process once it calls the function returned (which
+    returns when all are pinned): the plan prices the best meanwhile. A pin is a function of
+    its option's space and optimum alone, so the plans are the same either way."""
     todo = [o for o in shown(ranked) if not o.result.pinned]
     needed = {id(o) for o in todo}
     for o in ranked:  # not shown: their pins are not needed
@@ -203,7 +205,7 @@ def pin_shown(ranked: list[Outcome], deadline: Deadline) -> Callable[[], None]:
     best = ranked[0]
     rest = [o for o in todo if o.pinning is None and o is not best]
     turns = aside.shared(lambda: aside.Turns(list(range(len(rest))))) if rest else None
-    child = aside.start(_pins, rest, turns, deadline) if turns else None
+    child = aside.start(_pins, rest, turns, deadline) if turns and beside else None
     if id(best) in needed:
         _collect(best, deadline)
 
@@ -336,7 +338,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
     best = ranked[0]
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:
         asides[SHARED_ASK] = child  # the best option is known: beside the pins from here
-    pin_the_rest = pin_shown(ranked, deadline)  # the best pinned, the others beside
+    pin_the_rest = pin_shown(ranked, deadline, beside=free())  # the best pinned now
     if progress:
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
