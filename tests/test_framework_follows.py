@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from planner.frameworks import capabilities
+from planner.frameworks import capabilities, parse_name
 from planner.frameworks.capabilities import Follow
 from planner.plan import Layout
 from planner.search import brute, cpsat
 from planner.search.choice import valid
+from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 
@@ -84,3 +85,28 @@ def test_relations_and_how_a_follower_is_run():
     assert verl.ok(ref, fsdp) and verl.run(ref.model_copy(update={"zero": 0}), fsdp).zero == 3
     backend = Follow("critic.training", "actor.training", (), "same_backend")
     assert backend.run(fsdp, train) is None  # no one answer: the search keeps them agreeing
+    # a group too small (or not a multiple) for the trainer's TP: no layout to run it as
+    for gpus in (1, 3):
+        small = Layout(group="g1", dp=gpus, zero=0, micro_batch=1)
+        assert openrlhf.run(small, train) is None
+
+
+def test_a_plan_whose_follower_cannot_follow_is_priced_not_crashed():
+    # PPO whose best plan keeps the reward model on two GPUs at PP 2 beside a TP-2 actor:
+    # OpenRLHF would lay the reward model out at the actor's TP, TP 2 × PP 2 on two GPUs (the
+    # plan's `frameworks` line once divided by that zero-GPU data parallelism)
+    sc = load_scenario(None, {
+        "algorithm": "ppo", "models.actor": "qwen2.5-7b", "models.reference": "actor",
+        "models.critic": "qwen2.5-1.5b", "models.reward": "qwen2.5-1.5b",
+        "workload.prompts_per_step": 128, "workload.samples_per_prompt": 4,
+        "workload.prompt_len": 512, "workload.response_len": 2048,
+        "workload.max_response_len": 8192, "workload.mini_batches": 2,
+        "cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 4,
+        "search.max_staleness": 1})
+    result = plan(sc, explain=False)
+    reward = result.layouts["reward"]["assessment"]
+    train = result.layouts["actor"]["training"]
+    follow = next(f for f in capabilities(parse_name("openrlhf")).follows
+                  if f.task == "reward.forward")
+    assert not follow.ok(reward, train) and follow.run(reward, train) is None  # the case
+    assert result.frameworks  # every release is said to run it or not

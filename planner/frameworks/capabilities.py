@@ -85,7 +85,9 @@ class Follow:
     def run(self, x: Any, trainer: Any) -> Any | None:
         """The follower's layout (a `Layout`) as the framework runs it beside `trainer`'s:
         the `same` fields the trainer's, ZeRO as the relation has it, data parallelism what
-        its group leaves; None when the relation has no one answer (`same_backend`)."""
+        its group leaves; None when the relation has no one answer (`same_backend`) or its
+        group cannot hold the trainer's model parallelism (a 1-GPU reward beside a TP-2
+        actor: the framework would not run the plan as it is, whatever it changes)."""
         if self.relation == "same_backend":
             return x if self.ok(x, trainer) else None
         update = {f: getattr(trainer, f) for f in self.same}
@@ -93,7 +95,9 @@ class Follow:
         if fsdp:
             update |= {"tp": 1, "pp": 1, "ep": 1, "etp": None}
         shaped = x.model_copy(update=update)
-        dp = x.gpus // (shaped.tp * shaped.pp * shaped.cp)
+        dp, rest = divmod(x.gpus, shaped.tp * shaped.pp * shaped.cp)
+        if dp < 1 or rest:
+            return None
         zero = {"sharded_with_trainer": 3 if trainer.zero == 3 else 0,
                 "whole_under_megatron": 3 if fsdp and dp * shaped.cp > 1 else 0
                 }.get(self.relation or "", shaped.zero)
