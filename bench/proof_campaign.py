@@ -3,20 +3,21 @@ against the proven optimum (issue 25: every plan `evaluate` accepts should lie i
 optimum is proven over).
 
 For each scenario of a grid (GRPO on one node of 8 or 4 GPUs, memory-tight enough that the KV
-cache decides the rollout), `rlplan plan`'s proven optimum, then each inter-model option's own
-optimum (`cpsat.solve`), its rollout given other KV sizes: left out (`evaluate` gives the
-largest that fits where it sits) and `--points` sizes from one longest sequence up to 2% past
-its own. It prints, per option, the fastest of those against the option's optimum, and counts
-the plans faster than the scenario's proven optimum (the claim the plan makes) and the plans
-faster with their own KV cache left out, and `--random` random plans of each partial-rollout
-option priced with the KV cache left out against it. The search covers a size left out
-(`refine.py`; under partial rollouts for the options `plan` proves, `settle.py`), but not every
-size one writes in: the rollout model is not monotone in the KV cache (preemptions; partial
-rollouts' steady state), so a size between those priced can be faster than the priced one above
-it.
+cache decides the rollout; `--ppo`: PPO with a 1.5B critic and reward model), `rlplan plan`'s
+proven optimum, then each inter-model option's own optimum (`cpsat.solve`), its rollout given
+other KV sizes: left out (`evaluate` gives the largest that fits where it sits) and `--points`
+sizes from one longest sequence up to 2% past its own. It prints, per option, the fastest of
+those against the option's optimum, and counts the plans faster than the scenario's proven
+optimum (the claim the plan makes) and the plans faster with their own KV cache left out, and
+`--random` random plans of each partial-rollout option priced with the KV cache left out
+against it. The search covers a size left out (`refine.py`; under partial rollouts for the
+options `plan` proves, `settle.py`), but not every size one writes in: the rollout model is not
+monotone in the KV cache (preemptions; partial rollouts' steady state), so a size between those
+priced can be faster than the priced one above it.
 
     python bench/proof_campaign.py              # the grid, 30 sizes per plan (about 2.5 minutes)
     python bench/proof_campaign.py --points 10 --quick
+    python bench/proof_campaign.py --ppo         # PPO's grid (36 scenarios)
 """
 
 from __future__ import annotations
@@ -44,14 +45,17 @@ from tests.test_proof import random_choices
 
 SLACK_S = 8e-3  # candidates are priced in whole ms, rounded up: a few ms per plan
 MODELS = ("qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b")
+PPO_ACTORS = MODELS[:2]  # beside a 1.5B critic and reward model (--ppo)
 GPUS = ("h100-sxm", "a100-sxm-40gb", "a100-sxm-80gb")
 LENGTHS = ((1024, 2048), (2048, 8192), (512, 4096))  # mean and longest response
 PER_NODE = (8, 4)
 
 
-def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int):
+def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int, ppo: bool = False):
+    roles = ({"models.critic": MODELS[0], "models.reward": MODELS[0]} if ppo else {})
     return load_scenario(None, {
-        "algorithm": "grpo", "models.actor": model, "models.reference": "actor",
+        "algorithm": "ppo" if ppo else "grpo", "models.actor": model,
+        "models.reference": "actor", **roles,
         "workload.prompts_per_step": 128, "workload.samples_per_prompt": 4,
         "workload.prompt_len": 512, "workload.response_len": mean,
         "workload.max_response_len": longest, "workload.mini_batches": 2,
@@ -82,19 +86,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=30, help="KV sizes per plan")
     parser.add_argument("--quick", action="store_true", help="H100 only")
+    parser.add_argument("--ppo", action="store_true",
+                        help="PPO: actors Qwen2.5-1.5B and 7B beside a 1.5B critic and reward "
+                             "model, instead of GRPO")
     parser.add_argument("--random", type=int, default=12,
                         help="random plans per partial-rollout option, priced with the KV cache "
                              "left out")
     args = parser.parse_args()
     rng = random.Random(0)
     started = time.monotonic()
-    grid = [(m, g, *lengths, n) for n in PER_NODE for m in MODELS
+    grid = [(m, g, *lengths, n) for n in PER_NODE for m in (PPO_ACTORS if args.ppo else MODELS)
             for g in GPUS[:1 if args.quick else None] for lengths in LENGTHS]
     beaten, plan_beaten, plans, drawn, drawn_beaten = 0, 0, 0, 0, 0
     worst = {"left out": (0.0, ""), "written in": (0.0, "")}
     print(f"{'scenario':42} {'option':58} {'its optimum':>11} {'fastest':>9} {'at KV':>10}")
     for m, g, mean, longest, n in grid:
-        sc = scenario(m, g, mean, longest, n)
+        sc = scenario(m, g, mean, longest, n, args.ppo)
         name = f"{m} {n}×{g} responses {mean}/{longest}"
         try:
             chosen = plan(sc, explain=False)
