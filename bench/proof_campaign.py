@@ -18,6 +18,7 @@ priced can be faster than the priced one above it.
     python bench/proof_campaign.py              # the grid, 30 sizes per plan (about 2.5 minutes)
     python bench/proof_campaign.py --points 10 --quick
     python bench/proof_campaign.py --ppo         # PPO's grid (36 scenarios)
+    python bench/proof_campaign.py --nodes 2     # two nodes of 4 GPUs (27 scenarios; --ppo 18)
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ LENGTHS = ((1024, 2048), (2048, 8192), (512, 4096))  # mean and longest response
 PER_NODE = (8, 4)
 
 
-def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int, ppo: bool = False):
+def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int, ppo: bool = False,
+             nodes: int = 1):
     roles = ({"models.critic": MODELS[0], "models.reward": MODELS[0]} if ppo else {})
     return load_scenario(None, {
         "algorithm": "ppo" if ppo else "grpo", "models.actor": model,
@@ -59,7 +61,7 @@ def scenario(model: str, gpu: str, mean: int, longest: int, per_node: int, ppo: 
         "workload.prompts_per_step": 128, "workload.samples_per_prompt": 4,
         "workload.prompt_len": 512, "workload.response_len": mean,
         "workload.max_response_len": longest, "workload.mini_batches": 2,
-        "cluster.gpu": gpu, "cluster.nodes": 1, "cluster.gpus_per_node": per_node,
+        "cluster.gpu": gpu, "cluster.nodes": nodes, "cluster.gpus_per_node": per_node,
         "search.max_staleness": 1})
 
 
@@ -86,6 +88,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=30, help="KV sizes per plan")
     parser.add_argument("--quick", action="store_true", help="H100 only")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="nodes per scenario (2: nodes of 4 GPUs only, a rollout group "
+                             "across nodes)")
     parser.add_argument("--ppo", action="store_true",
                         help="PPO: actors Qwen2.5-1.5B and 7B beside a 1.5B critic and reward "
                              "model, instead of GRPO")
@@ -95,14 +100,16 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(0)
     started = time.monotonic()
-    grid = [(m, g, *lengths, n) for n in PER_NODE for m in (PPO_ACTORS if args.ppo else MODELS)
+    per_node = PER_NODE if args.nodes == 1 else PER_NODE[1:]
+    grid = [(m, g, *lengths, n) for n in per_node for m in (PPO_ACTORS if args.ppo else MODELS)
             for g in GPUS[:1 if args.quick else None] for lengths in LENGTHS]
     beaten, plan_beaten, plans, drawn, drawn_beaten = 0, 0, 0, 0, 0
     worst = {"left out": (0.0, ""), "written in": (0.0, "")}
     print(f"{'scenario':42} {'option':58} {'its optimum':>11} {'fastest':>9} {'at KV':>10}")
     for m, g, mean, longest, n in grid:
-        sc = scenario(m, g, mean, longest, n, args.ppo)
-        name = f"{m} {n}×{g} responses {mean}/{longest}"
+        sc = scenario(m, g, mean, longest, n, args.ppo, args.nodes)
+        nodes = f"{args.nodes}×" if args.nodes > 1 else ""
+        name = f"{m} {nodes}{n}×{g} responses {mean}/{longest}"
         try:
             chosen = plan(sc, explain=False)
         except InfeasibleError:
