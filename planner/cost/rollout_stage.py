@@ -135,11 +135,13 @@ def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -
         what = (f"a KV cache of {kv:,} tokens per replica" if kv is not None and kv >= longest
                 else f"even one sequence of {longest:,} tokens")
         wanted = need(max(kv or 0, longest))
+        over = wanted - room_mib  # a sliver said in MiB, not as "0.0 GiB over"
+        over_words = f"{over / 1024:.1f} GiB" if over >= 102.4 else f"{math.ceil(over)} MiB"
         raise InfeasibleError(
             f"group {layout.group}, stage generation: the actor's rollouts need "
             f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
-            f"{(wanted - room_mib) / 1024:.1f} GiB over what the group leaves free of the "
-            f"{gpu.memory_gib:.0f} GiB of a {gpu.name}"
+            f"{over_words} over what the group leaves free of the {gpu.name}'s "
+            f"{gpu.memory_gib:.0f} GiB"
             f"{headroom_words(gpu, sc.search.memory_headroom)}; use more tensor parallelism, "
             "offload, a larger group"
             + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.cost.fit import kv_tokens_within
+from planner.cost.rollout_stage import kv_cache_layout, kv_need_mib
+from planner.errors import InfeasibleError
+from planner.plan import Layout
+from planner.specs.scenario import load_scenario
 
 
 def bisected(need, room: int, longest: int, useful: int) -> int | None:
@@ -59,3 +64,18 @@ def test_a_need_affine_but_for_rounding_takes_a_few_calls():
         got = kv_tokens_within(need, room, 9_216, 9_437_184)
         assert len(asked) <= 16
         assert need(got) <= room < need(got + 1)
+
+
+def test_a_kv_cache_that_does_not_fit_says_by_how_much():
+    """The refusal names the overflow: in GiB, or a sliver of one in MiB (not "0.0 GiB")."""
+    sc = load_scenario(None, {"algorithm": "grpo", "models.actor": "qwen2.5-7b",
+                              "models.reference": "actor", "workload.prompts_per_step": 64,
+                              "workload.samples_per_prompt": 4, "workload.prompt_len": 512,
+                              "workload.response_len": 1024, "cluster.gpu": "h100-sxm",
+                              "cluster.nodes": 1})
+    layout = Layout(group="g0", dp=8, kv_cache_tokens=200_000)
+    need = kv_need_mib(sc, layout, False)(200_000)
+    for room, said in ((need - 3, "3 MiB over"), (need - 2048, "2.0 GiB over")):
+        with pytest.raises(InfeasibleError, match=said):
+            kv_cache_layout(sc, layout, False, room)
+    assert kv_cache_layout(sc, layout, False, need).kv_cache_tokens == 200_000
