@@ -5,6 +5,7 @@ link between pools that a weight sync across pools crosses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -120,23 +121,28 @@ def headroom_words(gpu: HardwareProfile, headroom: float) -> str:
             "--memory-headroom 0 checks against the full capacity)")
 
 
+def amount_over(mib: float) -> str:
+    """An overflow in words: GiB to a tenth, a sliver under that in MiB (not "0.0 GiB")."""
+    return f"{mib / 1024:.1f} GiB" if mib >= 102.4 else f"{math.ceil(mib)} MiB"
+
+
 def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
               report: dict[str, float | str], headroom: float = 0.0) -> str:
     """The message for a group that breaks the memory rule (`fit.overflow`); `report`: its
     peak as `group_memory` reports it; `headroom`: the share of capacity left free."""
-    gib = over.over_mib / 1024
+    gib, amount = over.over_mib / 1024, amount_over(over.over_mib)
     if over.host:
-        return (f"group {group}: offloaded state is {gib:.1f} GiB per GPU over each GPU's share "
+        return (f"group {group}: offloaded state is {amount} per GPU over each GPU's share "
                 f"of a node's {gpu.host_memory_gib or 0:.0f} GiB of host memory; offload less, "
                 "shard more, or turn off offload_during_generation")
     stage = over.stage or str(report["stage"])
     what = str(report["what"]) if stage == report["stage"] else over.where
     if headroom:
-        return (f"group {group}, stage {stage}: {what} needs {gib:.1f} GiB per GPU more than "
-                f"a {gpu.name} may hold{headroom_words(gpu, headroom)}; shard more (ZeRO, TP, "
+        return (f"group {group}, stage {stage}: {what} needs {amount} per GPU more than "
+                f"each {gpu.name} may hold{headroom_words(gpu, headroom)}; shard more (ZeRO, TP, "
                 "PP), checkpoint activations, offload or use smaller micro-batches")
     return (f"group {group}, stage {stage}: {gpu.memory_gib + gib:.1f} GiB per GPU ({what}) is "
-            f"{gib:.1f} GiB over the {gpu.memory_gib:.0f} GiB of a {gpu.name}; shard more (ZeRO, "
+            f"{amount} over the {gpu.name}'s {gpu.memory_gib:.0f} GiB; shard more (ZeRO, "
             "TP, PP), checkpoint activations, offload, or use smaller micro-batches")
 
 

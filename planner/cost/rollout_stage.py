@@ -22,7 +22,7 @@ from planner.cost.generation import (
     rollout_precision,
     time_generation,
 )
-from planner.cost.groups import headroom_words
+from planner.cost.groups import amount_over, headroom_words
 from planner.cost.memory import MemoryBreakdown
 from planner.cost.states import Precision
 from planner.cost.step import sequences
@@ -135,13 +135,11 @@ def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -
         what = (f"a KV cache of {kv:,} tokens per replica" if kv is not None and kv >= longest
                 else f"even one sequence of {longest:,} tokens")
         wanted = need(max(kv or 0, longest))
-        over = wanted - room_mib  # a sliver said in MiB, not as "0.0 GiB over"
-        over_words = f"{over / 1024:.1f} GiB" if over >= 102.4 else f"{math.ceil(over)} MiB"
         raise InfeasibleError(
             f"group {layout.group}, stage generation: the actor's rollouts need "
             f"{wanted / 1024:.1f} GiB per GPU of KV cache and buffers for {what}, "
-            f"{over_words} over what the group leaves free of the {gpu.name}'s "
-            f"{gpu.memory_gib:.0f} GiB"
+            f"{amount_over(wanted - room_mib)} over what the group leaves free of the "
+            f"{gpu.name}'s {gpu.memory_gib:.0f} GiB"
             f"{headroom_words(gpu, sc.search.memory_headroom)}; use more tensor parallelism, "
             "offload, a larger group"
             + (", or a smaller kv_cache_tokens" if layout.kv_cache_tokens else ""))

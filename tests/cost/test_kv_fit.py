@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.cost.fit import kv_tokens_within
+from planner.cost.groups import amount_over
 from planner.cost.rollout_stage import kv_cache_layout, kv_need_mib
 from planner.errors import InfeasibleError
 from planner.plan import Layout
@@ -79,3 +80,8 @@ def test_a_kv_cache_that_does_not_fit_says_by_how_much():
         with pytest.raises(InfeasibleError, match=said):
             kv_cache_layout(sc, layout, False, room)
     assert kv_cache_layout(sc, layout, False, need).kv_cache_tokens == 200_000
+
+
+def test_an_overflow_is_said_in_gib_or_a_sliver_in_mib():
+    assert (amount_over(2048), amount_over(102.4), amount_over(102.3), amount_over(0.2)) == (
+        "2.0 GiB", "0.1 GiB", "103 MiB", "1 MiB")
