@@ -195,8 +195,11 @@ def revision(rev: str):
         try:
             if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "--",
                                "planner/cost/_rollout_sim.c"]).returncode != 0:
-                subprocess.run([sys.executable, "-c", BUILD_NATIVE], cwd=where, check=True,
-                               capture_output=True)
+                built = subprocess.run([sys.executable, "-c", BUILD_NATIVE], cwd=where,
+                                       capture_output=True, text=True)
+                if built.returncode != 0:
+                    raise SystemExit(f"--against {rev}: its rollout simulation's C module did "
+                                     f"not build: {built.stderr.strip()[-300:]}")
             else:
                 for built in (ROOT / "planner" / "cost").glob("_rollout_sim*.so"):
                     shutil.copy2(built, where / "planner" / "cost")
