@@ -8,6 +8,7 @@ search's corners are (its first run found `rlplan plan` dividing by zero on a PP
 reward model sat on fewer GPUs than the actor's TP × its own PP).
 
     python bench/valid_scenarios.py --cases 150 --seed 6     # about 2 minutes
+    python bench/valid_scenarios.py --frameworks              # half plan for a framework release
 
 Exit status 1 when any command failed.
 """
@@ -31,13 +32,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=150)
     parser.add_argument("--seed", type=int, default=6)
+    parser.add_argument("--frameworks", action="store_true",
+                        help="half the scenarios name a framework release (`framework:`)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     codes: collections.Counter = collections.Counter()
     failed = 0
     started = time.monotonic()
     for k in range(args.cases):
-        sc = draw(rng)
+        sc = draw(rng, args.frameworks)
         with tempfile.TemporaryDirectory() as folder:
             problems = check(sc, Path(folder), codes)
         if problems:

@@ -22,12 +22,15 @@ MODELS = ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b", "llama-3.
           "qwen3-30b-a3b")
 GPUS = ("h100-sxm", "a100-sxm-40gb", "a100-sxm-80gb", "mi300x", "h20", "b200")
 FORMATS = ("verl", "openrlhf", "deepspeed", "megatron", "nemo-rl")
+RELEASES = ("verl@0.9.1", "openrlhf@0.11.2", "openrlhf@0.9.5", "nemo-rl@0.6", "deepspeed@0.19.8",
+            "megatron@0.19.2")
 EXPECTED = {0, 2, 3}
 
 
-def draw(rng: random.Random) -> dict:
+def draw(rng: random.Random, framework: bool = False) -> dict:
     """A scenario file's fields: PPO with a critic and a reward model, GRPO or DPO; six
-    models, six GPUs, one or two nodes of 2–8 GPUs, staleness 0 or 1."""
+    models, six GPUs, one or two nodes of 2–8 GPUs, staleness 0 or 1; with `framework`, half
+    of them name a framework release to plan for (`framework:`)."""
     algorithm = rng.choice(("ppo", "ppo", "grpo", "dpo"))
     mean = rng.choice((256, 1024, 2048))
     sc = {"algorithm": algorithm, "models": {"actor": rng.choice(MODELS), "reference": "actor"},
@@ -40,6 +43,8 @@ def draw(rng: random.Random) -> dict:
           "search": {"max_staleness": rng.choice((0, 1)), "time_limit_s": 10}}
     if algorithm == "ppo":
         sc["models"] |= {"critic": rng.choice(MODELS[:3]), "reward": rng.choice(MODELS[:3])}
+    if framework and rng.random() < 0.5:
+        sc["framework"] = rng.choice(RELEASES)
     return sc
 
 

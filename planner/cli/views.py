@@ -173,6 +173,8 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
                   f"({it / b['compute_s']:.1f}× from it){decode}")
     console.print(memory_line(plan))
+    if (proof := kv_proof_line(plan)) is not None:
+        console.print(proof)
     for line in framework_lines(plan):
         console.print(line)
     explanation = plan.explanation
@@ -258,6 +260,17 @@ def search_line(plan: Plan) -> str | None:
     how = (" the greedy plan (CP-SAT found none in time)," if s.get("greedy") else "")
     return (f"status feasible, not proven optimal:{how} {far}; raise --time-limit "
             "(search.time_limit_s) to search longer")
+
+
+def kv_proof_line(plan: Plan) -> str | None:
+    """A proven optimum whose proof leaves out some KV cache sizes a plan may write in: for
+    which options (`search.kv_sizes_unproven`)."""
+    unsure = (plan.search or {}).get("kv_sizes_unproven")
+    if plan.status != "optimal" or not unsure:
+        return None
+    more = f" and {len(unsure) - 1} more" if len(unsure) > 1 else ""
+    return (f"proof: over every KV cache size left out or priced, not every size a plan may "
+            f"write in — {unsure[0]}{more} (search.kv_sizes_unproven)")
 
 
 def memory_line(plan: Plan) -> str:

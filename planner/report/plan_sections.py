@@ -13,6 +13,7 @@ from planner.cli.baseline import baseline_lines
 from planner.cli.views import (
     PARTS,
     cost_words,
+    kv_proof_line,
     memory_line,
     offload_lines,
     regime_sentence,
@@ -64,9 +65,9 @@ def summary(plan: Plan) -> str:
     if plan.framework:
         pairs.append(("framework", plan.framework))
     pairs += [(f"{stage} precision", words) for stage, words in plan.precision.items()]
-    cut = search_line(plan)
+    cut, proof = search_line(plan), kv_proof_line(plan)
     return section("summary", SECTIONS["summary"], facts(pairs),
-                   para(cut, "warning") if cut else "")
+                   para(cut, "warning") if cut else "", para(proof) if proof else "")
 
 
 def layouts(plan: Plan) -> str:

@@ -87,6 +87,9 @@ class Candidate:
     # ones (`kv_bounds`); never a plan: the search prices a size inside it when it is chosen
     bound: bool = False
     upper_mib: int = 0  # a bound: the transient need of the next priced size, which must not fit
+    # a bound whose time comes from a priced size that preempts: a size written into its gap
+    # may beat that size where it fits too (`certify.py` allows it there)
+    below_preempting: bool = False
 
     @cached_property
     def stage_row(self) -> tuple[int, ...]:

@@ -480,6 +480,13 @@ def solve(space: Space, time_limit_s: float | Deadline, workers: int = 1, seed: 
     return _canonical(space, result, deadline, seed) if pin else result
 
 
+def solve_under(space: Space, deadline: Deadline, cutoff: int) -> Result:
+    """`space` as it is — its bound candidates kept, no KV size refined — solved for a plan
+    scoring at most `cutoff`: status BEATEN (or INFEASIBLE) when there is none
+    (`certify.py`)."""
+    return _solve_priced(space, deadline, 1, 0, cutoff, ())
+
+
 def _solve_priced(space: Space, deadline: Deadline, workers: int, seed: int,
                   cutoff: int | None, seeds: Sequence[Choice]) -> Result:
     """Build and solve the model for `space` by `deadline` (KV gaps as they are), its

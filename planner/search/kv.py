@@ -148,6 +148,9 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     out = []
     for shape, (floor, refit, reshard_mib) in zip(shapes, priced, strict=True):
         levels = [int(kv) for kv in shape.kv_cache_tokens]
+        base = shape[0]
+        preempts = {kv: rollout_of(space, ps, base.model_copy(update={"kv_cache_tokens": kv}))
+                    .preemptions > 0 for kv in levels}
         gaps = _gaps(space, ps, shape, dict(zip(levels, np.broadcast_to(
             floor, len(levels)).tolist(), strict=True)), longest)
         if not gaps:
@@ -161,14 +164,15 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
             sc, uppers, space.overlap_sync, resharding=False).transient), len(gaps))
         allowed = np.broadcast_to(True if space.caps is None
                                   else space.caps.mask(task.kind, lows, spec), len(gaps))
-        for i, (lay, (_, _, time_ms)) in enumerate(zip(lows, gaps, strict=True)):
+        for i, (lay, (low, _, time_ms)) in enumerate(zip(lows, gaps, strict=True)):
             c = Candidate(layout=lay, time_ms={"generation": time_ms},
                           persistent_mib=int(persistent[i]),
                           transient_mib={"generation": int(transient[i])},
                           refit_ms=tuple(map(int, refit[0])),
                           refit_fixed_ms=tuple(map(int, refit[1])), reshard_mib=int(reshard_mib),
                           done_ms=(0,) * len(FUSION_POINTS), bound=True,
-                          upper_mib=int(upper[i]))
+                          upper_mib=int(upper[i]),
+                          below_preempting=preempts[min(kv for kv in levels if kv > low)])
             dominated = bool(kept) and (front <= np.array(c.key())).all(axis=1).any()
             if allowed[i] and fits_alone(ps, c.persistent_mib, c.transient_mib) \
                     and not dominated:

@@ -1,0 +1,71 @@
+"""Plans with a KV size written in (`planner/search/certify.py`): the optimum is proven over
+them where the rollout model's bound reaches (a size below a priced one that preempts is at most
+that size's recomputation faster), and the plan says where it does not (partial rollouts)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cli.views import kv_proof_line
+from planner.search import cpsat
+from planner.search.certify import certify
+from planner.search.deadline import Deadline
+from planner.search.kv import kv_ladder, kv_levels, rollout_of
+from planner.search.solve import plan
+from planner.search.space import build_space
+from planner.specs.scenario import load_scenario
+
+# memory-tight enough that some priced KV sizes preempt: GRPO Qwen2.5-7B on one node of 8 H100s
+FLAGS = {"algorithm": "grpo", "models.actor": "qwen2.5-7b", "models.reference": "actor",
+         "workload.prompts_per_step": 128, "workload.samples_per_prompt": 4,
+         "workload.prompt_len": 512, "workload.response_len": 1024,
+         "workload.max_response_len": 2048, "workload.mini_batches": 2,
+         "cluster.gpu": "h100-sxm", "cluster.nodes": 1, "cluster.gpus_per_node": 8}
+
+
+def flagged(space):
+    """The bound candidates below a priced size that preempts, with their pool index."""
+    return [(p, c) for (_, p, _), cands in space.candidates.items() for c in cands
+            if c.below_preempting]
+
+
+def test_without_partial_rollouts_the_optimum_holds_for_every_size_written_in():
+    sc = load_scenario(None, {**FLAGS, "search.max_staleness": 0})
+    best = plan(sc, explain=False)
+    assert best.search["kv_sizes_proven"] == "every size"
+    assert best.search["kv_sizes_unproven"] == []
+    assert kv_proof_line(best) is None
+    assert flagged(build_space(sc)), "no priced size preempts: the bound was not needed here"
+
+
+def test_the_certificate_is_a_solve_under_the_optimum():
+    space = build_space(load_scenario(None, {**FLAGS, "search.max_staleness": 0}))
+    found = cpsat.solve(space, 60)
+    assert certify(space, found.objective, Deadline.after(60)) is True
+    # far enough above the optimum, plans with those bounds get under it
+    assert certify(space, 2 * found.objective, Deadline.after(60)) is False
+
+
+def test_a_size_written_into_a_gap_is_no_faster_than_its_bound():
+    space = build_space(load_scenario(None, {**FLAGS, "search.max_staleness": 0}))
+    checked = 0
+    for p, c in flagged(space):
+        ps = space.pools[p]
+        low = int(c.layout.kv_cache_tokens)
+        # the gap ends at the next size of the ladder: before it when priced, at it when not
+        end = min(kv for kv in kv_ladder(space, ps, c.layout) if kv >= low)
+        top = end - 1 if end in kv_levels(space, ps, c.layout) else end
+        for kv in np.linspace(low, top, 4).astype(int).tolist():
+            r = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": kv}))
+            assert r.seconds * 1e3 >= c.time_ms["generation"] - 1
+            checked += 1
+    assert checked
+
+
+def test_partial_rollout_options_are_said_to_be_unproven():
+    best = plan(load_scenario(None, {**FLAGS, "search.max_staleness": 1}), explain=False)
+    assert best.status == "optimal"
+    assert best.search["kv_sizes_proven"] == "left out or priced"
+    unsure = best.search["kv_sizes_unproven"]
+    assert unsure and all("partial rollouts" in u for u in unsure)
+    assert "not every size a plan may write in" in kv_proof_line(best)
