@@ -9,9 +9,8 @@ priced size is as fast and the size written in is covered; where it preempts, a 
 can be faster, by at most the recomputation its preemptions cost — the bound's time, valid for
 every size in the gap (`Candidate.below_preempting`). `certify` allows those bounds wherever
 they fit and solves under the optimum: none under it proves that no plan of the option, whatever
-KV size it writes, beats the optimum. A plan under it uses a bound: a gap of a few sizes is then
-priced size by size and the option certified again (`WHOLE_GAP`); a wider one is left a bound,
-not a faster plan (`bench/proof_campaign.py --certify` counts each answer).
+KV size it writes, beats the optimum; a plan under it is a bound, not a faster plan (the sizes
+in its gap are not priced; `bench/proof_campaign.py --certify` counts each answer).
 
 Partial rollouts have no bound candidates (their steady-state step is not monotone in the KV
 cache, `kv.kv_bounds`): their sizes written in stay unproven.
@@ -23,65 +22,42 @@ import dataclasses
 
 from planner.search import cpsat
 from planner.search.bounds import lower_bounds, stage_floors
-from planner.search.candidate import Candidate, Space
+from planner.search.candidate import Candidate, Space, to_ms
 from planner.search.deadline import Deadline
-from planner.search.kv import kv_ladder, kv_levels
+from planner.search.kv import kv_levels, rollout_of
 from planner.search.option import Outcome
-from planner.search.settle import own_cache
-from planner.search.space import add_kv_sizes
 
 ANYWHERE_MIB = 1 << 40
 """A bound's `upper_mib` that no group holds: the bound is allowed wherever it fits."""
 
-WHOLE_GAP = 64
-"""A gap at most this many KV sizes wide whose bound gets under the optimum is priced size by
-size (it then has no bound) and the option certified again: refinement adds sizes close to
-ones it priced (the sizes that fit beside each context), so a gap between two can be a few
-tokens wide."""
-
-ROUNDS = 4  # certifications of one option, each after pricing a narrow gap whole
-
-
-def certify(space: Space, objective: int, deadline: Deadline) -> str:
-    """Whether a plan of `space` with a KV size written in can score under `objective`:
-    "covered" (no priced size preempts: the priced proof covers those sizes), "proven" (none
-    can), "bound" (a bound gets under it: not proven) or "faster" (a size written in, priced,
-    scores under it). Sizes it prices go into a copy of the space's cache
-    (`settle.own_cache`), not into the option's space."""
+def certify(space: Space, objective: int, least: int, deadline: Deadline) -> str:
+    """Whether a plan of `space` with a KV size written in can score under `objective`, given
+    `least`, a lower bound on the space's plans (its proven optimum): "covered" (no priced
+    size preempts: the priced proof covers those sizes), "proven" (none can) or "bound" (a
+    bound gets under it, or the deadline passed first: not proven)."""
     if space.generation is None or space.partial:
         return "covered"
-    gen, added = space.generation.name, set()
-    for _ in range(ROUNDS):
-        reach, flagged = _reach(space, objective, added)
-        if not flagged:
-            return "proven" if added else "covered"
-        if not any(name == gen for name, _, _ in reach):
-            return "proven"
-        # (`solve_under` prunes by the cutoff and tries the placements' bound before a model)
-        under = cpsat.solve_under(dataclasses.replace(space, candidates=reach), deadline,
-                                  objective - 1)
-        if under.choice is None:
-            return "proven" if under.status in ("INFEASIBLE", cpsat.BEATEN) else "bound"
-        c = under.choice.candidate[gen]
-        if not c.bound:
-            return "faster"
-        p, g = under.choice.pool(under.choice.slot[gen]), under.choice.sizes[
-            under.choice.slot[gen]]
-        sizes = _gap(space, p, c)
-        if len(sizes) > WHOLE_GAP or deadline.left() < cpsat.MIN_MODEL_S:
-            return "bound"
-        if not added:
-            space = own_cache(space)
-        added |= sizes
-        add_kv_sizes(space, p, g, c.layout, sizes)
-    return "bound"
+    reach, flagged = _reach(space, objective, least)
+    if not flagged:
+        return "covered"
+    if not any(name == space.generation.name for name, _, _ in reach):
+        return "proven"
+    # (`solve_under` prunes by the cutoff and tries the placements' bound before a model)
+    under = cpsat.solve_under(dataclasses.replace(space, candidates=reach), deadline,
+                              objective - 1)
+    return ("proven" if under.choice is None and under.status in ("INFEASIBLE", cpsat.BEATEN)
+            else "bound")
 
 
-def _reach(space: Space, objective: int, added: set[int]) -> tuple[dict, bool]:
+def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
     """`space`'s candidates with only the generation ones a plan with a size written in can
     use to get under `objective` — the bounds below a priced size that preempts, allowed
-    wherever they fit, and the sizes `certify` priced (`added`) — and whether any such bound
-    is left at all."""
+    wherever they fit, but those that cannot get under it — and whether there is any such
+    bound at all. Where the priced size b above its gap fits, a bound's plan is b's plan with
+    the generation shorter by b's time less the bound's, Δ: it scores at least `least` − Δ
+    (the time objective moves by at most what one stage loses; elsewhere the bound is one
+    the proof already holds, scoring at least `least`). And it scores at least its static
+    lower bound (`bounds.lower_bounds`)."""
     floors = stage_floors(space)
     gen, flagged, reach = space.generation.name, False, {}
     for (name, p, size), cands in space.candidates.items():
@@ -90,29 +66,29 @@ def _reach(space: Space, objective: int, added: set[int]) -> tuple[dict, bool]:
             continue
         wide = [c for c in cands if c.below_preempting]
         flagged |= bool(wide)
-        near = [dataclasses.replace(c, upper_mib=ANYWHERE_MIB) for c, least in
+        near = [dataclasses.replace(c, upper_mib=ANYWHERE_MIB) for c, low in
                 zip(wide, lower_bounds(space, wide, p, size, floors), strict=True)
-                if least < objective]
-        near += [c for c in cands if not c.bound and int(c.layout.kv_cache_tokens) in added]
+                if low < objective and (space.objective != "time"
+                                        or least - _shorter_by(space, p, c) < objective)]
         if near:
             reach[(name, p, size)] = near
     return reach, flagged
 
 
-def _gap(space: Space, p: int, c: Candidate) -> set[int]:
-    """The KV sizes bound candidate `c` stands for: from its own up to the next size of the
-    ladder, that one included when it is not priced."""
-    low = int(c.layout.kv_cache_tokens)
+def _shorter_by(space: Space, p: int, c: Candidate) -> int:
+    """How much shorter (ms) bound `c`'s generation is than that of the priced size above its
+    gap."""
     ps = space.pools[p]
-    end = min(kv for kv in kv_ladder(space, ps, c.layout) if kv >= low)
-    return set(range(low, end if end in kv_levels(space, ps, c.layout) else end + 1))
+    above = min(kv for kv in kv_levels(space, ps, c.layout)
+                if kv > int(c.layout.kv_cache_tokens))
+    priced = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": above}))
+    return int(to_ms(priced.seconds)) + 1 - c.time_ms["generation"]
 
 
 def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline) -> list[str]:
     """The options (described) whose plans with a KV size written in are not proven to score
     no better than `objective`, with why; [] when all are."""
-    why = {"bound": "a bound under the optimum, below a priced size that preempts",
-           "faster": "a KV size written in prices under the optimum"}
+    why = {"bound": "a bound under the optimum, below a priced size that preempts"}
     out = []
     for o in outcomes:
         if o.space.generation is None or o.result.status == "INFEASIBLE":
@@ -121,9 +97,14 @@ def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline) -> lis
             out.append(f"{o.option.describe()}: no bound between the sizes priced")
         elif deadline.left() < cpsat.MIN_MODEL_S:
             out.append(f"{o.option.describe()}: not checked within the time limit")
-        elif (held := certify(o.space, objective, deadline)) in why:
+        elif (held := certify(o.space, objective, _least(o), deadline)) in why:
             out.append(f"{o.option.describe()}: {why[held]}")
     return out
+
+
+def _least(o: Outcome) -> int:
+    """A lower bound on every plan of a settled option: its optimum, or its bound (beaten)."""
+    return o.result.objective if o.result.status == "OPTIMAL" else o.result.bound
 
 
 def kv_proof(outcomes: list[Outcome], objective: int, deadline: Deadline, proven: bool

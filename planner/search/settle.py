@@ -37,7 +37,7 @@ def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
     where it sits priced (module docstring); anything else as it is."""
     if not space.partial or space.generation is None or found.status != "OPTIMAL":
         return space, found
-    space = own_cache(space)
+    space = _own_cache(space)
     result = cpsat.pin(space, found, deadline)
     for _ in range(cpsat.MAX_KV_ROUNDS):
         if (result.status != "OPTIMAL" or deadline.left() < cpsat.MIN_MODEL_S
@@ -57,7 +57,7 @@ def settle_options(outcomes: list[Outcome], deadline: Deadline, workers: int,
             o.space, o.result = settle(o.space, o.result, deadline, workers)
 
 
-def own_cache(space: Space) -> Space:
+def _own_cache(space: Space) -> Space:
     """`space` with copies of its candidates and of what the cache it shares with the other
     options' spaces says they hold (`PriceCache.kept`, `kv_added`), to price more sizes in. The
     rest of the cache (rollouts, the sizes that fit a room) is a function of its keys: shared."""
