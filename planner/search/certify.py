@@ -30,6 +30,7 @@ from planner.search.option import Outcome
 ANYWHERE_MIB = 1 << 40
 """A bound's `upper_mib` that no group holds: the bound is allowed wherever it fits."""
 
+
 def certify(space: Space, objective: int, least: int, deadline: Deadline) -> str:
     """Whether a plan of `space` with a KV size written in can score under `objective`, given
     `least`, a lower bound on the space's plans (its proven optimum): "covered" (no priced
@@ -53,11 +54,12 @@ def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
     """`space`'s candidates with only the generation ones a plan with a size written in can
     use to get under `objective` — the bounds below a priced size that preempts, allowed
     wherever they fit, but those that cannot get under it — and whether there is any such
-    bound at all. Where the priced size b above its gap fits, a bound's plan is b's plan with
-    the generation shorter by b's time less the bound's, Δ: it scores at least `least` − Δ
-    (the time objective moves by at most what one stage loses; elsewhere the bound is one
-    the proof already holds, scoring at least `least`). And it scores at least its static
-    lower bound (`bounds.lower_bounds`)."""
+    bound at all. Where the next priced size b above its gap fits, a bound's plan is b's plan
+    with the generation shorter by b's time less the bound's, Δ: it scores at least `least` − Δ
+    (the time objective moves by at most what one stage loses). Where b does not fit, the gap
+    holding the size that fits there has a bound the proof already holds, no slower and of the
+    same shape: at least `least`. And it scores at least its static lower bound
+    (`bounds.lower_bounds`)."""
     floors = stage_floors(space)
     gen, flagged, reach = space.generation.name, False, {}
     for (name, p, size), cands in space.candidates.items():
@@ -82,7 +84,7 @@ def _shorter_by(space: Space, p: int, c: Candidate) -> int:
     above = min(kv for kv in kv_levels(space, ps, c.layout)
                 if kv > int(c.layout.kv_cache_tokens))
     priced = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": above}))
-    return int(to_ms(priced.seconds)) + 1 - c.time_ms["generation"]
+    return int(to_ms(priced.seconds)) - c.time_ms["generation"]
 
 
 def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline) -> list[str]:
