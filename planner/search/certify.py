@@ -56,7 +56,9 @@ def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
     wherever they fit, but those that cannot get under it — and whether there is any such
     bound at all. Where the next priced size b above its gap fits, a bound's plan is b's plan
     with the generation shorter by b's time less the bound's, Δ: it scores at least `least` − Δ
-    (the time objective moves by at most what one stage loses). Where b does not fit, the gap
+    (the time objective moves by at most what one stage loses; not under inter-stage fusion,
+    where when each response is done counts, and a smaller cache can finish some sooner and
+    others later). Where b does not fit, the gap
     holding the size that fits there has a bound the proof already holds, no slower and of the
     same shape: at least `least`. And it scores at least its static lower bound
     (`bounds.lower_bounds`)."""
@@ -70,7 +72,7 @@ def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
         flagged |= bool(wide)
         near = [dataclasses.replace(c, upper_mib=ANYWHERE_MIB) for c, low in
                 zip(wide, lower_bounds(space, wide, p, size, floors), strict=True)
-                if low < objective and (space.objective != "time"
+                if low < objective and (space.objective != "time" or space.fusion
                                         or least - _shorter_by(space, p, c) < objective)]
         if near:
             reach[(name, p, size)] = near
