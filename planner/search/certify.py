@@ -58,10 +58,9 @@ def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
     with the generation shorter by b's time less the bound's, Δ: it scores at least `least` − Δ
     (the time objective moves by at most what one stage loses; not under inter-stage fusion,
     where when each response is done counts, and a smaller cache can finish some sooner and
-    others later). Where b does not fit, the gap
-    holding the size that fits there has a bound the proof already holds, no slower and of the
-    same shape: at least `least`. And it scores at least its static lower bound
-    (`bounds.lower_bounds`)."""
+    others later). Where b does not fit, the gap holding the size that fits there has a bound
+    the proof already holds, no slower and of the same shape: at least `least`. And it scores
+    at least its static lower bound (`bounds.lower_bounds`)."""
     floors = stage_floors(space)
     gen, flagged, reach = space.generation.name, False, {}
     for (name, p, size), cands in space.candidates.items():
