@@ -8,9 +8,10 @@ import numpy as np
 
 from planner.cli.views import kv_proof_line
 from planner.search import cpsat
-from planner.search.certify import certify
+from planner.search.certify import certify, kv_proof
 from planner.search.deadline import Deadline
 from planner.search.kv import kv_ladder, kv_levels, rollout_of
+from planner.search.option import Outcome, options
 from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
@@ -69,3 +70,17 @@ def test_partial_rollout_options_are_said_to_be_unproven():
     unsure = best.search["kv_sizes_unproven"]
     assert unsure and all("partial rollouts" in u for u in unsure)
     assert "not every size a plan may write in" in kv_proof_line(best)
+
+
+def test_without_a_proof_or_the_time_to_check_it_the_plan_says_so():
+    sc = load_scenario(None, {**FLAGS, "search.max_staleness": 0})
+    opt = options(sc, 0, False)[0]
+    space = build_space(sc, staleness=opt.staleness, fusion=opt.fusion, swap=opt.swap,
+                        overlap_sync=opt.overlap_sync, partial=opt.partial)
+    found = cpsat.solve(space, 60)
+    outcomes = [Outcome(opt, found, space)]
+    assert kv_proof(outcomes, found.objective, Deadline.after(60), proven=False) == {
+        "kv_sizes_proven": None, "kv_sizes_unproven": []}
+    late = kv_proof(outcomes, found.objective, Deadline.after(0), proven=True)
+    assert late["kv_sizes_proven"] == "left out or priced"
+    assert late["kv_sizes_unproven"] == [f"{opt.describe()}: not checked within the time limit"]
