@@ -63,6 +63,25 @@ def test_a_size_written_into_a_gap_is_no_faster_than_its_bound():
     assert checked
 
 
+def test_below_a_priced_size_that_keeps_every_sequence_running_no_size_is_faster():
+    """What leaves a gap's bound unflagged (`Candidate.below_preempting` false): the priced size
+    above it does not preempt, so no size written in below it is faster."""
+    space = build_space(load_scenario(None, {**FLAGS, "search.max_staleness": 0}))
+    checked = 0
+    for (_, p, _), cands in space.candidates.items():
+        ps = space.pools[p]
+        for c in (c for c in cands if c.bound and not c.below_preempting):
+            low = int(c.layout.kv_cache_tokens)
+            above = min(kv for kv in kv_levels(space, ps, c.layout) if kv > low)
+            priced = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": above}))
+            assert priced.preemptions == 0
+            for kv in np.linspace(low, above - 1, 3).astype(int).tolist():
+                r = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": kv}))
+                assert r.seconds >= priced.seconds * (1 - 1e-12)
+                checked += 1
+    assert checked
+
+
 def test_partial_rollout_options_are_said_to_be_unproven():
     best = plan(load_scenario(None, {**FLAGS, "search.max_staleness": 1}), explain=False)
     assert best.status == "optimal"
