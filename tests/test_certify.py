@@ -88,7 +88,9 @@ def test_partial_rollout_options_are_said_to_be_unproven():
     assert best.search["kv_sizes_proven"] == "left out or priced"
     unsure = best.search["kv_sizes_unproven"]
     assert unsure and all("partial rollouts" in u for u in unsure)
-    assert "not every size a plan may write in" in kv_proof_line(best)
+    line = kv_proof_line(best)
+    assert "not every size a plan may write in" in line
+    assert f"{len(unsure)} options (" in line and line.count("no bound between") == 1
 
 
 def test_without_a_proof_or_the_time_to_check_it_the_plan_says_so():

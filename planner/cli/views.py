@@ -268,9 +268,15 @@ def kv_proof_line(plan: Plan) -> str | None:
     unsure = (plan.search or {}).get("kv_sizes_unproven")
     if plan.status != "optimal" or not unsure:
         return None
-    more = f" and {len(unsure) - 1} more" if len(unsure) > 1 else ""
+    by_why: dict[str, list[str]] = {}  # the entries read "option: why"
+    for entry in unsure:
+        option, why = entry.split(": ", 1)
+        by_why.setdefault(why, []).append(option)
+    parts = [f"{options[0]}: {why}" if len(options) == 1 else
+             f"{len(options)} options ({options[0]}, …): {why}"
+             for why, options in by_why.items()]
     return (f"proof: over every KV cache size left out or priced, not every size a plan may "
-            f"write in — {unsure[0]}{more} (search.kv_sizes_unproven)")
+            f"write in — {'; '.join(parts)} (search.kv_sizes_unproven)")
 
 
 def memory_line(plan: Plan) -> str:
