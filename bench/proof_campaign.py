@@ -44,6 +44,7 @@ from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.plan import PlanInput
 from planner.search import cpsat
+from planner.search.candidate import MS
 from planner.search.certify import certify
 from planner.search.deadline import Deadline
 from planner.search.option import options
@@ -52,7 +53,6 @@ from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 from tests.test_proof import random_choices
 
-MS_S = 1e-3  # seconds per solver time unit (`candidate.MS`)
 SLACK_S = 8e-3  # candidates are priced in whole ms, rounded up: a few ms per plan
 MODELS = ("qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b")
 PPO_ACTORS = MODELS[:2]  # beside a 1.5B critic and reward model (--ppo)
@@ -147,7 +147,7 @@ def main() -> int:
                 continue
             if args.certify:
                 held = "partial" if opt.partial else certify(
-                    space, min(found.objective, int(np.ceil(proven / MS_S))), found.objective,
+                    space, min(found.objective, int(np.ceil(proven / MS))), found.objective,
                     Deadline.after(60))
                 certified[held] += 1
                 if held == "bound":

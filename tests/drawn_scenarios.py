@@ -17,13 +17,13 @@ from pathlib import Path
 import yaml
 
 from planner.cli.main import app
+from planner.frameworks.presets import releases
 
 MODELS = ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b", "llama-3.1-8b",
           "qwen3-30b-a3b")
 GPUS = ("h100-sxm", "a100-sxm-40gb", "a100-sxm-80gb", "mi300x", "h20", "b200")
 FORMATS = ("verl", "openrlhf", "deepspeed", "megatron", "nemo-rl")
-RELEASES = ("verl@0.9.1", "openrlhf@0.11.2", "openrlhf@0.9.5", "nemo-rl@0.6", "deepspeed@0.19.8",
-            "megatron@0.19.2")
+RELEASES = tuple(f"{f}@{v}" for f, versions in releases().items() for v in versions)
 EXPECTED = {0, 2, 3}
 
 

@@ -268,10 +268,9 @@ def kv_proof_line(plan: Plan) -> str | None:
     unsure = (plan.search or {}).get("kv_sizes_unproven")
     if plan.status != "optimal" or not unsure:
         return None
-    by_why: dict[str, list[str]] = {}  # the entries read "option: why"
+    by_why: dict[str, list[str]] = {}
     for entry in unsure:
-        option, why = entry.split(": ", 1)
-        by_why.setdefault(why, []).append(option)
+        by_why.setdefault(entry["why"], []).append(entry["option"])
     parts = [f"{options[0]}: {why}" if len(options) == 1 else
              f"{len(options)} options ({options[0]}, …): {why}"
              for why, options in by_why.items()]

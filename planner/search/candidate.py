@@ -87,9 +87,10 @@ class Candidate:
     # ones (`kv_bounds`); never a plan: the search prices a size inside it when it is chosen
     bound: bool = False
     upper_mib: int = 0  # a bound: the transient need of the next priced size, which must not fit
-    # a bound whose time comes from a priced size that preempts: a size written into its gap
-    # may beat that size where it fits too (`certify.py` allows it there)
-    below_preempting: bool = False
+    # a bound whose time comes from a priced size that preempts: that size's time (ms; 0 when
+    # it keeps every sequence running); a size written into the gap may beat it where it fits
+    # too, by up to the difference (`certify.py` allows the bound there)
+    preempting_ms: int = 0
 
     @cached_property
     def stage_row(self) -> tuple[int, ...]:

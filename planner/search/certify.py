@@ -7,7 +7,7 @@ where it sits). A size written in can sit below a priced size that fits. Where t
 keeps every sequence running, more KV is never slower (`tests/cost/test_generation.py`), so the
 priced size is as fast and the size written in is covered; where it preempts, a size below it
 can be faster, by at most the recomputation its preemptions cost — the bound's time, valid for
-every size in the gap (`Candidate.below_preempting`). `certify` allows those bounds wherever
+every size in the gap (`Candidate.preempting_ms`). `certify` allows those bounds wherever
 they fit and solves under the optimum: none under it proves that no plan of the option, whatever
 KV size it writes, beats the optimum; a plan under it is a bound, not a faster plan (the sizes
 in its gap are not priced; `bench/proof_campaign.py --certify` counts each answer).
@@ -22,9 +22,8 @@ import dataclasses
 
 from planner.search import cpsat
 from planner.search.bounds import lower_bounds, stage_floors
-from planner.search.candidate import Candidate, Space, to_ms
+from planner.search.candidate import Space
 from planner.search.deadline import Deadline
-from planner.search.kv import kv_levels, rollout_of
 from planner.search.option import Outcome
 
 ANYWHERE_MIB = 1 << 40
@@ -67,41 +66,34 @@ def _reach(space: Space, objective: int, least: int) -> tuple[dict, bool]:
         if name != gen:
             reach[(name, p, size)] = cands
             continue
-        wide = [c for c in cands if c.below_preempting]
+        wide = [c for c in cands if c.preempting_ms]
         flagged |= bool(wide)
         near = [dataclasses.replace(c, upper_mib=ANYWHERE_MIB) for c, low in
                 zip(wide, lower_bounds(space, wide, p, size, floors), strict=True)
-                if low < objective and (space.objective != "time" or space.fusion
-                                        or least - _shorter_by(space, p, c) < objective)]
+                if low < objective and (space.objective != "time" or space.fusion or least - (
+                    c.preempting_ms - c.time_ms["generation"]) < objective)]
         if near:
             reach[(name, p, size)] = near
     return reach, flagged
 
 
-def _shorter_by(space: Space, p: int, c: Candidate) -> int:
-    """How much shorter (ms) bound `c`'s generation is than that of the priced size above its
-    gap."""
-    ps = space.pools[p]
-    above = min(kv for kv in kv_levels(space, ps, c.layout)
-                if kv > int(c.layout.kv_cache_tokens))
-    priced = rollout_of(space, ps, c.layout.model_copy(update={"kv_cache_tokens": above}))
-    return int(to_ms(priced.seconds)) - c.time_ms["generation"]
-
-
-def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline) -> list[str]:
-    """The options (described) whose plans with a KV size written in are not proven to score
-    no better than `objective`, with why; [] when all are."""
-    why = {"bound": "a bound under the optimum, below a priced size that preempts"}
+def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline
+             ) -> list[dict[str, str]]:
+    """The options whose plans with a KV size written in are not proven to score no better
+    than `objective`, each as {"option": its description, "why": …}; [] when all are."""
     out = []
     for o in outcomes:
         if o.space.generation is None or o.result.status == "INFEASIBLE":
             continue
         if o.option.partial:
-            out.append(f"{o.option.describe()}: no bound between the sizes priced")
+            why = "no bound between the sizes priced"
         elif deadline.left() < cpsat.MIN_MODEL_S:
-            out.append(f"{o.option.describe()}: not checked within the time limit")
-        elif (held := certify(o.space, objective, _least(o), deadline)) in why:
-            out.append(f"{o.option.describe()}: {why[held]}")
+            why = "not checked within the time limit"
+        elif certify(o.space, objective, _least(o), deadline) == "bound":
+            why = "a bound under the optimum, below a priced size that preempts"
+        else:
+            continue
+        out.append({"option": o.option.describe(), "why": why})
     return out
 
 

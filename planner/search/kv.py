@@ -149,8 +149,8 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     for shape, (floor, refit, reshard_mib) in zip(shapes, priced, strict=True):
         levels = [int(kv) for kv in shape.kv_cache_tokens]
         base = shape[0]
-        preempts = {kv: rollout_of(space, ps, base.model_copy(update={"kv_cache_tokens": kv}))
-                    .preemptions > 0 for kv in levels}
+        at = {kv: rollout_of(space, ps, base.model_copy(update={"kv_cache_tokens": kv}))
+              for kv in levels}  # priced already: cached
         gaps = _gaps(space, ps, shape, dict(zip(levels, np.broadcast_to(
             floor, len(levels)).tolist(), strict=True)), longest)
         if not gaps:
@@ -171,13 +171,18 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
                           refit_ms=tuple(map(int, refit[0])),
                           refit_fixed_ms=tuple(map(int, refit[1])), reshard_mib=int(reshard_mib),
                           done_ms=(0,) * len(FUSION_POINTS), bound=True,
-                          upper_mib=int(upper[i]),
-                          below_preempting=preempts[min(kv for kv in levels if kv > low)])
+                          upper_mib=int(upper[i]), preempting_ms=_preempting_ms(
+                              at[min(kv for kv in levels if kv > low)]))
             dominated = bool(kept) and (front <= np.array(c.key())).all(axis=1).any()
             if allowed[i] and fits_alone(ps, c.persistent_mib, c.transient_mib) \
                     and not dominated:
                 out.append(c)
     return out
+
+
+def _preempting_ms(above: Rollout) -> int:
+    """`Candidate.preempting_ms` of a bound whose time comes from the rollout `above`."""
+    return int(to_ms(above.seconds)) if above.preemptions else 0
 
 
 def _gaps(space: Space, ps: PoolSpace, shape: LayoutVariants, priced: dict[int, int],
