@@ -31,7 +31,14 @@ ROLE_STAGES: dict[str, tuple[str, ...]] = {
     "critic": ("assessment", "training"),
 }
 Checkpointing = Literal["none", "selective", "full"]
-Offload = Literal["none", "optimizer", "params", "both"]
+Offload = Literal["none", "optimizer", "params", "both", "sleep"]
+"""Layout.offload: "optimizer" (the optimizer state and gradient partition in CPU memory, CPU
+Adam), "params" (the parameter shard in CPU memory, streamed in for every micro-batch), "both";
+"sleep", a frozen model only: its weights wait in CPU memory outside its stage and are loaded
+back whole for it (vLLM's sleep mode, as verl 0.9.1 serves a reward model; verl's param_offload
+of a Megatron reference)."""
+FROZEN_ROLES = ("reference", "reward")
+"""Roles that only run forward passes (their one stage is assessment)."""
 
 
 class Layout(BaseModel):
@@ -261,6 +268,11 @@ class PlanInput(BaseModel):
                         f"{where}: dp·tp·pp·cp = {layout.gpus} but group '{layout.group}' has "
                         f"{sizes[layout.group]} GPUs; make the degrees multiply to the group size")
                 check_experts(layout, stage, where)
+                if layout.offload == "sleep" and role not in FROZEN_ROLES:
+                    raise ValueError(f"{where}.offload: 'sleep' keeps a frozen model's weights "
+                                     f"in CPU memory between its stages; {role} {stage} "
+                                     "holds state it uses again: use none, optimizer, params "
+                                     "or both")
                 if layout.vp > 1 and stage != "training":
                     raise ValueError(f"{where}.vp: interleaved pipeline chunks are a training "
                                      f"schedule; {stage} runs with vp 1 (drop vp)")

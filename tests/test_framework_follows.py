@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.api import evaluate
 from planner.frameworks import capabilities, parse_name
 from planner.frameworks.capabilities import Follow
 from planner.plan import Layout
@@ -92,9 +93,10 @@ def test_relations_and_how_a_follower_is_run():
 
 
 def test_a_plan_whose_follower_cannot_follow_is_priced_not_crashed():
-    # PPO whose best plan keeps the reward model on two GPUs at PP 2 beside a TP-2 actor:
-    # OpenRLHF would lay the reward model out at the actor's TP, TP 2 × PP 2 on two GPUs (the
-    # plan's `frameworks` line once divided by that zero-GPU data parallelism)
+    # PPO keeping the reward model on two GPUs at PP 2 beside a TP-2 actor (the best plan of
+    # this scenario once): OpenRLHF would lay the reward model out at the actor's TP, TP 2 ×
+    # PP 2 on two GPUs (the plan's `frameworks` line once divided by that zero-GPU data
+    # parallelism)
     sc = load_scenario(None, {
         "algorithm": "ppo", "models.actor": "qwen2.5-7b", "models.reference": "actor",
         "models.critic": "qwen2.5-1.5b", "models.reward": "qwen2.5-1.5b",
@@ -103,7 +105,17 @@ def test_a_plan_whose_follower_cannot_follow_is_priced_not_crashed():
         "workload.max_response_len": 8192, "workload.mini_batches": 2,
         "cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 4,
         "search.max_staleness": 1})
-    result = plan(sc, explain=False)
+    given = {
+        "groups": [{"name": "g0", "gpus": 2}, {"name": "g1", "gpus": 2}],
+        "layouts": {
+            "actor": {"generation": {"group": "g1", "tp": 2, "kv_cache_tokens": 546541},
+                      "training": {"group": "g0", "tp": 2, "sp": True, "offload": "optimizer",
+                                   "checkpointing": "selective"}},
+            "critic": {"training": {"group": "g1", "cp": 2, "offload": "optimizer"}},
+            "reference": {"assessment": {"group": "g1", "dp": 2, "zero": 3, "micro_batch": 2}},
+            "reward": {"assessment": {"group": "g1", "pp": 2}}},
+        "inter_model": {"placement": "partial", "staleness": 1}}
+    result = evaluate(sc, given)
     reward = result.layouts["reward"]["assessment"]
     train = result.layouts["actor"]["training"]
     follow = next(f for f in capabilities(parse_name("openrlhf")).follows

@@ -62,7 +62,8 @@ def group_memory(tasks: list[Task], resident: dict[str, list[tuple[str, float]]]
     out: dict[str, dict[str, float | str]] = {}
     for g in capacity:
         base = sum(b for _, b in resident[g])
-        names = ", ".join(r for r, _ in resident[g]) or "nothing"
+        # (a model asleep or streamed in holds nothing between its passes)
+        names = ", ".join(r for r, b in resident[g] if b > 0) or "nothing"
         rollout_copy = any(r == "actor rollout copy" for r, _ in resident[g])
         best: dict[str, float | str] = {"peak_bytes": base, "stage": "idle",
                                         "what": f"resident: {names}", "capacity_bytes": capacity[g],
@@ -131,9 +132,15 @@ def fit_error(group: str, over: Overflow, gpu: HardwareProfile,
     """The message for a group that breaks the memory rule (`fit.overflow`); `report`: its
     peak as `group_memory` reports it; `headroom`: the share of capacity left free."""
     gib, amount = over.over_mib / 1024, amount_over(over.over_mib)
+    missing = [f for f in ("host_memory_gib", "host_link_gbps") if not getattr(gpu, f)]
+    if over.host and missing:
+        return (f"group {group}: {amount} per GPU of offloaded state, but the {gpu.name} "
+                f"profile gives no {' or '.join(missing)} to hold and move it with; set offload "
+                "to none and offload_during_generation to false, or add the figure to the "
+                "profile")
     if over.host:
         return (f"group {group}: offloaded state is {amount} per GPU over each GPU's share "
-                f"of a node's {gpu.host_memory_gib or 0:.0f} GiB of host memory; offload less, "
+                f"of a node's {gpu.host_memory_gib:.0f} GiB of host memory; offload less, "
                 "shard more, or turn off offload_during_generation")
     stage = over.stage or str(report["stage"])
     what = str(report["what"]) if stage == report["stage"] else over.where

@@ -15,7 +15,9 @@ Every pipeline stage is priced and the peak one is reported. Assumptions, stated
 - Offload: "optimizer" moves the optimizer state and the gradient partition to host
   (ZeRO-Offload: gradients stream to the CPU Adam); "params" moves the parameter shard
   (streamed in through the gather buffer); "both" does both. Offloaded bytes are reported in
-  `host_offload`, not in the GPU total.
+  `host_offload`, not in the GPU total. A frozen model that sleeps ("sleep") keeps its weights
+  in host memory too, and holds them on the GPU during its own stage only: `stage_weights`, a
+  transient component.
 - Forward-only passes do not shard weights over dp (inference engines replicate); a
   forward-only layout with zero = 3 (FSDP reference/reward, as verl runs them) shards its
   weights over dp·cp like training does.
@@ -86,7 +88,7 @@ class MemoryBreakdown:
     TRANSIENT: ClassVar[tuple[str, ...]] = ("activations", "recompute_workspace",
                                             "inference_workspace", "logits", "kv_cache",
                                             "gather_buffer", "resharding_buffer",
-                                            "fragmentation")
+                                            "stage_weights", "fragmentation")
 
     weights: Num = 0.0
     gradients: Num = 0.0
@@ -99,6 +101,7 @@ class MemoryBreakdown:
     kv_cache: Num = 0.0
     gather_buffer: Num = 0.0
     resharding_buffer: Num = 0.0
+    stage_weights: Num = 0.0  # a sleeping frozen model's weights, loaded for its stage
     fragmentation: Num = 0.0
     runtime_reserve: Num = 0.0
     host_offload: Num = 0.0
@@ -114,7 +117,7 @@ class MemoryBreakdown:
     def transient(self) -> Num:
         return (self.activations + self.recompute_workspace + self.inference_workspace
                 + self.logits + self.kv_cache + self.gather_buffer + self.resharding_buffer
-                + self.fragmentation)
+                + self.stage_weights + self.fragmentation)
 
     @property
     def allocated(self) -> Num:
@@ -225,14 +228,17 @@ def memory_forward_per_gpu(
     """Peak bytes per GPU of a teacher-forced forward pass (assessment: reference, reward,
     critic values, actor log-probs) of `layout.micro_batch` sequences of `seq_len` tokens.
 
-    Weights after TP/PP/EP sharding (and over dp·cp under zero = 3, with a gather buffer);
-    the forward-only workspace (`bytes_inference_workspace`); fp32 logits on the last stage.
-    With `LayoutVariants` every component is an array over the variants. Units: bytes.
+    Weights after TP/PP/EP sharding (and over dp·cp under zero = 3, with a gather buffer) —
+    in host memory when offloaded, and also on the GPU for the stage when the model sleeps
+    (`stage_weights`); the forward-only workspace (`bytes_inference_workspace`); fp32 logits on
+    the last stage. With `LayoutVariants` every component is an array over the variants.
+    Units: bytes.
     """
     nd = layout.dp * layout.cp
     etp = expert_tp(layout, "assessment")
     nd_e = layout.dp * layout.cp * layout.tp / (layout.ep * etp)
     params_host, _ = _offloaded(layout.offload)
+    sleeps = isin(layout.offload, ("sleep",))
     sharded = layout.zero >= 3
     b = layout.micro_batch
     tokens = seq_len / layout.cp * b
@@ -252,11 +258,12 @@ def memory_forward_per_gpu(
         gather = where(sharded | params_host, ZERO3_LAYERS_IN_FLIGHT
                        * precision.activation_bytes * sp_.largest_unit, 0.0)
         out.append(MemoryBreakdown(
-            weights=where(params_host, 0.0, weights),
+            weights=where(params_host | sleeps, 0.0, weights),
             inference_workspace=workspace, logits=logits, gather_buffer=gather,
+            stage_weights=where(sleeps, weights, 0.0),
             fragmentation=ALLOCATOR_FRAGMENTATION * (workspace + logits + gather),
-            runtime_reserve=reserve_bytes, host_offload=where(params_host, weights, 0.0),
-            pipeline_stage=k))
+            runtime_reserve=reserve_bytes,
+            host_offload=where(params_host | sleeps, weights, 0.0), pipeline_stage=k))
     return peak_stage(out)
 
 

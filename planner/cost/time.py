@@ -545,7 +545,8 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     over the vocabulary on the last stage), host floor, TP/EP/CP collectives; a ZeRO-3 (FSDP)
     layout gathers its parameters for every micro-batch, `runtime.dp_comm_overlap` of it
     hidden by prefetch; offloaded parameters stream in over the host link for every
-    micro-batch (`offload`). With `LayoutVariants` every component is an array over the variants.
+    micro-batch, a sleeping model's are loaded once and copied back out (`offload`). With
+    `LayoutVariants` every component is an array over the variants.
     """
     rt = runtime or DEFAULT_RUNTIME
     L = layout
@@ -556,11 +557,15 @@ def time_forward(spec: ModelSpec, head: Head, layout: Layout | LayoutVariants,
     gathers = sum(comm.time_allgather(g.params * BYTES_BF16, g.replicas, g.link) for g in groups)
     dp = where(L.zero == 3, micro * gathers * (1 - rt.dp_comm_overlap), 0.0)
     offload = 0.0
-    params_host = isin(L.offload, ("params", "both"))
-    if np.any(params_host):  # the held weights streamed in for every micro-batch's forward
+    # offloaded weights cross the host link: streamed in for every micro-batch's forward
+    # ("params"), or, a sleeping model's, loaded once for the stage and copied back out after
+    # it (vLLM's level-1 sleep and verl's param_offload keep a CPU copy: both ways, per step)
+    crossings = where(isin(L.offload, ("params", "both")), micro,
+                      where(isin(L.offload, ("sleep",)), 2.0, 0.0))
+    if np.any(crossings):
         held = sum(g.params / where(L.zero == 3, g.replicas, 1) for g in groups)
-        offload = where(params_host, time_host_stream(
-            micro * held * BYTES_BF16, gpu,
+        offload = where(crossings > 0, time_host_stream(
+            crossings * held * BYTES_BF16, gpu,
             gpus_sharing_host(gpu, L.dp * L.tp * L.pp * L.cp, gpus_per_node)), 0.0)
     return ForwardTime(**pipe.parts, pp_bubble=pipe.bubble, pp_imbalance=pipe.imbalance,
                        dp_comm=dp, offload=offload)

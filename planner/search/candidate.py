@@ -104,7 +104,7 @@ class Candidate:
         return (*(self.time_ms.get(s, 0) for s in STAGES), *self.refit_ms, *self.refit_fixed_ms,
                 self.reshard_mib,
                 *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
-                *(self.transient_mib.get(s, 0) for s in STAGES))
+                *(self.transient_mib.get(s, 0) for s in STAGES), self.host_mib)
 
 
 FLOAT_SLACK = 1e-9

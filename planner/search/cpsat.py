@@ -356,11 +356,12 @@ class Model:
 
     def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
         """Pin the objective to a proven optimum and, among the plans at it, take the layouts
-        people run (`usual`: least model parallelism, then lowest ZeRO stage), solved by one
-        worker in what is left of `deadline`: with several workers, which of equal-cost plans
-        is found first depends on thread timing; this one depends on the model alone (None:
-        nothing found in time). The step time is the optimum's whatever this picks. Consumes
-        the model (its objective is replaced). The objective is held equal to the optimum —
+        people run (`usual`: least model parallelism, then lowest ZeRO stage, then no offload),
+        solved by one worker in what is left of `deadline`: with several workers, which of
+        equal-cost plans is found first depends on thread timing; this one depends on the model
+        alone (None: nothing found in time). The step time is the optimum's whatever this picks.
+        Consumes the model (its objective is replaced). The objective is held equal to the
+        optimum —
         the same plans as ≤ (none is below it) — so CP-SAT's propagation starts from its value:
         the 1,024-GPU PPO case's three pins took a third less time than under ≤ (a one-off
         probe), the same plans."""
@@ -415,10 +416,11 @@ MAX_TASKS = 5  # actor generation and training, critic, reference, reward
 def usual(layout) -> int:
     """How far a layout is from what people run, for breaking ties between plans of equal
     objective: its model parallelism (tp·pp·cp, so on a given group the most data
-    parallelism) first, then its ZeRO stage — weighted so that one step less model parallelism
-    anywhere outweighs every task's ZeRO stage together."""
-    return ((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS
-            + layout.zero)
+    parallelism) first, then its ZeRO stage, then whether it offloads — weighted so that one
+    step less model parallelism anywhere outweighs every task's ZeRO stage together, and one
+    ZeRO stage less every task's offload."""
+    return (((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS + layout.zero)
+            * (MAX_TASKS + 1) + (layout.offload != "none"))
 
 
 def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:

@@ -15,8 +15,9 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
 - micro-batches dividing each rank's share of a mini-batch;
 - ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism, as Megatron), 0 or 3 for
   a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
-  state, or of optimizer state and parameters, when the profile gives a host link and host
-  memory (offloaded bytes per GPU within its share of the node's host memory).
+  state, or of optimizer state and parameters — of a frozen model, its weights streamed in or
+  asleep outside its stage — when the profile gives a host link and host memory (offloaded
+  bytes per GPU within its share of the node's host memory).
 Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
 scale-up domains and pipeline stages — and KV cache sizes (`planner.search.kv`) as
 `kv_cache_tokens`.
@@ -208,9 +209,11 @@ def _by_split(pipelines: list[tuple[int, Split]]) -> dict[Split, list[int]]:
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     ) -> Iterator[LayoutVariants]:
     """A frozen model's forward: tp, pp (with its split, `_pipelines`), ep, etp; the variants
-    are ZeRO (0 or 3) × micro-batch."""
+    are ZeRO (0 or 3) × micro-batch × offload (with host memory: weights streamed in for each
+    micro-batch, or asleep in CPU memory outside the stage)."""
     sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
+    offloads = ["none"] + (["params", "sleep"] if ps.host_budget_mib else [])
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
@@ -218,7 +221,8 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
                 if n / dp < 1 or not micro_batches:
                     continue
-                options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches)
+                options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches,
+                                   offload=offloads)
                 for ep, etp in _expert_layouts(spec, dp * tp, tp):
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
                                          first_stage_layers=first, last_stage_layers=last,

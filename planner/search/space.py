@@ -124,7 +124,8 @@ def _price(space: Space, ps: PoolSpace, task: Task, lay: Layout | LayoutVariants
             layout=lay, time_ms={"assessment": to_ms(task_time(sc, role, "assessment", lay,
                                                              head)[0])},
             persistent_mib=to_mib(mem.persistent),
-            transient_mib={"assessment": to_mib(mem.transient)})
+            transient_mib={"assessment": to_mib(mem.transient)},
+            host_mib=to_mib(mem.host_offload))
     # training, with the model's assessment forward (old log-probs / values; not DPO's, SFT's)
     train = task_memory(sc, role, "training", lay, head)
     times = {"training": to_ms(task_time(sc, role, "training", lay, head)[0])}

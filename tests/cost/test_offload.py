@@ -20,6 +20,7 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import Head, params_with_head
 from planner.cost.iteration import evaluate
+from planner.errors import InfeasibleError
 from planner.cost.report import to_plan
 from planner.plan import Layout, PlanInput
 from planner.search.solve import plan as search_plan
@@ -104,6 +105,56 @@ def test_parameter_offload_streams_the_held_weights_every_pass():
     assert t.optimizer_cpu == 0.0 and t.optimizer > 0
 
 
+def test_a_sleeping_frozen_model_loads_its_weights_once_and_holds_them_for_its_stage_only():
+    from planner.cost.memory import memory_forward_per_gpu
+
+    spec = load_model("qwen2.5-7b")
+    awake = Layout(group="g", dp=8, micro_batch=2)
+    asleep = awake.model_copy(update={"offload": "sleep"})
+    f = T.time_forward(spec, Head.POLICY, asleep, H100, 64, 1024)
+    held = params_with_head(spec, Head.POLICY)  # whole weights per GPU (ZeRO-0, TP 1)
+    rate = DRAM / 8
+    assert f.offload == pytest.approx(2 * held * 2 / rate, rel=1e-12)  # in once, out once
+    streamed = T.time_forward(spec, Head.POLICY, awake.model_copy(update={"offload": "params"}),
+                              H100, 64, 1024)
+    assert streamed.offload == pytest.approx(64 / (8 * 2) * held * 2 / rate, rel=1e-12)
+    kept = T.time_forward(spec, Head.POLICY, awake, H100, 64, 1024)
+    assert f.total - f.offload == pytest.approx(kept.total, rel=1e-12)
+    on, off = (memory_forward_per_gpu(spec, lay, seq_len=1024) for lay in (awake, asleep))
+    # the same bytes on the GPU during its pass, none of them between passes
+    assert off.persistent == 0 and off.stage_weights == on.weights == off.host_offload
+    assert off.total == pytest.approx(on.total, rel=1e-12)
+    assert off.transient == pytest.approx(on.transient + on.weights, rel=1e-12)
+
+
+def test_sleep_is_for_frozen_models_only():
+    with pytest.raises(ValueError, match="layouts.actor.training.offload: 'sleep'.*frozen"):
+        _plan("sleep")
+
+
+def test_a_sleeping_reference_frees_the_memory_a_resident_one_holds_in_other_stages():
+    sc = load_scenario(None, {**SMALL, "models.reference": "actor"})
+    plans = {o: PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 8}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": 8},
+                              "training": {"group": "g0", "dp": 8, "zero": 2}},
+                    "reference": {"assessment": {"group": "g0", "dp": 8, "offload": o}}},
+        "inter_model": {"placement": "colocated"}}) for o in ("none", "sleep")}
+    kept, slept = (to_plan(sc, plans[o], evaluate(sc, plans[o])) for o in ("none", "sleep"))
+    ref_gib = params_with_head(sc.reference, Head.POLICY) * 2 / 2**30
+    peak = {o: p.memory["groups"]["g0"] for o, p in (("none", kept), ("sleep", slept))}
+    # the rollout peaks the group; the sleeping reference holds nothing there
+    assert peak["none"]["what"] == "actor generation with resident: actor, reference"
+    assert peak["sleep"]["what"] == "actor generation with resident: actor"
+    assert peak["none"]["peak_gib_per_gpu"] - peak["sleep"]["peak_gib_per_gpu"] == \
+        pytest.approx(ref_gib, abs=0.01)
+    ref = {o: next(t for t in p.breakdown["tasks"] if t["role"] == "reference")
+           for o, p in (("none", kept), ("sleep", slept))}
+    assert ref["none"]["parts"]["offload"] == 0 and ref["sleep"]["parts"]["offload"] > 0
+    assert ref["sleep"]["memory_gib"]["memory/transient/stage_weights"] == \
+        pytest.approx(ref_gib, abs=0.01)
+
+
 SMALL = {"models.actor": "qwen2.5-0.5b", "workload.prompts_per_step": 8,
          "workload.prompt_len": 128, "workload.response_len": 256,
          "workload.max_response_len": 512, "cluster.gpu": "h100-sxm", "cluster.nodes": 1,
@@ -176,3 +227,15 @@ def test_the_view_names_the_cpu_step_and_the_host_transfers_apart():
         f"offload transfers {train['parts']['offload']:.2f} s of {train['time_s']:.2f} s"]
     assert offload_lines(to_plan(sc, _plan("none"), evaluate(sc, _plan("none"))).model_dump(
         mode="json")["breakdown"]) == []
+
+
+def test_offload_on_a_profile_without_host_memory_names_the_missing_figure():
+    sc = load_scenario(None, {**SMALL, "models.reference": "actor", "cluster.gpu": "h20"})
+    plan = PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 8}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": 8},
+                              "training": {"group": "g0", "dp": 8, "zero": 2}},
+                    "reference": {"assessment": {"group": "g0", "dp": 8, "offload": "sleep"}}},
+        "inter_model": {"placement": "colocated"}})
+    with pytest.raises(InfeasibleError, match="the h20 profile gives no host_memory_gib"):
+        evaluate(sc, plan)
