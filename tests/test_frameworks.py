@@ -144,9 +144,13 @@ def test_layout_rules_work_on_one_layout_and_on_arrays():
                           zero=np.array([0, 3, 0]), checkpointing=np.array(["none"] * 3),
                           offload=np.array(["none"] * 3), micro_batch=np.array([1, 1, 1]))
     # verl serves the reward model with an engine: whole weights (ZeRO-0), one sequence per
-    # micro-batch; the rule is the reward's alone (the reference follows the trainers')
+    # micro-batch; the rule is the reward's alone
     assert list(caps.mask("forward", ref, spec, "reward")) == [True, False, True]
-    assert caps.mask("forward", ref, spec, "reference") is True
+    # its FSDP reference (ZeRO-3) always streams its parameters from CPU memory
+    assert list(caps.mask("forward", ref, spec, "reference")) == [True, False, True]
+    streamed = SimpleNamespace(**{**vars(ref), "offload": np.array(["none", "params", "sleep"])})
+    assert list(caps.mask("forward", streamed, spec, "reference")) == [True, True, True]
+    assert list(caps.mask("forward", streamed, spec, "reward")) == [True, False, True]
     gen = Layout(group="g0", dp=4, pp=2)
     assert "NotImplementedError" in caps.refusal("generation", gen, spec, "g")
 
@@ -175,18 +179,23 @@ def test_a_framework_refuses_what_it_does_not_run():
         scenario(framework="vllm")
 
 
-def _colocated(ref_zero: int) -> PlanInput:
+def _colocated(ref_zero: int, ref_offload: str = "none") -> PlanInput:
     return PlanInput.model_validate({
         "groups": [{"name": "g0", "gpus": 8}],
         "layouts": {"actor": {"generation": {"group": "g0", "dp": 8},
                               "training": {"group": "g0", "dp": 8, "zero": 3}},
-                    "reference": {"assessment": {"group": "g0", "dp": 8, "zero": ref_zero}}},
+                    "reference": {"assessment": {"group": "g0", "dp": 8, "zero": ref_zero,
+                                                 "offload": ref_offload}}},
         "inter_model": {"placement": "colocated"}})
 
 
 def test_which_frameworks_run_a_plan_and_what_each_changes():
     sc = scenario()
-    assert differences(capabilities("verl"), sc, _colocated(3)) == []
+    assert differences(capabilities("verl"), sc, _colocated(3, "params")) == []
+    assert differences(capabilities("verl"), sc, _colocated(3)) == [
+        "layouts.reference.assessment.offload none: verl 0.9.1's FSDP backend keeps a "
+        "forward-only model's parameters in CPU memory and streams them in for every forward, "
+        "whatever ref.fsdp_config.param_offload says; re-plan with offload params"]
     said = differences(capabilities("verl"), sc, _colocated(0))
     assert said == ["layouts.reference.assessment: verl runs the reference on the trainers' "
                     "backend: an FSDP module over the pool (ZeRO-3) beside FSDP trainers, whole "

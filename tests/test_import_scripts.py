@@ -138,6 +138,34 @@ def test_verl_fsdp_defaults():
     assert sc.workload.mini_batches == 1  # 256 prompts, ppo_mini_batch_size 256 (default)
 
 
+def test_verl_frozen_models_are_offloaded_as_091_runs_them():
+    script = """python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gae \\
+        actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B critic.model.path=Qwen/Qwen2.5-0.5B \\
+        actor_rollout_ref.actor.use_kl_loss=True \\
+        actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \\
+        actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8 \\
+        critic.ppo_micro_batch_size_per_gpu=8 data.train_batch_size=256 \\
+        reward_model.enable=True reward_model.model.path=Qwen/Qwen2.5-0.5B \\
+        reward_model.rollout.tensor_model_parallel_size=1 EXTRA
+    """
+    _, plan, notes = imported(script.replace("EXTRA", ""))
+    # the FSDP reference streams from CPU memory whatever param_offload says; the reward
+    # engine sleeps (free_cache_engine defaults true)
+    assert plan["layouts"]["reference"]["assessment"]["offload"] == "params"
+    assert plan["layouts"]["reward"]["assessment"]["offload"] == "sleep"
+    assert any("the engine sleeps outside its pass" in n for n in notes)
+    _, plan, _ = imported(script.replace(
+        "EXTRA", "reward_model.rollout.free_cache_engine=False"))
+    assert plan["layouts"]["reward"]["assessment"]["offload"] == "none"
+    # a Megatron reference with param_offload (the actor's, by default) sleeps
+    _, plan, _ = imported(VERL_MEGATRON.replace(
+        "actor_rollout_ref.rollout.name=vllm",
+        "actor_rollout_ref.actor.megatron.param_offload=True actor_rollout_ref.rollout.name=vllm"))
+    assert plan["layouts"]["reference"]["assessment"]["offload"] == "sleep"
+    _, plan, _ = imported(VERL_MEGATRON)
+    assert plan["layouts"]["reference"]["assessment"]["offload"] == "none"
+
+
 OPENRLHF = """set -x
 ENGINE_ARGS=(
    --ref.num_nodes 1

@@ -175,8 +175,10 @@ def _runs(v: PlanView, trains: dict[str, Layout], megatron: bool, pool: str, sep
         rm = v.need("reward", "assessment")
         own = o.get(f"{REWARD}.enable_resource_pool", False)
         group, tp = (rm.group if own else pool), o[f"{REWARD}.rollout.tensor_model_parallel_size"]
-        layouts["reward"] = {"assessment": Layout(group=group, dp=v.group_gpus(group) // tp,
-                                                  tp=tp)}  # micro-batch: not a verl key
+        sleeps = o[f"{REWARD}.rollout.free_cache_engine"]
+        layouts["reward"] = {"assessment": Layout(  # micro-batch: not a verl key
+            group=group, dp=v.group_gpus(group) // tp, tp=tp,
+            offload="sleep" if sleeps else "none")}
     inter = v.inter.model_copy(update={
         "staleness": v.inter.staleness if separate else 0, "partial_rollout": separate,
         "overlap_weight_sync": False, "inter_stage_fusion": False, "intra_stage_fusion": False,
@@ -317,23 +319,30 @@ def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus
         ref = v.need("reference", "assessment")
         o["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] = ref.micro_batch
         offload = ref.offload != "none" or v.inter.offload_during_generation
-        if megatron:
+        if megatron:  # param_offload: loaded for the pass, offloaded after (sleep)
             ref = _megatron_reference(v, ref, actor, pool_gpus, notes)
             o |= _megatron_parallel("reference", ref, v.sc, notes, actor)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
             o[f"{MEGATRON['reference']}.sequence_parallel"] = ref.sp  # verl's default: on
+            if ref.offload == "params":
+                notes.append("reference offload params: verl's Megatron reference does not "
+                             "stream its weights; with param_offload it loads them for its "
+                             "pass and offloads them after (offload sleep)")
             ran["reference"] = ref.model_copy(update={
-                "sp": ref.sp and ref.tp > 1, "offload": "params" if offload else "none"})
+                "sp": ref.sp and ref.tp > 1, "offload": "sleep" if offload else "none"})
         else:
             if needs_megatron([ref]):
                 notes.append(f"reference tp {ref.tp}/pp {ref.pp}/ep {ref.ep}: verl's FSDP "
                              "backend shards the reference over all trainer GPUs instead")
+            if ref.offload != "params":
+                notes.append(f"reference offload {ref.offload}: verl's FSDP backend keeps a "
+                             "forward-only model's parameters in CPU memory and streams them "
+                             "in for each forward (offload params), whatever param_offload says")
             o |= {"actor_rollout_ref.ref.fsdp_config.param_offload": offload,
                   "actor_rollout_ref.ref.ulysses_sequence_parallel_size": ref.cp}
             dp = pool_gpus // ref.cp  # FSDP shards it over the pool (ZeRO-3)
             ran["reference"] = Layout(group=pool, dp=dp, cp=ref.cp, zero=3 if dp > 1 else 0,
-                                      micro_batch=ref.micro_batch,
-                                      offload="params" if offload else "none")
+                                      micro_batch=ref.micro_batch, offload="params")
         if ref.group != pool:
             notes.append(f"reference runs on verl's global pool (group {pool}), not on group "
                          f"{ref.group}: verl always co-locates it with the actor")

@@ -95,7 +95,12 @@ def reward_overrides(v: PlanView, pools: Pools, separate: bool, notes: list[str]
                          f"{REWARD}.rollout.name": "sglang" if sc.runtime.engine == "sglang"
                          else "vllm",
                          f"{REWARD}.rollout.tensor_model_parallel_size": tp,
-                         f"{REWARD}.rollout.gpu_memory_utilization": fraction}
+                         f"{REWARD}.rollout.gpu_memory_utilization": fraction,
+                         # the engine sleeps outside its pass, its weights in CPU memory
+                         f"{REWARD}.rollout.free_cache_engine": rm.offload != "none"}
+    if rm.offload == "params":
+        notes.append("reward offload params: verl's reward engine does not stream its weights; "
+                     "it sleeps with them in CPU memory outside its pass (offload sleep)")
     if rm.pp > 1 or rm.cp > 1:
         notes.append(f"reward pp {rm.pp}/cp {rm.cp}: verl serves the reward model with "
                      "tensor parallelism only")

@@ -75,6 +75,7 @@ VERL: dict[str, Any] = {
     "reward.reward_model.enable": False,
     "reward.reward_model.enable_resource_pool": False,
     "reward.reward_model.rollout.tensor_model_parallel_size": 2,
+    "reward.reward_model.rollout.free_cache_engine": True,
     "reward.reward_model.n_gpus_per_node": 8,
     "reward.reward_model.nnodes": 0,
     "trainer.v1.trainer_mode": "sync",

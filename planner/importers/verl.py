@@ -258,10 +258,15 @@ def _plan(v: _Verl, backend: str, pool: int, separate: bool, reward_pool: int,
         key = v.first("rollout.tensor_model_parallel_size", ("reward_model",
                                                              "reward.reward_model"))
         rtp = v.int(key)
+        sleeps = v.bool(v.first("rollout.free_cache_engine", ("reward_model",
+                                                               "reward.reward_model")))
         layouts["reward"] = {"assessment": {"group": name, "tp": rtp,
-                                            "dp": whole(gpus, rtp, key)}}
+                                            "dp": whole(gpus, rtp, key),
+                                            "offload": "sleep" if sleeps else "none"}}
         notes.append("reward model: verl serves it with an inference engine; its micro-batch "
-                     "is not a verl key (1 assumed)")
+                     "is not a verl key (1 assumed)"
+                     + ("; the engine sleeps outside its pass (rollout.free_cache_engine: "
+                        "weights in CPU memory)" if sleeps else ""))
     staleness = v.int("trainer.v1.sampler.max_off_policy_threshold", minimum=0) \
         if separate else 0
     inter = {"placement": "colocated" if len(groups) == 1 else "partial",
@@ -365,12 +370,14 @@ def _reference(v: _Verl, pool: int, megatron: bool, sc: Scenario,
         root = f"{REF}.megatron"
         lay = _degrees(v, root, pool)
         lay |= _uneven(v, root, sc.reference.num_hidden_layers)
+        # param_offload: the engine's eval mode loads the weights for the pass and offloads
+        # them after (verl 0.9.1 workers/engine/base.py BaseEngineCtx)
         offload = v.bool(f"{root}.param_offload")
         return {**lay, "sp": v.bool(f"{root}.sequence_parallel") and lay["tp"] > 1,
-                "zero": 0, "offload": "params" if offload else "none", "micro_batch": micro}
+                "zero": 0, "offload": "sleep" if offload else "none", "micro_batch": micro}
     cp = v.int(f"{REF}.ulysses_sequence_parallel_size")
-    offload = v.bool(f"{REF}.fsdp_config.param_offload")
-    # FSDP shards the reference's weights over the pool (ZeRO-3-like)
+    # FSDP shards the reference's weights over the pool (ZeRO-3-like) and, forward-only, keeps
+    # them in CPU memory to stream in for each forward whatever param_offload says (verl 0.9.1
+    # workers/engine/fsdp/transformer_impl.py: CPUOffload(offload_params=True))
     return {"group": "g0", "dp": whole(pool, cp, "reference ulysses"), "cp": cp,
-            "zero": 3 if pool // cp > 1 else 0, "micro_batch": micro,
-            "offload": "params" if offload else "none"}
+            "zero": 3 if pool // cp > 1 else 0, "micro_batch": micro, "offload": "params"}

@@ -61,6 +61,8 @@ def test_ppo_with_tensor_parallel_uses_megatron_and_a_reward_pool():
     assert o["reward.reward_model.enable_resource_pool"] == "True"  # the RM has its own group
     assert o["reward.reward_model.n_gpus_per_node"] == "8"
     assert o["reward.reward_model.nnodes"] == "1"
+    # the plan keeps the reward model resident: its engine does not sleep
+    assert o["reward.reward_model.rollout.free_cache_engine"] == "False"
     # the separate rollout group cannot be expressed in main_ppo: said, not dropped
     assert any("generation runs on verl's global pool" in n for n in result.notes)
     assert "# NOTE: generation runs on verl's global pool" in result.text
@@ -268,3 +270,19 @@ def test_pools_that_would_not_run_the_plan_are_refused():
     with pytest.raises(ExportError, match="verl would run the plan on 8 of its 16 GPUs .* "
                        "group.s. g1 would sit idle"):
         export(plan, sc, "verl")
+
+
+def test_the_reward_engine_sleeps_as_planned_and_the_fsdp_reference_streams():
+    sc = scenario()
+    plan = colocated(train={"dp": 8, "zero": 3, "micro_batch": 2})
+    result = export(priced(sc, plan), sc, "verl")
+    # the reference as verl 0.9.1 runs it: parameters in CPU memory, streamed in (said)
+    assert result.runs["layouts"]["reference"]["assessment"]["offload"] == "params"
+    assert any("streams them in for each forward (offload params)" in n
+               for n in result.notes)
+    ppo = ppo_scenario()
+    disaggregated = ppo_disaggregated()
+    disaggregated["layouts"]["reward"]["assessment"]["offload"] = "sleep"
+    result = export(priced(ppo, disaggregated), ppo, "verl")
+    assert overrides(result.text)["reward.reward_model.rollout.free_cache_engine"] == "True"
+    assert result.runs["layouts"]["reward"]["assessment"]["offload"] == "sleep"
