@@ -93,7 +93,8 @@ def layout_line(role: str, stage: str, lay: dict) -> str:
     return f"{role} {stage} on {lay['group']}: {degrees} {' '.join(extra)}".rstrip()
 
 
-def one(path: Path, tmp: Path, evaluate: bool) -> bool:
+def one(path: Path, tmp: Path, evaluate: bool) -> tuple[bool, bool]:
+    """(imported, fits as evaluated) for one script."""
     name = path.name
     extra: list[str] = []
     print(f"\n== {name}")
@@ -111,7 +112,7 @@ def one(path: Path, tmp: Path, evaluate: bool) -> bool:
     print(f"   import:   exit {run.returncode}")
     if run.returncode != 0:
         print("   " + run.stderr.strip().replace("\n", "\n   "))
-        return False
+        return False, False
     got = json.loads(run.stdout)
     print(f"   release:  {got['release']}")
     print(f"   script:   {' '.join(got['read'])}")
@@ -135,11 +136,13 @@ def one(path: Path, tmp: Path, evaluate: bool) -> bool:
     ignored = next((n for n in got["notes"] if n.startswith("ignored")), None)
     if ignored:
         print(f"   {ignored.split(':', 1)[0]}")
+    fits = False
     if evaluate:
         ev = subprocess.run([*rlplan(), "evaluate", str(scen), str(plan), "--json"],
                             capture_output=True, text=True, check=False)
         e = json.loads(ev.stdout) if ev.returncode in (0, 3) and ev.stdout.strip() else None
-        if e is not None and e["status"] != "infeasible":
+        fits = e is not None and e["status"] != "infeasible"
+        if fits:
             mem = e["memory"]
             print(f"   evaluate: {e['iteration_time_s']:.1f} s per step, peak "
                   f"{mem['peak_gib_per_gpu']:.1f} of {mem['capacity_gib']:.0f} GiB per GPU")
@@ -147,7 +150,7 @@ def one(path: Path, tmp: Path, evaluate: bool) -> bool:
             print(f"   evaluate: does not fit on {GPU} — {e.get('reason', '')}")
         else:
             print(f"   evaluate: exit {ev.returncode}: {ev.stderr.strip()[:300]}")
-    return True
+    return True, fits
 
 
 def main() -> None:
@@ -159,8 +162,11 @@ def main() -> None:
     if not paths:
         sys.exit(f"no scripts in {args.scripts} (the shared data folder beside the repository)")
     with tempfile.TemporaryDirectory() as tmp:
-        ok = sum(one(p, Path(tmp), not args.no_evaluate) for p in paths)
-    print(f"\n{ok} of {len(paths)} scripts imported (exit 0)")
+        done = [one(p, Path(tmp), not args.no_evaluate) for p in paths]
+    print(f"\n{sum(i for i, _ in done)} of {len(paths)} scripts imported (exit 0)")
+    if not args.no_evaluate:
+        print(f"{sum(f for _, f in done)} of {len(paths)} fit on {GPU} as imported "
+              "(rlplan evaluate, the default memory headroom)")
 
 
 if __name__ == "__main__":
