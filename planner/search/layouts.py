@@ -209,11 +209,13 @@ def _by_split(pipelines: list[tuple[int, Split]]) -> dict[Split, list[int]]:
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     ) -> Iterator[LayoutVariants]:
     """A frozen model's forward: tp, pp (with its split, `_pipelines`), ep, etp; the variants
-    are ZeRO (0 or 3) × micro-batch × offload (with host memory: weights streamed in for each
-    micro-batch, or asleep in CPU memory outside the stage)."""
+    are ZeRO and offload × micro-batch: whole weights (ZeRO-0) resident or, with host memory,
+    asleep outside the stage (an inference engine's sleep mode, verl's Megatron reference);
+    sharded (ZeRO-3, FSDP or DeepSpeed) resident or streamed in from CPU memory for each
+    micro-batch (FSDP's CPUOffload, DeepSpeed's offload_param, which needs stage 3)."""
     sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
-    offloads = ["none"] + (["params", "sleep"] if ps.host_budget_mib else [])
+    host = bool(ps.host_budget_mib)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
@@ -221,12 +223,22 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
                 if n / dp < 1 or not micro_batches:
                     continue
-                options = _product(zero=[0, 3] if dp > 1 else [0], micro_batch=micro_batches,
-                                   offload=offloads)
+                options = _forward_variants(dp, micro_batches, host)
                 for ep, etp in _expert_layouts(spec, dp * tp, tp):
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
                                          first_stage_layers=first, last_stage_layers=last,
                                          **options)
+
+
+def _forward_variants(dp: int, micro_batches: list[int], host: bool) -> dict[str, np.ndarray]:
+    """A frozen model's (zero, offload) pairs × micro-batches (`_forward_shapes`): on one GPU
+    ZeRO-3 shards nothing, and the weights may stream in or sleep alike."""
+    pairs = [(0, "none")] + ([(3, "none")] if dp > 1 else [])
+    if host:
+        pairs += [(0, "sleep"), (3 if dp > 1 else 0, "params")]
+    rows = [(z, o, b) for z, o in pairs for b in micro_batches]
+    return {"zero": np.array([z for z, _, _ in rows]), "offload": np.array([o for _, o, _ in rows]),
+            "micro_batch": np.array([b for _, _, b in rows])}
 
 
 SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
