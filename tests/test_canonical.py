@@ -1,6 +1,6 @@
 """Ties off the critical path broken toward the layouts people run (`cpsat.Model.canonical`):
-among the plans at a proven optimum, least model parallelism, then lowest ZeRO stage — the
-step time unchanged."""
+among the plans at a proven optimum, least model parallelism, then lowest ZeRO stage, and no
+frozen model offloading where its resident layout does as well — the step time unchanged."""
 
 from __future__ import annotations
 
@@ -37,3 +37,26 @@ def test_a_reference_off_the_critical_path_gets_no_model_parallelism(monkeypatch
     other = sum(USUAL(c.layout) for c in anyhow.choice.candidate.values())
     assert chosen <= other
 
+
+
+
+def test_a_frozen_model_that_need_not_offload_does_not():
+    # PPO on one node: the reward model's asleep twin of the optimum's layout fits but scores
+    # worse; the canonical plan's rule gives it back its resident layout
+    import dataclasses
+
+    from planner.search.choice import fits, resident_twins, score, valid
+
+    sc = scenario("ppo", **{"models.actor": "qwen2.5-7b", "models.critic": "qwen2.5-7b",
+                            "models.reward": "qwen2.5-7b", "search.max_staleness": 1})
+    space = build_space(sc, staleness=1)
+    found = cpsat.solve(space, 120)
+    ch, name = found.choice, "reward.forward"
+    assert resident_twins(space, ch) == ch  # nothing offloads: nothing to give back
+    k, c = ch.slot[name], ch.candidate[name]
+    asleep = next(t for t in space.candidates[(name, ch.pool(k), ch.sizes[k])]
+                  if t.layout == c.layout.model_copy(update={"offload": "sleep"}))
+    trial = dataclasses.replace(ch, candidate={**ch.candidate, name: asleep})
+    assert valid(space, trial) and fits(space, trial) and score(space, trial) > found.objective
+    back = resident_twins(space, trial)
+    assert back.candidate[name] is c and score(space, back) == found.objective

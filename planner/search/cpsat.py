@@ -18,7 +18,7 @@ from planner.plan import STAGES
 from planner.search import refine
 from planner.search.bounds import carry, incumbent, placement_lower_bound, prune, space_lower_bound
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE
-from planner.search.choice import Choice, allowed_groups, generation_slot, score
+from planner.search.choice import Choice, allowed_groups, generation_slot, resident_twins, score
 from planner.search.deadline import Deadline
 from planner.search.follow import add_follows
 from planner.search.ranges import check_range, horizon_of, most_weighted
@@ -356,21 +356,20 @@ class Model:
 
     def canonical(self, objective: int, deadline: Deadline, seed: int = 0) -> Choice | None:
         """Pin the objective to a proven optimum and, among the plans at it, take the layouts
-        people run (`usual`: least model parallelism, then lowest ZeRO stage, then no offload),
+        people run (`usual`: least model parallelism, then lowest ZeRO stage; `resident_twins`),
         solved by one worker in what is left of `deadline`: with several workers, which of
         equal-cost plans is found first depends on thread timing; this one depends on the model
         alone (None: nothing found in time). The step time is the optimum's whatever this picks.
         Consumes the model (its objective is replaced). The objective is held equal to the
-        optimum —
-        the same plans as ≤ (none is below it) — so CP-SAT's propagation starts from its value:
-        the 1,024-GPU PPO case's three pins took a third less time than under ≤ (a one-off
-        probe), the same plans."""
+        optimum — the same plans as ≤ (none is below it) — so CP-SAT's propagation starts from
+        its value: the 1,024-GPU PPO case's three pins took a third less time than under ≤ (a
+        one-off probe), the same plans."""
         self.m.Add(self.objective == objective)
         self.m.Minimize(sum(usual(self.cand(key).layout) * v for key, v in self.x.items()))
         solver = new_solver(deadline.left(), 1, seed)
         if deadline.left() > 0 and solver.Solve(self.m) in (cp_model.OPTIMAL,
                                                             cp_model.FEASIBLE):
-            return self.chosen(solver)
+            return resident_twins(self.space, self.chosen(solver))
         return None
 
     def chosen(self, solver: cp_model.CpSolver) -> Choice:
@@ -416,11 +415,11 @@ MAX_TASKS = 5  # actor generation and training, critic, reference, reward
 def usual(layout) -> int:
     """How far a layout is from what people run, for breaking ties between plans of equal
     objective: its model parallelism (tp·pp·cp, so on a given group the most data
-    parallelism) first, then its ZeRO stage, then whether it offloads — weighted so that one
-    step less model parallelism anywhere outweighs every task's ZeRO stage together, and one
-    ZeRO stage less every task's offload."""
-    return (((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS + layout.zero)
-            * (MAX_TASKS + 1) + (layout.offload != "none"))
+    parallelism) first, then its ZeRO stage — weighted so that one step less model parallelism
+    anywhere outweighs every task's ZeRO stage together. (Then no frozen model offloads that
+    need not: `choice.resident_twins`, after the solve.)"""
+    return ((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS
+            + layout.zero)
 
 
 def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:
