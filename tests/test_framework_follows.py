@@ -13,7 +13,6 @@ from planner.frameworks.capabilities import Follow
 from planner.plan import Layout
 from planner.search import brute, cpsat
 from planner.search.choice import valid
-from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 

@@ -7,7 +7,6 @@ units: the structural rules (`valid`), memory on every group (`fits`), and the o
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 
 from planner.cost.fit import Load, kv_room_mib, overflow

@@ -20,8 +20,8 @@ from planner.cost.constants import (
 )
 from planner.cost.flops import Head, params_with_head
 from planner.cost.iteration import evaluate
-from planner.errors import InfeasibleError
 from planner.cost.report import to_plan
+from planner.errors import InfeasibleError
 from planner.plan import Layout, PlanInput
 from planner.search.solve import plan as search_plan
 from planner.specs.hardware import load_profile
