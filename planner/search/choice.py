@@ -144,9 +144,10 @@ def resident_twins(space: Space, ch: Choice) -> Choice:
         resident = c.layout.model_copy(update={"offload": "none"})
         twin = next((t for t in space.candidates.get((name, ch.pool(k), ch.sizes[k]), ())
                      if t.layout == resident), None)
+        if twin is None:
+            continue
         trial = dataclasses.replace(ch, candidate={**ch.candidate, name: twin})
-        if twin is not None and valid(space, trial) and fits(space, trial) \
-                and score(space, trial) <= target:
+        if valid(space, trial) and fits(space, trial) and score(space, trial) <= target:
             ch = trial
     return ch
 
