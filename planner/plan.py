@@ -273,6 +273,12 @@ class PlanInput(BaseModel):
                                      f"in CPU memory between its stages; {role} {stage} "
                                      "holds state it uses again: use none, optimizer, params "
                                      "or both")
+                engine = [f for f in ("kv_cache_tokens", "max_num_seqs")
+                          if getattr(layout, f) is not None]
+                if engine and stage != "generation":
+                    raise ValueError(f"{where}.{engine[0]}: a rollout engine's setting; the "
+                                     f"{stage} layout has no engine (set it on "
+                                     "layouts.actor.generation, or drop it)")
                 if layout.vp > 1 and stage != "training":
                     raise ValueError(f"{where}.vp: interleaved pipeline chunks are a training "
                                      f"schedule; {stage} runs with vp 1 (drop vp)")

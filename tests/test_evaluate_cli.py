@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tests.test_cli import assert_bad_input
 
@@ -74,6 +76,17 @@ def test_plan_with_wrong_degrees_is_bad_input(cli, write):
     plan["layouts"]["actor"]["generation"]["dp"] = 8  # 8 × tp 2 = 16 ≠ 32
     result = cli("evaluate", SCENARIO, str(write("plan.json", plan)))
     assert_bad_input(result, "layouts.actor.generation", "dp·tp·pp·cp = 16", "32 GPUs")
+
+
+@pytest.mark.parametrize("role, stage, field", [("actor", "training", "kv_cache_tokens"),
+                                                ("reference", "assessment", "max_num_seqs")])
+def test_an_engine_setting_off_the_rollout_is_bad_input(cli, write, role, stage, field):
+    # once accepted and ignored: a plan priced without what its author wrote
+    plan = json.loads(Path(PLAN).read_text())
+    plan["layouts"][role][stage][field] = 4096
+    assert_bad_input(cli("evaluate", SCENARIO, str(write("plan.json", plan))),
+                     f"layouts.{role}.{stage}.{field}: a rollout engine's setting",
+                     "layouts.actor.generation")
 
 
 def test_plan_naming_a_missing_group(cli, write):
