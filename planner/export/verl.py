@@ -30,8 +30,16 @@ from planner.export.base import (
     train_batch,
 )
 from planner.export.capabilities import capabilities
-from planner.export.keys import VERL_VERSION, check_keys
-from planner.export.verl_pools import REWARD, ROLLOUT, Pools, reward_overrides, rollout_pool
+from planner.export.keys import check_keys
+from planner.export.verl_pools import (
+    RELEASE,
+    REWARD,
+    ROLLOUT,
+    Pools,
+    offload_notes,
+    reward_overrides,
+    rollout_pool,
+)
 from planner.plan import Layout, PlanInput, expert_tp
 from planner.specs.model import ModelSpec
 from planner.specs.scenario import Scenario
@@ -58,9 +66,6 @@ def needs_megatron(layouts: list[Layout]) -> bool:
     """FSDP has no tensor, pipeline or expert parallelism (docs/exports.md §1.12)."""
     return any(x.tp > 1 or x.pp > 1 or x.ep > 1 for x in layouts)
 
-
-# What verl 0.9.1's main_ppo runs as planned: its preset, planner/frameworks/presets/verl@*.yaml
-RELEASE = f"verl@{VERL_VERSION}"  # its preset: capabilities(RELEASE)
 
 
 def export_verl(plan: dict[str, Any], sc: Scenario, version: str) -> Export:
@@ -324,25 +329,20 @@ def _assessment(v: PlanView, megatron: bool, actor: Layout, pool: str, pool_gpus
             o |= _megatron_parallel("reference", ref, v.sc, notes, actor)
             o[f"{MEGATRON['reference']}.param_offload"] = offload
             o[f"{MEGATRON['reference']}.sequence_parallel"] = ref.sp  # verl's default: on
-            if ref.offload == "params":
-                notes.append("reference offload params: verl's Megatron reference does not "
-                             "stream its weights; with param_offload it loads them for its "
-                             "pass and offloads them after (offload sleep)")
             ran["reference"] = ref.model_copy(update={
                 "sp": ref.sp and ref.tp > 1, "offload": "sleep" if offload else "none"})
         else:
             if needs_megatron([ref]):
                 notes.append(f"reference tp {ref.tp}/pp {ref.pp}/ep {ref.ep}: verl's FSDP "
                              "backend shards the reference over all trainer GPUs instead")
-            if ref.offload != "params":
-                notes.append(f"reference offload {ref.offload}: verl's FSDP backend keeps a "
-                             "forward-only model's parameters in CPU memory and streams them "
-                             "in for each forward (offload params), whatever param_offload says")
             o |= {"actor_rollout_ref.ref.fsdp_config.param_offload": offload,
                   "actor_rollout_ref.ref.ulysses_sequence_parallel_size": ref.cp}
             dp = pool_gpus // ref.cp  # FSDP shards it over the pool (ZeRO-3)
             ran["reference"] = Layout(group=pool, dp=dp, cp=ref.cp, zero=3 if dp > 1 else 0,
                                       micro_batch=ref.micro_batch, offload="params")
+        # the plan's offload against the layout verl runs the reference in (its preset's rules)
+        notes += offload_notes(v, "reference", ran["reference"].model_copy(
+            update={"offload": v.need("reference", "assessment").offload}))
         if ref.group != pool:
             notes.append(f"reference runs on verl's global pool (group {pool}), not on group "
                          f"{ref.group}: verl always co-locates it with the actor")

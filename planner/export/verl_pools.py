@@ -15,10 +15,23 @@ import math
 from typing import Any
 
 from planner.export.base import ExportError, PlanView, model_path, nodes_for
+from planner.export.capabilities import capabilities
+from planner.export.keys import VERL_VERSION
 from planner.plan import Layout
 
 ROLLOUT = "actor_rollout_ref.rollout"
 REWARD = "reward.reward_model"
+# What verl 0.9.1's main_ppo runs as planned: its preset, planner/frameworks/presets/verl@*.yaml
+RELEASE = f"verl@{VERL_VERSION}"  # its preset: capabilities(RELEASE)
+
+
+def offload_notes(v: PlanView, role: str, layout: Layout) -> list[str]:
+    """What verl runs differently in a frozen model's offload than `layout` (as verl lays it
+    out otherwise) says: its preset's offload rules, in their words."""
+    where = f"layouts.{role}.assessment"
+    return [why for why in capabilities(RELEASE).differences("forward", layout, v.sc.roles[role],
+                                                             where, role)
+            if why.startswith(f"{where}.offload")]
 
 
 class Pools:
@@ -98,9 +111,7 @@ def reward_overrides(v: PlanView, pools: Pools, separate: bool, notes: list[str]
                          f"{REWARD}.rollout.gpu_memory_utilization": fraction,
                          # the engine sleeps outside its pass, its weights in CPU memory
                          f"{REWARD}.rollout.free_cache_engine": rm.offload != "none"}
-    if rm.offload == "params":
-        notes.append("reward offload params: verl's reward engine does not stream its weights; "
-                     "it sleeps with them in CPU memory outside its pass (offload sleep)")
+    notes += offload_notes(v, "reward", rm)
     if rm.pp > 1 or rm.cp > 1:
         notes.append(f"reward pp {rm.pp}/cp {rm.cp}: verl serves the reward model with "
                      "tensor parallelism only")

@@ -42,7 +42,7 @@ from planner.cost.offload import swap_time
 from planner.cost.rollout_stage import generation_memory, rollout_precision_of
 from planner.cost.step import controller_seconds, tokens_per_step
 from planner.cost.variants import LayoutVariants
-from planner.plan import Layout
+from planner.plan import FROZEN_ROLES, Layout
 from planner.search import aside
 from planner.search.candidate import (
     FLOAT_SLACK,
@@ -93,7 +93,7 @@ def tasks_for(sc: Scenario, shared: bool) -> list[Task]:
     tasks.append(Task("actor", "training"))
     if sc.critic is not None and not shared:
         tasks.append(Task("critic", "training"))
-    tasks += [Task(r, "forward") for r in ("reference", "reward") if r in sc.roles]
+    tasks += [Task(r, "forward") for r in FROZEN_ROLES if r in sc.roles]
     return tasks
 
 
