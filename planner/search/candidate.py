@@ -98,17 +98,18 @@ class Candidate:
         what the bounds read of it, many times over (`bounds.time_lower_bounds`)."""
         return (*(self.time_ms.get(st, 0) for st in STAGES), min(self.refit_ms, default=0))
 
-    def key(self) -> tuple:
-        """Numbers a better candidate is no worse in (lower is better). Host memory is not
-        among them: a candidate that offloads can stand for one that does not and is no
-        better, which a plan short of host memory would miss (the shipped profiles leave 56–384
-        GiB of it per GPU; counting it kept 855 more training candidates on the 1,024-GPU PPO
-        case, about a second of its search)."""
+    def key(self, host: bool = False) -> tuple:
+        """Numbers a better candidate is no worse in (lower is better); its host MiB among
+        them when `host` (`Space.host_front`). Without them, a candidate that offloads can
+        stand for one that offloads less and is no better: the search counts them only where
+        host memory may bind (`host.py`), as it costs the 1,024-GPU PPO case 855 more training
+        candidates kept, about a second of its search."""
         done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
         return (*(self.time_ms.get(s, 0) for s in STAGES), *self.refit_ms, *self.refit_fixed_ms,
                 self.reshard_mib,
                 *(np.asarray(done).T if np.ndim(done) == 2 else done), self.persistent_mib,
-                *(self.transient_mib.get(s, 0) for s in STAGES))
+                *(self.transient_mib.get(s, 0) for s in STAGES),
+                *((self.host_mib,) if host else ()))
 
 
 FLOAT_SLACK = 1e-9
@@ -166,14 +167,16 @@ def fits_alone(ps: PoolSpace, persistent_mib: Num, transient_mib: dict[str, Num]
     return (persistent_mib + peak <= ps.budget_mib) & (host_mib <= ps.host_budget_mib)
 
 
-def pareto(ps: PoolSpace, cands: list[Candidate]) -> list[Candidate]:
+def pareto(ps: PoolSpace, cands: list[Candidate], host: bool = False) -> list[Candidate]:
     """Drop candidates that cannot fit alone, and those another candidate beats or ties in every
-    number (ties keep the first); the result is sorted by total stage time."""
+    number of its `key(host)` (ties keep the first); the result is sorted by total stage
+    time."""
     fits = [c for c in cands
             if fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib)]
     if not fits:
         return []
-    return by_time([fits[i] for i in front_of(np.array([c.key() for c in fits], dtype=np.int64))])
+    return by_time([fits[i] for i in front_of(np.array([c.key(host) for c in fits],
+                                                              dtype=np.int64))])
 
 
 def front_of(keys: np.ndarray) -> list[int]:
@@ -241,6 +244,9 @@ class Space:
     priced: int = 0  # candidates priced before pruning
     complete: bool = True  # False: the deadline passed before every (task, size) was priced
     caps: Capabilities | None = None  # `plan --framework`: only what the framework runs
+    # the candidates kept count host memory as `pareto` counts the rest (`Candidate.key`):
+    # where host memory may bind (`host.py`)
+    host_front: bool = False
     cache: PriceCache = field(default_factory=lambda: PriceCache())
 
     @property

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from planner.cost.constants import GIB
@@ -45,6 +46,7 @@ from planner.search.explain import (
     memory_binds,
     shown,
 )
+from planner.search.host import host_may_bind
 from planner.search.option import Option, Outcome, options
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
@@ -108,17 +110,15 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     (`last.py`). `idle` given: only the least objective is wanted (`_best_of`, `worse`
     0), and the last options are solved beside from the back, whatever their size, once a core
     is idle, under the least objective either process has found
-    (`last.least_from_the_back`), their answers taken as they are."""
+    (`last.least_from_the_back`), their answers taken as they are. An option whose proof
+    host memory may undo is priced again counting it, and solved again (`host.py`)."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
     for i, opt in enumerate(opts):
         if progress:
             progress(f"pricing {what} {i + 1} of {len(opts)}: {opt.describe()}")
-        spaces.append(build_space(sc, staleness=opt.staleness, fusion=opt.fusion,
-                                  shared=opt.shared, swap=opt.swap,
-                                  overlap_sync=opt.overlap_sync, partial=opt.partial,
-                                  cache=cache, deadline=pricing, caps=caps))
+        spaces.append(build_space(sc, **asdict(opt), cache=cache, deadline=pricing, caps=caps))
     if priced is not None:
         priced()
     # Likeliest best first; once past the deadline every option gets its greedy plan only, and
@@ -145,21 +145,24 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         share = deadline.sooner(max(deadline.share(len(opts) - n), cpsat.MIN_MODEL_S))
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
-        result = None
+        result, limit = None, cutoff(found, worse)
         if tail is not None and ends.front() is None:  # the child took this one and the rest
             if theirs is None:
                 ok, answer = tail.result(aside.wait_s(share))
                 theirs = answer if ok else {}
-            result = (theirs.get(n) if least_found else
-                      last.as_if_last(theirs.get(n), cutoff(found, worse)))
-        if result is None:
-            limit = cutoff(found, worse)
-            if least_found and (either := least_found.get()) is not None:
-                limit = either if limit is None else min(limit, either)
-            result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
-                                 pin=False)
-            if least_found and result.status == "OPTIMAL":
-                least_found.lower(result.objective)
+            result = theirs.get(n) if least_found else last.as_if_last(theirs.get(n), limit)
+        if least_found and (either := least_found.get()) is not None:
+            limit = either if limit is None else min(limit, either)
+        for _ in range(2):  # the second time priced again, host memory counted (`host.py`)
+            if result is None:
+                result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
+                                     pin=False)
+                if least_found and result.status == "OPTIMAL":
+                    least_found.lower(result.objective)
+            if not host_may_bind(spaces[i], result):
+                break
+            spaces[i], result = build_space(sc, **asdict(opts[i]), cache=cache, deadline=share,
+                                            caps=caps, host_front=True), None
         out[i] = Outcome(opts[i], result, spaces[i])
         if solved is not None:
             solved(out[i], found + ([out[i].result.objective]

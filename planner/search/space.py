@@ -177,7 +177,8 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
         label = label_of(space.caps, task.name)
         cands = [c for variants, cs in zip(shapes, each, strict=True) for c in cs
                  if space.caps is None or space.caps.mask(task.kind, c.layout, spec, task.role)]
-        kept = [c for group in grouped(cands, label) for c in pareto(ps, group)]
+        kept = [c for group in grouped(cands, label)
+                for c in pareto(ps, group, space.host_front)]
         return by_time(kept + kv_bounds(space, ps, task, shapes, [
             (np.array([c.floor_ms for c in cs]), (cs[0].refit_ms, cs[0].refit_fixed_ms),
              cs[0].reshard_mib) for cs in each], kept))
@@ -189,7 +190,7 @@ def _candidates(space: Space, ps: PoolSpace, task: Task, g: int, heads: dict[str
                                                                    task.role)
         fit = np.flatnonzero(np.broadcast_to(
             fits_alone(ps, c.persistent_mib, c.transient_mib, c.host_mib) & allowed, n))
-        keys.append(_rows(c.key(), fit))
+        keys.append(_rows(c.key(space.host_front), fit))
         rows += [(k, i) for i in fit.tolist()]
     if not rows:
         return []
@@ -232,12 +233,13 @@ def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int) 
 def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: bool = False,
                 swap: bool = False, overlap_sync: bool = False, partial: bool = False,
                 slots: int = MAX_SLOTS, cache: PriceCache | None = None,
-                deadline: Deadline | None = None, caps: Capabilities | None = None) -> Space:
+                deadline: Deadline | None = None, caps: Capabilities | None = None,
+                host_front: bool = False) -> Space:
     """Enumerate and price every legal candidate of every task on every group size of every
     pool — the largest sizes first, so that when `deadline` passes part way (`Space.complete`
     False) what was priced still holds the simplest plans (everything on a whole pool).
     `caps`: only the group sizes and layouts that framework runs (the cache must be for the
-    same `caps`)."""
+    same `caps`). `host_front`: the candidates kept count host memory (`Space.host_front`)."""
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
     cache = PriceCache() if cache is None else cache
@@ -249,7 +251,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
         pools=pools, slots=min(slots, len(tasks)), total_gpus=sc.total_gpus,
         target_ms=(math.floor(tokens_per_step(sc) / sc.search.target_tokens_per_s / MS)
                    if sc.search.objective == "gpus" else None), caps=caps,
-        controller_ms=int(to_ms(controller_seconds(sc))), cache=cache)
+        controller_ms=int(to_ms(controller_seconds(sc))), host_front=host_front, cache=cache)
     # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
     todo = [(task, p, g) for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0]))
             for task in tasks if _cache_key(space, task, p, g) not in cache.kept]
@@ -319,14 +321,15 @@ def _hide_refit(space: Space) -> None:
         if name == train.name:
             key = (_cache_key(space, train, p, g), floors[p])
             if key not in space.cache.hidden:
-                space.cache.hidden[key] = hidden_refit(space.pools[p], cands, floors[p])
+                space.cache.hidden[key] = hidden_refit(space.pools[p], cands, floors[p],
+                                                       space.host_front)
             space.candidates[(name, p, g)] = space.cache.hidden[key]
 
 
 def hide_refit(space: Space, p: int, cands: list[Candidate]) -> list[Candidate]:
     """The actor training's candidates `cands` (on pool `p`) without the part of their refit
     side no choice sees, pruned again (`hidden_refit`)."""
-    return hidden_refit(space.pools[p], cands, refit_floors(space, p))
+    return hidden_refit(space.pools[p], cands, refit_floors(space, p), space.host_front)
 
 
 def refit_floors(space: Space, p: int) -> tuple[int | None, ...]:
@@ -344,8 +347,8 @@ def refit_floors(space: Space, p: int) -> tuple[int | None, ...]:
                      default=None) for j, q in pairs)
 
 
-def hidden_refit(ps: PoolSpace, cands: list[Candidate], floor: tuple[int | None, ...]
-                 ) -> list[Candidate]:
+def hidden_refit(ps: PoolSpace, cands: list[Candidate], floor: tuple[int | None, ...],
+                 host: bool = False) -> list[Candidate]:
     """The actor training's candidates `cands` (on pool `ps`) without the part of their refit
     side no choice sees, pruned again.
 
@@ -360,14 +363,14 @@ def hidden_refit(ps: PoolSpace, cands: list[Candidate], floor: tuple[int | None,
         dataclasses.replace(c, refit_ms=tuple(
             fixed if low is None or total - fixed <= low else total
             for total, fixed, low in zip(c.refit_ms, c.refit_fixed_ms, floor, strict=True)))
-        for c in cands])
+        for c in cands], host)
 
 
 def _cache_key(space: Space, task: Task, p: int, g: int) -> tuple:
     """Where `task`'s candidates on `g` GPUs of pool `p` are kept (`PriceCache.kept`)."""
     variant = ((space.overlap_sync, space.partial) if task.kind == "generation" else None,
                space.shared if task.role == "actor" else None)
-    return (task.name, p, g, variant)
+    return (task.name, p, g, variant, space.host_front)
 
 
 def add_kv_sizes(space: Space, p: int, g: int, shape: Layout, sizes: set[int]) -> None:
