@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from planner.search import cpsat
+from planner.search import settle as settle_module
 from planner.search.deadline import Deadline
 from planner.search.host import host_may_bind
+from planner.search.settle import settle
 from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
@@ -65,3 +67,19 @@ def test_host_may_bind_only_where_a_plan_within_the_proof_holds_more_than_the_ho
     roomy = with_host_memory(4096)
     space = build_space(roomy)
     assert not host_may_bind(space, cpsat.solve(space, Deadline.after(60), pin=False))
+
+
+def test_a_settled_partial_rollout_optimum_is_checked_again(monkeypatch):
+    # the KV sizes settling prices make plans the search's check did not see: where host
+    # memory may bind among them, the option is priced again counting it and settled again
+    sc = load_scenario(None, {**GRPO_7B_2GPU, "models.actor": "qwen2.5-1.5b",
+                              "cluster.gpus_per_node": 4, "search.max_staleness": 1})
+    space = build_space(sc, staleness=1, partial=True)
+    found = cpsat.solve(space, Deadline.after(60), pin=False)
+    assert found.status == "OPTIMAL"
+    checked = []
+    monkeypatch.setattr(settle_module, "host_may_bind",
+                        lambda sp, result: checked.append(sp.host_front) or not sp.host_front)
+    settled, result = settle(space, found, Deadline.after(60), 1)
+    assert checked == [False, True]
+    assert settled.host_front and result.status == "OPTIMAL"

@@ -20,10 +20,11 @@ it is a plan of the pruned space scoring at most θ.
 So an option proven at θ — its optimum, or the cutoff it is beaten under (no plan scores at
 most it), or infeasible (θ unbounded) — is proven over every candidate priced when
 `host_may_bind` says no. When it says yes the option is priced again with host memory in the
-key and solved again (`solve._search`). On the 1,024-GPU PPO case it says no for every option
-(its candidates within the optima's bounds hold 146–220 of 256 GiB per GPU); GRPO Qwen2.5-7B
-on 2 A100-40GB given 480 GiB of host memory is one where it says yes, and the second solve is
-0.9% faster (`tests/test_host_front.py`).
+key and solved again (`solve._search`; and after a partial-rollout optimum is settled, whose
+KV sizes priced make new plans: `settle.settle`). On the 1,024-GPU PPO case it says no for
+every option (its candidates within the optima's bounds hold 146–220 of 256 GiB per GPU);
+GRPO Qwen2.5-7B on 2 A100-40GB given 480 GiB of host memory (60 per GPU) is one where it says
+yes, and the second solve is 0.9% faster (`tests/test_host_front.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from planner.search import cpsat
 from planner.search.bounds import lower_bounds, stage_floors
 from planner.search.candidate import Space
 from planner.search.choice import generation_slot
+from planner.search.deadline import Deadline
+from planner.search.space import build_space
 
 
 def host_may_bind(space: Space, result: cpsat.Result) -> bool:
@@ -59,3 +62,12 @@ def host_may_bind(space: Space, result: cpsat.Result) -> bool:
     for (_, p), mib in most.items():
         need[p] += mib
     return any(n > pool.host_budget_mib for n, pool in zip(need, space.pools, strict=True))
+
+
+def counted(space: Space, deadline: Deadline) -> Space:
+    """The option of `space` priced again (from its cache where it can), its candidates kept
+    counting host memory: exact as it stands."""
+    return build_space(space.scenario, staleness=space.staleness, fusion=space.fusion,
+                       shared=space.shared, swap=space.swap, overlap_sync=space.overlap_sync,
+                       partial=space.partial, cache=space.cache, deadline=deadline,
+                       caps=space.caps, host_front=True)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from planner.search import cpsat, refine
 from planner.search.candidate import Space
 from planner.search.deadline import Deadline
+from planner.search.host import counted, host_may_bind
 from planner.search.option import Outcome
 
 
@@ -44,6 +45,9 @@ def settle(space: Space, found: cpsat.Result, deadline: Deadline, workers: int
                 or not refine.refine(space, result.choice, neighbours=False)):
             break
         result = cpsat.solve(space, deadline, workers, seeds=[result.choice])
+    if host_may_bind(space, result):  # the sizes priced here make plans `_search` did not check
+        space = counted(space, deadline)
+        return settle(space, cpsat.solve(space, deadline, workers, pin=False), deadline, workers)
     return space, result
 
 

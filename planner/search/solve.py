@@ -46,7 +46,7 @@ from planner.search.explain import (
     memory_binds,
     shown,
 )
-from planner.search.host import host_may_bind
+from planner.search.host import counted, host_may_bind
 from planner.search.option import Option, Outcome, options
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
@@ -161,8 +161,7 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                     least_found.lower(result.objective)
             if not host_may_bind(spaces[i], result):
                 break
-            spaces[i], result = build_space(sc, **asdict(opts[i]), cache=cache, deadline=share,
-                                            caps=caps, host_front=True), None
+            spaces[i], result = counted(spaces[i], share), None
         out[i] = Outcome(opts[i], result, spaces[i])
         if solved is not None:
             solved(out[i], found + ([out[i].result.objective]
