@@ -6,6 +6,7 @@ plan with them as without."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,8 +143,9 @@ def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
     assert len(shown) < len(ranked)  # some proven optimum's re-solve was skipped
 
 
-# GRPO Qwen2.5-32B on 8 A100-40GB: the state offloaded during generation is the best option,
-# and the options before it re-price the KV sizes of the rollout group it uses
+# GRPO Qwen2.5-32B, the state offloaded during generation the best option, whose rollout group
+# the options before it (or its own space counting host memory, `host.py`) re-price KV sizes
+# of: on 8 A100-40GB, and on 4 H100s with responses up to 2,048
 SHARED_KV_SIZES = {"algorithm": "grpo", "models.actor": "qwen2.5-32b",
                    "models.reference": "actor", "workload.prompts_per_step": 256,
                    "workload.samples_per_prompt": 8, "workload.prompt_len": 256,
@@ -151,12 +153,17 @@ SHARED_KV_SIZES = {"algorithm": "grpo", "models.actor": "qwen2.5-32b",
                    "cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 8}
 
 
-def test_an_option_solves_with_the_kv_sizes_another_option_priced():
-    """Options share the rollout's priced KV sizes (`PriceCache`): one whose space was built
-    before another option priced a size inside its gap solves with it rather than taking the
-    size as priced and stopping short of its optimum (then: 979.7 s, FEASIBLE, where the
-    option alone proves 966.1 s)."""
-    sc = load_scenario(None, SHARED_KV_SIZES)
+@pytest.mark.parametrize("flags", [
+    SHARED_KV_SIZES,
+    SHARED_KV_SIZES | {"workload.max_response_len": 2048, "cluster.gpu": "h100-sxm",
+                       "cluster.gpus_per_node": 4}])
+def test_an_option_solves_with_the_kv_sizes_another_space_priced(flags):
+    """Spaces share the rollout's priced KV sizes (`PriceCache`): one whose candidates were
+    priced before another space priced a size inside its gap prices them again with it rather
+    than taking the size as priced and stopping short of its optimum (then: 979.7 s FEASIBLE
+    on the first, where the option alone proves 966.1 s; FEASIBLE at the optimum on the
+    second)."""
+    sc = load_scenario(None, flags)
     chosen = search.plan(sc, explain=False)
     alone = [cpsat.solve(build_space(sc, staleness=o.staleness, fusion=o.fusion,
                                      shared=o.shared, swap=o.swap,

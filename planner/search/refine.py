@@ -19,7 +19,7 @@ from planner.cost.rollout_stage import kv_need_mib, useful_kv_tokens
 from planner.plan import Layout
 from planner.search.choice import Choice, loads
 from planner.search.kv import kv_key, kv_levels
-from planner.search.space import Space, add_kv_sizes, caught_up, price_layout
+from planner.search.space import Space, add_kv_sizes, price_layout
 
 MAX_NEIGHBOURS = 8
 """KV sizes `refine` prices beside the one it was asked for, at most: each saves a solve when
@@ -72,20 +72,20 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
     candidate, so the size lies inside its gap — and, in the same pass (unless not
     `neighbours`), the sizes it would get beside each other candidate of a task it shares its
     group with (the contexts the solver would otherwise visit one solve at a time; at most
-    `MAX_NEIGHBOURS`). First, though, the sizes other options priced for that group since
-    the space was built, if any (`space.caught_up`): the size may be among them. False when
-    there is nothing new to solve with."""
+    `MAX_NEIGHBOURS`). False when there is nothing new to price."""
     gen = space.generation
     assert gen is not None
     k = ch.slot[gen.name]
     p, g = ch.pool(k), ch.sizes[k]
-    if caught_up(space, p, g):  # sizes another option priced since: solve with them first
-        return True
     layout = ch.candidate[gen.name].layout
     priced = set(kv_levels(space, space.pools[p], layout))
     fit = kv_where_it_sits(space, ch)
-    if fit is None or fit in priced:
+    if fit is None:
         return False
+    if fit in priced:  # inside this space's gap, so priced since its candidates were (by
+        # another option's space sharing its cache): they are priced again, with it
+        add_kv_sizes(space, p, g, layout, set())
+        return True
     sizes = {fit}
     for t in (t for t in space.tasks if neighbours and t is not gen and ch.slot[t.name] == k):
         for c in space.candidates.get((t.name, p, g), []):

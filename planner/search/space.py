@@ -387,19 +387,6 @@ def add_kv_sizes(space: Space, p: int, g: int, shape: Layout, sizes: set[int]) -
     space.candidates[(gen.name, p, g)] = cands
 
 
-def caught_up(space: Space, p: int, g: int) -> bool:
-    """Give `space` its generation's candidates on `g` GPUs of pool `p` as the cache it shares
-    with the other options' spaces holds them, when another option's `add_kv_sizes` re-priced
-    them since this space was built; True if it did (the space had fewer sizes priced)."""
-    gen = space.generation
-    assert gen is not None, "only a generation has KV cache sizes"
-    kept = space.cache.kept.get(_cache_key(space, gen, p, g))
-    if kept is None or space.candidates.get((gen.name, p, g)) is kept[0]:
-        return False
-    space.candidates[(gen.name, p, g)] = kept[0]
-    return True
-
-
 def price_layout(space: Space, task: Task, p: int, layout: Layout) -> Candidate:
     """One layout of `task` on pool `p`, priced as the search prices its candidates."""
     ps = space.pools[p]
