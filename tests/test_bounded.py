@@ -18,7 +18,7 @@ import yaml
 from planner.cost.iteration import task_time
 from planner.errors import InfeasibleError, OutOfTime
 from planner.plan import Layout
-from planner.search import aside, brute, cpsat, solve
+from planner.search import aside, brute, certify, cpsat, solve
 from planner.search.choice import score
 from planner.search.deadline import Deadline
 from planner.search.explain import alternatives, idle_gpus, memory_binds
@@ -135,10 +135,22 @@ def test_gap_unknown_when_an_option_has_no_bound():
                                 space=complete),
                 SimpleNamespace(result=cpsat.Result("UNKNOWN", None, None, None, 0, 0),
                                 space=complete)]
-    assert solve._gap(120, outcomes) is None
-    assert solve._gap(120, outcomes[:1]) == pytest.approx(20 / 120)
+    assert certify.gap(120, outcomes) is None
+    assert certify.gap(120, outcomes[:1]) == pytest.approx(20 / 120)
     cut = [SimpleNamespace(result=outcomes[0].result, space=SimpleNamespace(complete=False))]
-    assert solve._gap(120, cut) is None  # a bound over part of the space bounds nothing
+    assert certify.gap(120, cut) is None  # a bound over part of the space bounds nothing
+
+
+def test_a_plan_is_proven_where_the_options_cut_short_are_bounded_at_its_score():
+    complete = SimpleNamespace(complete=True)
+    best = SimpleNamespace(result=cpsat.Result("OPTIMAL", None, 120, 120, 0, 0), space=complete)
+    cut_short = [SimpleNamespace(result=cpsat.Result("FEASIBLE", None, 130, bound, 0, 0),
+                                 space=complete) for bound in (120, 125, 119)]
+    assert certify.proof([best], 120) == (True, 0.0)
+    assert certify.proof([best, cut_short[0]], 120) == (True, 0.0)  # its bound: the score
+    assert certify.proof([best, cut_short[1]], 120) == (True, 0.0)
+    proven, gap = certify.proof([best, cut_short[2]], 120)  # it may get under the plan
+    assert not proven and gap == pytest.approx(1 / 120)
 
 
 # --- work that does not grow with what a user can inflate ----------------------------------

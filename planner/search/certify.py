@@ -111,3 +111,28 @@ def kv_proof(outcomes: list[Outcome], objective: int, deadline: Deadline, proven
     return {"kv_sizes_proven": (None if not proven else "left out or priced" if unsure
                                 else "every size"),
             "kv_sizes_unproven": unsure}
+
+
+def proof(outcomes: list[Outcome], objective: int) -> tuple[bool, float | None]:
+    """Whether the chosen plan's score `objective` is proven the least of every option's, and
+    its gap (`gap`): proven when every option is settled over its whole space, or when the
+    options cut short are bounded at that score or above (gap 0)."""
+    if all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes):
+        return True, 0.0
+    found = gap(objective, outcomes)
+    return found == 0.0, found
+
+
+def gap(objective: int, outcomes: list[Outcome]) -> float | None:
+    """The chosen plan's gap to the best bound over every option, (objective − bound) /
+    objective; None (unknown) when an option has no bound: its search or its pricing was cut
+    short before one was known. A complete option proven infeasible bounds nothing."""
+    bounds = []
+    for o in outcomes:
+        if o.result.status == "INFEASIBLE" and o.space.complete:
+            continue
+        if o.result.bound is None or not o.space.complete:
+            return None
+        bounds.append(o.result.bound)
+    bound = min(bounds, default=objective)
+    return (objective - bound) / objective if objective else 0.0

@@ -82,10 +82,11 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
     fit = kv_where_it_sits(space, ch)
     if fit is None:
         return False
-    if fit in priced:  # inside this space's gap, so priced since its candidates were (by
-        # another option's space sharing its cache): they are priced again, with it
+    if fit in priced:  # priced since this space's candidates were, if they lack it (another
+        # option's space sharing its cache priced it): they are priced again, with it
+        before = space.candidates.get((gen.name, p, g), [])
         add_kv_sizes(space, p, g, layout, set())
-        return True
+        return _sizes(before) != _sizes(space.candidates.get((gen.name, p, g), []))
     sizes = {fit}
     for t in (t for t in space.tasks if neighbours and t is not gen and ch.slot[t.name] == k):
         for c in space.candidates.get((t.name, p, g), []):
@@ -97,6 +98,12 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
                 sizes.add(kv)
     add_kv_sizes(space, p, g, layout, sizes)
     return True
+
+
+def _sizes(cands: list) -> set[tuple]:
+    """The KV sizes and gaps a group's generation candidates stand for, by shape."""
+    return {(c.layout.dp, c.layout.tp, c.layout.pp, c.layout.ep, c.layout.kv_cache_tokens,
+             c.bound) for c in cands}
 
 
 def realize(space: Space, ch: Choice) -> Choice:

@@ -36,7 +36,7 @@ from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import aside, cpsat, last
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
-from planner.search.certify import kv_proof
+from planner.search.certify import kv_proof, proof
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
 from planner.search.explain import (
@@ -346,10 +346,8 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
         progress("pricing the chosen plan")
     plan_in = to_plan_input(best.space, best.result.choice, best.option)
     ev = evaluate(sc, plan_in)
-    proven = all(o.result.status in cpsat.SETTLED and o.space.complete
-                 for o in outcomes)
     objective = best.result.objective
-    gap = 0.0 if proven else _gap(objective, outcomes)
+    proven, gap = proof(outcomes, objective)
     search = {"solver": "cp-sat", "wall_s": time.monotonic() - deadline.started,
               "status": "OPTIMAL" if proven else "FEASIBLE",
               "gap": gap, "objective_ms": objective, "options_searched": len(outcomes),
@@ -385,21 +383,6 @@ def framework_caps(sc: Scenario) -> Capabilities | None:
     """What the scenario's framework runs (its preset; the scenario has checked the algorithm
     and roles against it), or None: any plan."""
     return None if sc.framework is None else capabilities(sc.framework)
-
-
-def _gap(objective: int, outcomes: list[Outcome]) -> float | None:
-    """The chosen plan's gap to the best bound over every option, (objective − bound) /
-    objective; None (unknown) when an option has no bound: its search or its pricing was cut
-    short before one was known. A complete option proven infeasible bounds nothing."""
-    bounds = []
-    for o in outcomes:
-        if o.result.status == "INFEASIBLE" and o.space.complete:
-            continue
-        if o.result.bound is None or not o.space.complete:
-            return None
-        bounds.append(o.result.bound)
-    bound = min(bounds, default=objective)
-    return (objective - bound) / objective if objective else 0.0
 
 
 def _delta(space: Space, objective: int, reference: int) -> float:
