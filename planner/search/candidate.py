@@ -100,10 +100,7 @@ class Candidate:
 
     def key(self, host: bool = False) -> tuple:
         """Numbers a better candidate is no worse in (lower is better); its host MiB among
-        them when `host` (`Space.host_front`). Without them, a candidate that offloads can
-        stand for one that offloads less and is no better: the search counts them only where
-        host memory may bind (`host.py`), as it costs the 1,024-GPU PPO case 855 more training
-        candidates kept, about a second of its search."""
+        them when `host` (`Space.host_front`: where host memory may bind, `host.py`)."""
         done = self.done_ms if len(self.done_ms) else (0,) * len(FUSION_POINTS)
         return (*(self.time_ms.get(s, 0) for s in STAGES), *self.refit_ms, *self.refit_fixed_ms,
                 self.reshard_mib,

@@ -102,8 +102,8 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
 
 def _sizes(cands: list) -> set[tuple]:
     """The KV sizes and gaps a group's generation candidates stand for, by shape."""
-    return {(c.layout.dp, c.layout.tp, c.layout.pp, c.layout.ep, c.layout.kv_cache_tokens,
-             c.bound) for c in cands}
+    return {(c.layout.dp, c.layout.tp, c.layout.pp, c.layout.ep, c.layout.etp,
+             c.layout.kv_cache_tokens, c.bound) for c in cands}
 
 
 def realize(space: Space, ch: Choice) -> Choice:
