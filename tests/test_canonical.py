@@ -46,6 +46,7 @@ def test_a_frozen_model_that_need_not_offload_does_not():
     import dataclasses
 
     from planner.search.choice import fits, resident_twins, score, valid
+    from planner.search.space import price_layout
 
     sc = scenario("ppo", **{"models.actor": "qwen2.5-7b", "models.critic": "qwen2.5-7b",
                             "models.reward": "qwen2.5-7b", "search.max_staleness": 1})
@@ -54,8 +55,9 @@ def test_a_frozen_model_that_need_not_offload_does_not():
     ch, name = found.choice, "reward.forward"
     assert resident_twins(space, ch) == ch  # nothing offloads: nothing to give back
     k, c = ch.slot[name], ch.candidate[name]
-    asleep = next(t for t in space.candidates[(name, ch.pool(k), ch.sizes[k])]
-                  if t.layout == c.layout.model_copy(update={"offload": "sleep"}))
+    # priced as the search prices it (pruned from the space: another layout beats it)
+    task = next(t for t in space.tasks if t.name == name)
+    asleep = price_layout(space, task, ch.pool(k), c.layout.model_copy(update={"offload": "sleep"}))
     trial = dataclasses.replace(ch, candidate={**ch.candidate, name: asleep})
     assert valid(space, trial) and fits(space, trial) and score(space, trial) > found.objective
     back = resident_twins(space, trial)

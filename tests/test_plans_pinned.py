@@ -3,7 +3,9 @@ sizes the search refines, a four-model PPO with both what-ifs, a framework's rul
 exactly the objective, groups, layouts, inter-model options and what-ifs recorded in
 tests/data/pinned_plans.json — written by `plan` at commit 0e35d04, before the search-speed
 round that added this test. A change that means to change plans updates the file and says
-why."""
+why: 2026-12-02, a frozen model's forward may take any micro-batch dividing its share (the
+reference's and reward model's 8 became 16: fewer ZeRO-3 gathers; grpo-7b-4gpu-verl 15.585 →
+15.405 s, ppo-0.5b-16gpu 1.346 → 1.329 s)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,10 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   step);
 - cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
 - ep dividing the experts and dp·cp·tp (MoE only);
-- micro-batches dividing each rank's share of a mini-batch;
+- micro-batches dividing each rank's share of a mini-batch: 1, 2, 4 or 8 sequences in training
+  (where the activations of one grow with it); in a frozen model's forward every size that
+  divides the rank's share (fewer micro-batches gather a ZeRO-3 shard or stream offloaded
+  weights fewer times; larger ones are priced and dropped where they do not fit);
 - ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism, as Megatron), 0 or 3 for
   a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
   state, or of optimizer state and parameters — of a frozen model, its weights streamed in or
@@ -66,6 +69,10 @@ def slot_sizes(total: int, per_node: int) -> list[int]:
     whole = {per_node * (1 << k) for k in range(nodes.bit_length()) if (1 << k) <= nodes}
     sizes |= whole | {total - s for s in whole if total - s > 0} | {total}
     return sorted(s for s in sizes if 0 < s <= total)
+
+
+def _divisors(n: int) -> list[int]:
+    return [b for b in range(1, n + 1) if n % b == 0]
 
 
 def _pow2_divisors(n: int, cap: int) -> list[int]:
@@ -209,10 +216,11 @@ def _by_split(pipelines: list[tuple[int, Split]]) -> dict[Split, list[int]]:
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     ) -> Iterator[LayoutVariants]:
     """A frozen model's forward: tp, pp (with its split, `_pipelines`), ep, etp; the variants
-    are ZeRO and offload × micro-batch: whole weights (ZeRO-0) resident or, with host memory,
-    asleep outside the stage (an inference engine's sleep mode, verl's Megatron reference);
-    sharded (ZeRO-3, FSDP or DeepSpeed) resident or streamed in from CPU memory for each
-    micro-batch (FSDP's CPUOffload, DeepSpeed's offload_param, which needs stage 3)."""
+    are ZeRO and offload × micro-batch (every size dividing the rank's share): whole weights
+    (ZeRO-0) resident or, with host memory, asleep outside the stage (an inference engine's
+    sleep mode, verl's Megatron reference); sharded (ZeRO-3, FSDP or DeepSpeed) resident or
+    streamed in from CPU memory for each micro-batch (FSDP's CPUOffload, DeepSpeed's
+    offload_param, which needs stage 3)."""
     sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     host = bool(ps.host_budget_mib)
@@ -220,9 +228,9 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
                 dp = g // (tp * pp)
-                micro_batches = [b for b in MICRO_BATCHES if (n / dp) % b == 0]
-                if n / dp < 1 or not micro_batches:
+                if n % dp:
                     continue
+                micro_batches = _divisors(n // dp)
                 options = _forward_variants(dp, micro_batches, host)
                 for ep, etp in _expert_layouts(spec, dp * tp, tp):
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,

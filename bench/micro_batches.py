@@ -1,0 +1,83 @@
+"""Micro-batch sizes the search does not draw, priced against its proven optimum (a gap in
+issue 25's "every plan `evaluate` accepts lies in the space the optimum is proven over").
+
+The search offers micro-batches of 1, 2, 4 and 8 sequences that divide a rank's share
+(`planner/search/layouts.py`); `evaluate` accepts any size. For each GRPO scenario of a
+one-node grid (Qwen2.5 1.5B / 7B / 14B / 32B actors, H100 and A100-40GB, responses of 256
+or 1,024 tokens, 64 or 256 prompts × 8), `rlplan plan`'s optimum, then its plan with one
+training or assessment layout's micro-batch changed to 3, 5, 6, 12, 16, 24, 32 or twice and
+four times its own, priced by `evaluate`: it prints each scenario's changes that fit and are
+faster, and counts them.
+
+    python bench/micro_batches.py     # 32 scenarios, about a minute
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from planner.cost.iteration import evaluate
+from planner.errors import InfeasibleError, InputError
+from planner.plan import PlanInput
+from planner.search.solve import plan
+from planner.specs.scenario import load_scenario
+
+OTHER_SIZES = (3, 5, 6, 12, 16, 24, 32)
+
+
+def faster(sc, best) -> list[tuple[str, int, int, float]]:
+    """(role.stage, its micro-batch, the other, seconds saved) of the changes that fit and are
+    faster than `best`."""
+    given = PlanInput.model_validate(best.model_dump(mode="json"))
+    out = []
+    for role, stages in given.layouts.items():
+        for stage, lay in stages.items():
+            if stage == "generation":
+                continue
+            for mb in sorted({*OTHER_SIZES, 2 * lay.micro_batch, 4 * lay.micro_batch}):
+                layouts = {**given.layouts, role: {
+                    **given.layouts[role], stage: lay.model_copy(update={"micro_batch": mb})}}
+                try:
+                    t = evaluate(sc, given.model_copy(update={"layouts": layouts}))
+                except (InfeasibleError, InputError):
+                    continue
+                if t.iteration_time_s < best.iteration_time_s - 1e-3:
+                    out.append((f"{role}.{stage}", lay.micro_batch, mb,
+                                best.iteration_time_s - t.iteration_time_s))
+    return out
+
+
+def main() -> None:
+    beaten = total = 0
+    worst = (0.0, "")
+    for actor, gpu, resp, prompts in itertools.product(
+            ["qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b"],
+            ["h100-sxm", "a100-sxm-40gb"], [256, 1024], [64, 256]):
+        sc = load_scenario(None, {
+            "algorithm": "grpo", "models.actor": actor, "models.reference": "actor",
+            "workload.prompt_len": 256, "workload.response_len": resp,
+            "workload.max_response_len": resp, "workload.samples_per_prompt": 8,
+            "workload.prompts_per_step": prompts, "cluster.gpu": gpu, "cluster.nodes": 1,
+            "cluster.gpus_per_node": 8})
+        name = f"{actor} {gpu} resp {resp} prompts {prompts}"
+        try:
+            best = plan(sc, explain=False)
+        except InfeasibleError:
+            print(f"{name:44} infeasible")
+            continue
+        total += 1
+        found = faster(sc, best)
+        beaten += bool(found)
+        for where, mine, other, saved in found:
+            share = saved / best.iteration_time_s
+            worst = max(worst, (share, f"{name}: {where} {mine} -> {other}"))
+        top = max(found, key=lambda f: f[3], default=None)
+        print(f"{name:44} {best.iteration_time_s:9.2f} s  " + (
+            "none faster" if top is None else
+            f"{len(found)} faster, best {top[0]} {top[1]} -> {top[2]}: -{top[3]:.2f} s"))
+    print(f"\n{beaten} of {total} optima beaten by a micro-batch size the search does not draw; "
+          f"the largest gain {worst[0]:.2%} ({worst[1]})")
+
+
+if __name__ == "__main__":
+    main()
