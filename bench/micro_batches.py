@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import itertools
 
+from planned import planned  # bench/planned.py
+
 from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.plan import PlanInput
-from planner.search.solve import plan
 from planner.specs.scenario import load_scenario
 
 OTHER_SIZES = (3, 5, 6, 12, 16, 24, 32)
@@ -60,10 +61,7 @@ def main() -> None:
             "workload.prompts_per_step": prompts, "cluster.gpu": gpu, "cluster.nodes": 1,
             "cluster.gpus_per_node": 8})
         name = f"{actor} {gpu} resp {resp} prompts {prompts}"
-        try:
-            best = plan(sc, explain=False)
-        except InfeasibleError:
-            print(f"{name:44} infeasible")
+        if (best := planned(sc, name, 44)) is None:
             continue
         total += 1
         found = faster(sc, best)

@@ -41,6 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from planned import planned  # bench/planned.py
+
 from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.plan import PlanInput
@@ -49,7 +51,7 @@ from planner.search.candidate import MS
 from planner.search.certify import certify
 from planner.search.deadline import Deadline
 from planner.search.option import options
-from planner.search.solve import plan, to_plan_input
+from planner.search.solve import to_plan_input
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 from tests.test_proof import random_choices
@@ -123,10 +125,7 @@ def main() -> int:
         sc = scenario(m, g, mean, longest, n, args.ppo, args.nodes)
         nodes = f"{args.nodes}×" if args.nodes > 1 else ""
         name = f"{m} {nodes}{n}×{g} responses {mean}/{longest}"
-        try:
-            chosen = plan(sc, explain=False)
-        except InfeasibleError:
-            print(f"{name:42} infeasible")
+        if (chosen := planned(sc, name, 42)) is None:
             continue
         proven = chosen.iteration_time_s
         left_out = evaluate(sc, PlanInput.model_validate(chosen.model_dump(mode="json"))

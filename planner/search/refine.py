@@ -84,9 +84,9 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
         return False
     if fit in priced:  # priced since this space's candidates were, if they lack it (another
         # option's space sharing its cache priced it): they are priced again, with it
-        before = space.candidates.get((gen.name, p, g), [])
+        before = _sizes(space, p, space.candidates.get((gen.name, p, g), []))
         add_kv_sizes(space, p, g, layout, set())
-        return _sizes(before) != _sizes(space.candidates.get((gen.name, p, g), []))
+        return before != _sizes(space, p, space.candidates.get((gen.name, p, g), []))
     sizes = {fit}
     for t in (t for t in space.tasks if neighbours and t is not gen and ch.slot[t.name] == k):
         for c in space.candidates.get((t.name, p, g), []):
@@ -100,10 +100,11 @@ def refine(space: Space, ch: Choice, neighbours: bool = True) -> bool:
     return True
 
 
-def _sizes(cands: list) -> set[tuple]:
-    """The KV sizes and gaps a group's generation candidates stand for, by shape."""
-    return {(c.layout.dp, c.layout.tp, c.layout.pp, c.layout.ep, c.layout.etp,
-             c.layout.kv_cache_tokens, c.bound) for c in cands}
+def _sizes(space: Space, p: int, cands: list) -> set[tuple]:
+    """The KV sizes and gaps a group's generation candidates on pool `p` stand for, by what
+    their sizes are priced under (`kv_key`)."""
+    return {(kv_key(space, space.pools[p], c.layout), c.layout.kv_cache_tokens, c.bound)
+            for c in cands}
 
 
 def realize(space: Space, ch: Choice) -> Choice:
