@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from planner.cost.iteration import evaluate
+from planner.cost.legality import micro_batch_at_most, rank_share
 from planner.cost.pipeline_split import offered_split
 from planner.cost.rollout_stage import vllm_kv_tokens
 from planner.errors import InfeasibleError
@@ -272,12 +273,15 @@ def _nemo_training(case: RLCase, deg: dict[str, int], group: str, gpus: int, mic
     EP layouts divide only with it), and where PP does not divide the layers the uneven split
     of the recipe (Megatron's first/last-stage layer counts)."""
     tp, pp, ep = deg.get("tp", 1), deg.get("pp", 1), deg.get("ep", 1)
-    layers = load_scenario(None, case.overrides).actor.num_hidden_layers
-    first, last = offered_split(layers, pp) or (None, None)
-    return _layout(group, gpus, tp=tp, pp=pp, cp=deg.get("cp", 1), ep=ep,
-                   etp=1 if ep > 1 else None, first_stage_layers=first,
-                   last_stage_layers=last, zero=1, sp=tp > 1, micro_batch=micro,
-                   checkpointing=ckpt)
+    sc = load_scenario(None, case.overrides)
+    first, last = offered_split(sc.actor.num_hidden_layers, pp) or (None, None)
+    lay = _layout(group, gpus, tp=tp, pp=pp, cp=deg.get("cp", 1), ep=ep,
+                  etp=1 if ep > 1 else None, first_stage_layers=first,
+                  last_stage_layers=last, zero=1, sp=tp > 1, micro_batch=micro,
+                  checkpointing=ckpt)
+    # whole micro-batches dividing each rank's share, as Megatron accumulates them
+    return lay.model_copy(update={"micro_batch": micro_batch_at_most(
+        rank_share(sc, "training", lay.dp), micro)})
 
 
 def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
@@ -305,7 +309,8 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
          "layout" if reference else f"{r['algo']}: no reference model (the README)")
         + "; rule-based math reward (verifier)",
         "training: Megatron distributed optimizer (zero=1), sequence parallelism when tp>1, "
-        "sequence packing up to T-max tokens -> micro_batch = max(1, T-max // mean length); "
+        "sequence packing up to T-max tokens -> micro_batch = max(1, T-max // mean length), "
+        "or the largest size below it that divides each rank's share; "
         "no activation checkpointing unless the memory model needs it (then full)",
     ]
     case.overrides = {
@@ -354,7 +359,7 @@ def _map_nemo(case: RLCase, model: str, gpus: int, per_node: int) -> None:
             last_error = str(exc)
             continue
         case.plan, case.scenario = plan, sc
-        _note_training(case, train, micro, ckpt)
+        _note_training(case, train, ckpt)
         if model not in RECIPE_CHECKPOINTING:
             case.unknowns.append("the recipe's activation recompute and optimizer offload")
         return
@@ -371,7 +376,7 @@ RECIPE_CHECKPOINTING = {
                        "recipe sets megatron_cfg.activation_checkpointing (exports.md §5)"}
 
 
-def _note_training(case: RLCase, train: Layout, micro: int, ckpt: str) -> None:
+def _note_training(case: RLCase, train: Layout, ckpt: str) -> None:
     split = ""
     if train.first_stage_layers is not None:
         layers = case.scenario.actor.num_hidden_layers  # type: ignore[union-attr]
@@ -387,7 +392,7 @@ def _note_training(case: RLCase, train: Layout, micro: int, ckpt: str) -> None:
            if train.ep > 1 and train.tp > 1 else "")
     case.assumptions.append(f"chosen training layout: tp={train.tp} cp={train.cp} "
                             f"ep={train.ep} pp={train.pp} dp={train.dp}{etp}{split} "
-                            f"micro_batch={micro} checkpointing={ckpt}")
+                            f"micro_batch={train.micro_batch} checkpointing={ckpt}")
 
 
 def _map_verl(case: RLCase, model: str, gpus: int, per_node: int,

@@ -5,7 +5,9 @@ tests/data/pinned_plans.json — written by `plan` at commit 0e35d04, before the
 round that added this test. A change that means to change plans updates the file and says
 why: 2026-12-02, a frozen model's forward may take any micro-batch dividing its share (the
 reference's and reward model's 8 became 16: fewer ZeRO-3 gathers; grpo-7b-4gpu-verl 15.585 →
-15.405 s, ppo-0.5b-16gpu 1.346 → 1.329 s)."""
+15.405 s, ppo-0.5b-16gpu 1.346 → 1.329 s); 2026-12-02, training may take any micro-batch
+dividing its share too (ppo-0.5b-16gpu's one-step-off what-if cuts 52.8%, not 51.3%: its
+plan trains on larger micro-batches)."""
 
 from __future__ import annotations
 

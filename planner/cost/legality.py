@@ -9,7 +9,10 @@ algorithm is checked here. Each refusal names the field and the fix.
 
 from __future__ import annotations
 
+from functools import cache
+
 from planner.cost.pipeline_split import split_problem
+from planner.cost.step import sequences
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.model import ModelSpec
@@ -51,6 +54,49 @@ def layout_problem(spec: ModelSpec, layout: Layout) -> str | None:
     return None
 
 
+def rank_share(sc: Scenario, stage: str, dp: int) -> float:
+    """Sequences each data-parallel rank runs per pass: of a mini-batch in training, of the
+    step's whole batch in a forward (assessment)."""
+    batches = sc.workload.mini_batches if stage == "training" else 1
+    return sequences(sc) / (batches * dp)
+
+
+@cache
+def micro_batch_sizes(share: float) -> tuple[int, ...]:
+    """The micro-batch sizes (sequences) that split a rank's `share` of sequences, in order:
+    every size dividing it, none where it is not whole. The frameworks' trainers run whole
+    micro-batches that divide it (verl asserts it, Megatron and DeepSpeed accumulate a whole
+    number of them), and the search draws every one of them (`planner.search.layouts`)."""
+    if share < 1 or share != int(share):
+        return ()
+    return tuple(b for b in range(1, int(share) + 1) if int(share) % b == 0)
+
+
+def micro_batch_at_most(share: float, micro_batch: int) -> int:
+    """The largest micro-batch that splits `share` (`micro_batch_sizes`) and is at most
+    `micro_batch`: how a framework's micro-batch that does not divide the share is priced
+    (one larger than the share runs as the share; a token budget packs about as many).
+    `micro_batch` itself where the share is not whole (`micro_batch_problem` says why)."""
+    sizes = micro_batch_sizes(share)
+    return max((b for b in sizes if b <= micro_batch), default=micro_batch)
+
+
+def micro_batch_problem(share: float, micro_batch: int) -> str | None:
+    """Why micro-batches of `micro_batch` sequences cannot split a rank's `share` (None: they
+    can, `micro_batch_sizes`)."""
+    sizes = micro_batch_sizes(share)
+    if not sizes:
+        return (f"each data-parallel rank would run {share:g} sequences, not a whole number; "
+                "choose a dp that divides the batch")
+    if micro_batch not in sizes:
+        below = max(b for b in sizes if b < micro_batch)
+        above = [b for b in sizes if b > micro_batch][:1]
+        return (f"{micro_batch} does not divide the {int(share)} sequences each data-parallel "
+                f"rank runs; use {below}" + (f" or {above[0]}" if above else "")
+                + " (a size that divides it)")
+    return None
+
+
 def placement_of(groups: dict[str, set[str]]) -> str:
     """The placement a plan's groups make (group → the roles with a layout on it): one group
     is co-located, one role per group disaggregated, anything else partial."""
@@ -77,6 +123,9 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
                     spec.num_hidden_layers, layout.pp, layout.vp, layout.first_stage_layers,
                     layout.last_stage_layers)):  # a Megatron pipeline (the search's splits)
                 raise InputError(f"plan: layouts.{role}.{stage}.{bad[0]}: {bad[1]}")
+            if stage != "generation" and (why := micro_batch_problem(
+                    rank_share(sc, stage, layout.dp), layout.micro_batch)) is not None:
+                raise InputError(f"plan: layouts.{role}.{stage}.micro_batch: {why}")
     for g in plan.groups:
         if not held[g.name]:
             raise InputError(f"plan: groups: '{g.name}' holds no layout; remove it or place "

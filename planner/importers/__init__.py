@@ -17,7 +17,7 @@ from typing import Any
 
 from planner.errors import InputError
 from planner.importers.launch import FORMATS, find_launch
-from planner.importers.reading import Reading
+from planner.importers.reading import Reading, dividing_micro_batches
 from planner.importers.shell import read_script
 from planner.specs.scenario import Scenario
 
@@ -69,7 +69,7 @@ def lay_out(reading: Reading, sc: Scenario) -> Imported:
                          "(cluster.gpu, or one pool), or write the plan JSON with each group's "
                          "'pool'")
     plan = reading.layout(sc)
-    notes = list(reading.notes)
+    notes = list(reading.notes) + dividing_micro_batches(plan, sc)
     ignored = reading.ignored()
     if ignored:
         notes.append(f"ignored ({len(ignored)} settings rlplan does not price): "

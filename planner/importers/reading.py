@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.cost.legality import micro_batch_at_most, rank_share
 from planner.cost.pipeline_split import MegatronSplit, split_from_megatron, split_problem
 from planner.errors import InputError
 from planner.importers.models import ModelRef
@@ -107,3 +108,23 @@ def kv_tokens(sc: Scenario, gen: dict[str, Any], fraction: float, key: str) -> i
         raise InputError(f"import: {key}={fraction}: vLLM's weights and workspaces alone take "
                          "more of the GPU; raise it")
     return tokens
+
+
+def dividing_micro_batches(plan: dict[str, Any], sc: Scenario) -> list[str]:
+    """Each training or forward micro-batch of `plan` that does not divide its rank's share
+    set, in place, to the largest size that does (`legality.micro_batch_at_most`), with a note
+    per change. (A forward that splits off a shorter last micro-batch is priced with one
+    micro-batch more.)"""
+    notes = []
+    for role, stages in plan.get("layouts", {}).items():
+        for stage, lay in stages.items():
+            if stage == "generation":
+                continue
+            share = rank_share(sc, stage, lay.get("dp", 1))
+            micro = lay.get("micro_batch", 1)
+            if (fit := micro_batch_at_most(share, micro)) != micro:
+                lay["micro_batch"] = fit
+                notes.append(f"{role} {stage} micro-batch: {micro} sequence(s) do not divide the "
+                             f"{int(share)} each data-parallel rank runs; priced at {fit}, the "
+                             "largest size that does")
+    return notes

@@ -12,10 +12,11 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   step);
 - cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
 - ep dividing the experts and dp·cp·tp (MoE only);
-- micro-batches dividing each rank's share of a mini-batch: 1, 2, 4 or 8 sequences in training
-  (where the activations of one grow with it); in a frozen model's forward every size that
-  divides the rank's share (fewer micro-batches gather a ZeRO-3 shard or stream offloaded
-  weights fewer times; larger ones are priced and dropped where they do not fit);
+- micro-batches: every size dividing each rank's share (of a mini-batch in training, of the
+  step's batch in a forward; `legality.micro_batch_sizes`, the rule `evaluate` checks): fewer,
+  larger micro-batches gather a ZeRO-3 shard or stream offloaded weights fewer times and
+  run the matmuls larger, more hold fewer activations (sizes that do not fit are priced and
+  dropped);
 - ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism, as Megatron), 0 or 3 for
   a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
   state, or of optimizer state and parameters — of a frozen model, its weights streamed in or
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost.legality import ep_problem, tp_problem
+from planner.cost.legality import ep_problem, micro_batch_sizes, rank_share, tp_problem
 from planner.cost.pipeline_split import offered_split
 from planner.cost.step import sequences
 from planner.cost.variants import LayoutVariants
@@ -55,9 +56,6 @@ MAX_VP = 4  # interleaved chunks per rank: the bubble's gain (1 − 1/vp) flatte
 MIN_CP_CHUNK = 4096
 
 
-MICRO_BATCHES = (1, 2, 4, 8)
-
-
 CHECKPOINTING = ("none", "selective", "full")
 
 
@@ -69,10 +67,6 @@ def slot_sizes(total: int, per_node: int) -> list[int]:
     whole = {per_node * (1 << k) for k in range(nodes.bit_length()) if (1 << k) <= nodes}
     sizes |= whole | {total - s for s in whole if total - s > 0} | {total}
     return sorted(s for s in sizes if 0 < s <= total)
-
-
-def _divisors(n: int) -> list[int]:
-    return [b for b in range(1, n + 1) if n % b == 0]
 
 
 def _pow2_divisors(n: int, cap: int) -> list[int]:
@@ -155,7 +149,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     one shape, so fewer shapes to price), with the micro-batch sizes that leave at least pp
     micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
-    spec, gpu, w, n = sc.roles[role], sc.cluster.gpu, sc.workload, sequences(sc)
+    spec, gpu, w = sc.roles[role], sc.cluster.gpu, sc.workload
     offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
     # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
     sequence_parallel = space.caps is None or space.caps.sequence_parallel
@@ -167,10 +161,10 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
             for cp in (c for c in _pow2_divisors(g // (tp * pp), g) if c == 1
                        or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
                 dp = g // (tp * pp * cp)
-                per_rank = n / (w.mini_batches * dp)
-                micro_batches = [b for b in MICRO_BATCHES if per_rank % b == 0]
-                if per_rank < 1 or not micro_batches:
+                micro_batches = list(micro_batch_sizes(rank_share(sc, "training", dp)))
+                if not micro_batches:
                     continue
+                per_rank = micro_batches[-1]
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
                 # the interleavings of one split priced together: vp is a variant (`variants`)
                 for (first, last), vps in _by_split(pipelines).items():
@@ -222,15 +216,14 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
     streamed in from CPU memory for each micro-batch (FSDP's CPUOffload, DeepSpeed's
     offload_param, which needs stage 3)."""
     sc = ps.scenario
-    spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
+    spec, gpu = sc.roles[role], sc.cluster.gpu
     host = bool(ps.host_budget_mib)
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
                 dp = g // (tp * pp)
-                if n % dp:
+                if not (micro_batches := list(micro_batch_sizes(rank_share(sc, "assessment", dp)))):
                     continue
-                micro_batches = _divisors(n // dp)
                 options = _forward_variants(dp, micro_batches, host)
                 for ep, etp in _expert_layouts(spec, dp * tp, tp):
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,

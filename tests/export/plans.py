@@ -18,6 +18,18 @@ BASE = {"models.actor": "qwen2.5-0.5b", "workload.prompts_per_step": 64,
         "cluster.gpus_per_node": 8}
 
 
+FIVE_RANKS = {"workload.prompts_per_step": 80}
+"""320 sequences per step: a whole share on each of 5 data-parallel ranks (a plan's micro-batches
+divide its ranks' shares, `legality.micro_batch_sizes`)."""
+
+
+def edited(plan: dict[str, Any], role: str, stage: str, **fields: Any) -> dict[str, Any]:
+    """A priced plan JSON with one layout's fields changed by hand, unpriced (as a user might
+    edit it before `rlplan export`, which does not price it again)."""
+    plan["layouts"][role][stage].update(fields)
+    return plan
+
+
 def scenario(algorithm: str = "grpo", **changes: Any) -> Scenario:
     """A small scenario; `changes` are dotted scenario fields (e.g. models.critic)."""
     return load_scenario(None, {**BASE, "algorithm": algorithm, **changes})

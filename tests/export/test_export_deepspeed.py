@@ -11,6 +11,7 @@ from planner.export.deepspeed import DEEPSPEED_KEYS, flat_keys
 from tests.export.plans import (
     colocated,
     dpo_plan,
+    edited,
     ppo_disaggregated,
     ppo_scenario,
     priced,
@@ -51,7 +52,8 @@ def test_offload_and_dpo_pairs():
 
 def test_batch_arithmetic_is_checked():
     sc = scenario()  # 128 sequences per optimizer step; micro 3 × 8 ranks does not divide it
-    plan = priced(sc, colocated(train={"dp": 8, "zero": 3, "micro_batch": 3}))
+    plan = edited(priced(sc, colocated(train={"dp": 8, "zero": 3, "micro_batch": 2})),
+                  "actor", "training", micro_batch=3)  # hand-edited: evaluate refuses 3
     with pytest.raises(ExportError, match="train_batch_size 128 .* train_micro_batch_size_per_gpu"):
         export(plan, sc, "deepspeed")
 

@@ -10,7 +10,15 @@ import pytest
 from planner.errors import InputError
 from planner.export import ExportError, export
 from planner.export.megatron import MEGATRON_FLAGS
-from tests.export.plans import colocated, ppo_disaggregated, ppo_scenario, priced, scenario
+from tests.export.plans import (
+    FIVE_RANKS,
+    colocated,
+    edited,
+    ppo_disaggregated,
+    ppo_scenario,
+    priced,
+    scenario,
+)
 
 
 def arrays(text: str) -> dict[str, list[str]]:
@@ -41,7 +49,7 @@ def test_ppo_roles():
 
 
 def test_uneven_pipeline():
-    sc = scenario()  # 24 layers over 5 stages: 5, 5, 5, 5, 4
+    sc = scenario(**FIVE_RANKS)  # 24 layers over 5 stages: 5, 5, 5, 5, 4
     result = export(priced(sc, colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
                                          train={"dp": 1, "pp": 5, "micro_batch": 2,
                                                 "last_stage_layers": 4})),
@@ -54,7 +62,7 @@ def test_uneven_pipeline():
 
 
 def _uneven_actor(gpus: int = 8, **train):
-    sc = scenario()  # qwen2.5-0.5b: 24 layers
+    sc = scenario(**(FIVE_RANKS if gpus == 5 else {}))  # qwen2.5-0.5b: 24 layers
     return export(priced(sc, colocated(gpus=gpus, gen={"dp": gpus}, ref={"dp": gpus}, train={
         "dp": 1, "micro_batch": 1, **train})), sc, "megatron")
 
@@ -109,7 +117,8 @@ def test_tensor_parallel_must_divide_the_heads():
 
 def test_global_batch_must_tile():
     sc = scenario()
-    plan = priced(sc, colocated(train={"dp": 8, "zero": 1, "micro_batch": 3}))
+    plan = edited(priced(sc, colocated(train={"dp": 8, "zero": 1, "micro_batch": 2})),
+                  "actor", "training", micro_batch=3)  # evaluate refuses 3: 16 per rank
     with pytest.raises(ExportError, match="--global-batch-size 128"):
         export(plan, sc, "megatron")
 

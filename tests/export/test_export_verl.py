@@ -8,8 +8,10 @@ from planner.export import ExportError, export
 from planner.export.keys import VERL_VERSION, verl_key_ok
 from tests.export import frameworks as fw
 from tests.export.plans import (
+    FIVE_RANKS,
     colocated,
     dpo_plan,
+    edited,
     overrides,
     partial_scenario,
     ppo_disaggregated,
@@ -69,7 +71,7 @@ def test_ppo_with_tensor_parallel_uses_megatron_and_a_reward_pool():
 
 
 def test_uneven_pipeline_split_is_a_plus_override():
-    sc = scenario()  # qwen2.5-0.5b: 24 layers over 5 stages
+    sc = scenario(**FIVE_RANKS)  # qwen2.5-0.5b: 24 layers over 5 stages
     o = overrides(export(priced(sc, colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
                                               train={"dp": 1, "pp": 5, "micro_batch": 2,
                                                      "last_stage_layers": 4})),
@@ -228,7 +230,8 @@ def test_max_num_seqs_is_the_layouts_else_the_priced_cap():
 
 def test_micro_batches_must_tile_the_mini_batch():
     sc = scenario()  # 128 sequences per optimizer step over 8 ranks: 16 each, not a multiple of 3
-    plan = priced(sc, colocated(train={"dp": 8, "zero": 3, "micro_batch": 3}))
+    plan = edited(priced(sc, colocated(train={"dp": 8, "zero": 3, "micro_batch": 2})),
+                  "actor", "training", micro_batch=3)  # hand-edited: evaluate refuses 3
     with pytest.raises(ExportError, match="ppo_micro_batch_size_per_gpu 3"):
         export(plan, sc, "verl")
 

@@ -24,6 +24,7 @@ from planner.importers import import_config
 from planner.plan import Layout, PlanInput
 from tests.export import frameworks as fw
 from tests.export.plans import (
+    FIVE_RANKS,
     colocated,
     dpo_plan,
     partial_scenario,
@@ -93,7 +94,7 @@ CASES: dict[str, Callable] = {
                                      "last_stage_layers": 4, "zero": 1, "micro_batch": 1}),
         {"verl", "megatron", "nemo-rl"}),
     "grpo-uneven-accounted": lambda: (
-        scenario(), colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
+        scenario(**FIVE_RANKS), colocated(gpus=5, gen={"dp": 5}, ref={"dp": 5},
                               train={"dp": 1, "pp": 5, "vp": 5, "first_stage_layers": 4,
                                      "zero": 1, "micro_batch": 1}),
         {"verl", "megatron", "nemo-rl"}),
