@@ -45,9 +45,9 @@ def test_evaluate_refuses_a_forward_micro_batch_past_the_share_and_an_uneven_dp(
         evaluate(sc, PlanInput.model_validate(colocated(ref={"dp": 8, "micro_batch": 64})))
     with pytest.raises(InputError, match="layouts.reference.assessment.micro_batch: each "
                        "data-parallel rank would run 51.2 sequences, not a whole number"):
-        evaluate(sc, PlanInput.model_validate(colocated(gpus=5, gen={"dp": 5},
-                                                        train={"dp": 1, "pp": 5, "last_stage_layers": 4},
-                                                        ref={"dp": 5})))
+        evaluate(sc, PlanInput.model_validate(colocated(
+            gpus=5, gen={"dp": 5}, train={"dp": 1, "pp": 5, "last_stage_layers": 4},
+            ref={"dp": 5})))
 
 
 def test_an_imported_micro_batch_that_does_not_divide_is_priced_at_one_that_does():
