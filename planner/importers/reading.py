@@ -113,8 +113,8 @@ def kv_tokens(sc: Scenario, gen: dict[str, Any], fraction: float, key: str) -> i
 def dividing_micro_batches(plan: dict[str, Any], sc: Scenario) -> list[str]:
     """Each training or forward micro-batch of `plan` that does not divide its rank's share
     set, in place, to the largest size that does (`legality.micro_batch_at_most`), with a note
-    per change. (A forward that splits off a shorter last micro-batch is priced with one
-    micro-batch more.)"""
+    per change. (A forward that splits off a shorter last micro-batch runs no more micro-batches
+    than the size priced.)"""
     notes = []
     for role, stages in plan.get("layouts", {}).items():
         for stage, lay in stages.items():
