@@ -20,8 +20,7 @@ import itertools
 from planned import planned  # bench/planned.py
 
 from planner.cost.iteration import evaluate
-from planner.cost.legality import micro_batch_sizes, rank_share
-from planner.cost.time import interleave_problem
+from planner.cost.legality import interleaved_micro_batch_sizes, rank_share
 from planner.errors import InfeasibleError
 from planner.plan import PlanInput
 from planner.specs.scenario import load_scenario
@@ -40,13 +39,10 @@ def faster(sc, best) -> tuple[list[tuple[str, int, int, float]], int]:
         for stage, lay in stages.items():
             if stage == "generation":
                 continue
-            share = rank_share(sc, stage, lay.dp)
-            for mb in (b for b in micro_batch_sizes(share)
-                       if interleave_problem(lay.pp, lay.vp, share // b) is None):
-                layouts = {**given.layouts, role: {
-                    **given.layouts[role], stage: lay.model_copy(update={"micro_batch": mb})}}
+            for mb in interleaved_micro_batch_sizes(rank_share(sc, stage, lay.dp), lay.pp,
+                                                    lay.vp):
                 try:
-                    t = evaluate(sc, given.model_copy(update={"layouts": layouts}))
+                    t = evaluate(sc, given.with_layout(role, stage, micro_batch=mb))
                 except InfeasibleError:
                     continue
                 fitted += 1

@@ -292,10 +292,14 @@ class PlanInput(BaseModel):
     def with_kv_cache(self, tokens: int | None) -> PlanInput:
         """This plan with its rollout's KV cache at `tokens` per replica (None: left to
         `evaluate`, which gives the largest that fits where the rollout sits)."""
-        actor = self.layouts["actor"]
-        generation = actor["generation"].model_copy(update={"kv_cache_tokens": tokens})
-        return self.model_copy(update={"layouts": {**self.layouts,
-                                                   "actor": {**actor, "generation": generation}}})
+        return self.with_layout("actor", "generation", kv_cache_tokens=tokens)
+
+    def with_layout(self, role: str, stage: str, **changes: Any) -> PlanInput:
+        """This plan with the layout of `role` in `stage` changed by `changes` (fields of
+        `Layout`), unchecked: `evaluate` checks it."""
+        layout = self.layouts[role][stage].model_copy(update=changes)
+        return self.model_copy(update={"layouts": {
+            **self.layouts, role: {**self.layouts[role], stage: layout}}})
 
     def _check_staleness(self) -> None:
         """Staleness s ≥ 1 pipelines generation of step n+1 against training of step n: it needs

@@ -11,7 +11,12 @@ import re
 import pytest
 
 from planner.cost.iteration import evaluate
-from planner.cost.legality import micro_batch_at_most, micro_batch_sizes, rank_share
+from planner.cost.legality import (
+    interleaved_micro_batch_sizes,
+    micro_batch_at_most,
+    micro_batch_sizes,
+    rank_share,
+)
 from planner.errors import InfeasibleError, InputError
 from planner.export import export
 from planner.importers import import_config
@@ -27,6 +32,9 @@ def test_the_sizes_are_the_divisors_of_a_whole_share():
     assert micro_batch_sizes(0.5) == ()
     assert (micro_batch_at_most(32, 12), micro_batch_at_most(8, 16),
             micro_batch_at_most(7, 3)) == (8, 8, 1)
+    # two interleaved chunks over 4 stages need at least 4 micro-batches of the 16
+    assert interleaved_micro_batch_sizes(16, 4, 2) == (1, 2, 4)
+    assert interleaved_micro_batch_sizes(16, 4, 1) == micro_batch_sizes(16)
 
 
 def test_evaluate_refuses_a_training_micro_batch_that_does_not_divide_the_share():
@@ -83,11 +91,10 @@ def test_no_micro_batch_evaluate_accepts_beats_the_optimum():
         for stage, lay in stages.items():
             if stage == "generation":
                 continue
-            for mb in micro_batch_sizes(rank_share(sc, stage, lay.dp)):
-                layouts = {**given.layouts, role: {
-                    **given.layouts[role], stage: lay.model_copy(update={"micro_batch": mb})}}
+            for mb in interleaved_micro_batch_sizes(rank_share(sc, stage, lay.dp), lay.pp,
+                                                    lay.vp):
                 try:
-                    t = evaluate(sc, given.model_copy(update={"layouts": layouts}))
+                    t = evaluate(sc, given.with_layout(role, stage, micro_batch=mb))
                 except InfeasibleError:
                     continue
                 tried += 1

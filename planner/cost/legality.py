@@ -13,6 +13,7 @@ from functools import cache
 
 from planner.cost.pipeline_split import split_problem
 from planner.cost.step import sequences
+from planner.cost.time import interleave_problem
 from planner.errors import InputError
 from planner.plan import Layout, PlanInput
 from planner.specs.model import ModelSpec
@@ -70,6 +71,13 @@ def micro_batch_sizes(share: float) -> tuple[int, ...]:
     if share < 1 or share != int(share):
         return ()
     return tuple(b for b in range(1, int(share) + 1) if int(share) % b == 0)
+
+
+def interleaved_micro_batch_sizes(share: float, pp: int, vp: int) -> tuple[int, ...]:
+    """`micro_batch_sizes(share)` that `vp` interleaved chunks over `pp` stages can run: those
+    leaving at least pp micro-batches (`time.interleave_problem`; all of them at vp 1)."""
+    return tuple(b for b in micro_batch_sizes(share)
+                 if interleave_problem(pp, vp, share // b) is None)
 
 
 def micro_batch_at_most(share: float, micro_batch: int) -> int:

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost.legality import ep_problem, micro_batch_sizes, rank_share, tp_problem
+from planner.cost.legality import (
+    ep_problem,
+    interleaved_micro_batch_sizes,
+    micro_batch_sizes,
+    rank_share,
+    tp_problem,
+)
 from planner.cost.pipeline_split import offered_split
 from planner.cost.step import sequences
 from planner.cost.variants import LayoutVariants
@@ -161,17 +167,16 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
             for cp in (c for c in _pow2_divisors(g // (tp * pp), g) if c == 1
                        or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
                 dp = g // (tp * pp * cp)
-                micro_batches = list(micro_batch_sizes(rank_share(sc, "training", dp)))
-                if not micro_batches:
+                share = rank_share(sc, "training", dp)
+                if not micro_batch_sizes(share):
                     continue
-                per_rank = micro_batches[-1]
                 zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
                 # the interleavings of one split priced together: vp is a variant (`variants`)
                 for (first, last), vps in _by_split(pipelines).items():
                     blocks = [_product(vp=[vp], zero=zeros, checkpointing=CHECKPOINTING,
-                                       micro_batch=sizes, offload=offloads)
-                              for vp in vps if (sizes := [
-                                  b for b in micro_batches if vp == 1 or per_rank // b >= pp])]
+                                       micro_batch=list(sizes), offload=offloads)
+                              for vp in vps
+                              if (sizes := interleaved_micro_batch_sizes(share, pp, vp))]
                     if not blocks:
                         continue
                     options = {name: np.concatenate([b[name] for b in blocks])
