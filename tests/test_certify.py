@@ -87,8 +87,9 @@ def test_partial_rollout_options_are_said_to_be_unproven():
     assert best.status == "optimal"
     assert best.search["kv_sizes_proven"] == "left out or priced"
     unsure = best.search["kv_sizes_unproven"]
-    assert unsure and all("partial rollouts" in u["option"]
-                          and u["why"] == "no bound between the sizes priced" for u in unsure)
+    why = "no bound between the KV sizes and caps on running sequences priced"
+    assert unsure and all("partial rollouts" in u["option"] and u["why"] == why
+                          for u in unsure)
     line = kv_proof_line(best)
     assert "not every size a plan may write in" in line
     assert f"{len(unsure)} options (" in line and line.count("no bound between") == 1

@@ -7,7 +7,11 @@ why: 2026-12-02, a frozen model's forward may take any micro-batch dividing its 
 reference's and reward model's 8 became 16: fewer ZeRO-3 gathers; grpo-7b-4gpu-verl 15.585 →
 15.405 s, ppo-0.5b-16gpu 1.346 → 1.329 s); 2026-12-02, training may take any micro-batch
 dividing its share too (ppo-0.5b-16gpu's one-step-off what-if cuts 52.8%, not 51.3%: its
-plan trains on larger micro-batches)."""
+plan trains on larger micro-batches); 2026-12-02, under partial rollouts the search prices caps on
+running sequences above the share (`kv.concurrency_caps`): the one-step-off what-ifs, whose
+best plans have partial rollouts, cut 28.4% (grpo-1.5b-8gpu, was 11.2%: max_num_seqs 512 for
+a share of 128) and 70.5% (ppo-0.5b-16gpu, was 52.8%: 128 for 32); the base plans are
+unchanged."""
 
 from __future__ import annotations
 

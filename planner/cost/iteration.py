@@ -310,7 +310,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             swap_bytes = others
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.layout = kv_cache_layout(on, t.layout, shadow, kv_room_mib(
-            held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out))
+            held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out), partial)
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)

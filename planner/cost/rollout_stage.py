@@ -45,11 +45,15 @@ def max_seqs(sc: Scenario, layout: Layout | LayoutVariants) -> int:
     return min(math.ceil(sequences(sc) / layout.dp), DEFAULT_MAX_NUM_SEQS)
 
 
-def useful_kv_tokens(sc: Scenario, layout: Layout | LayoutVariants) -> int:
+def useful_kv_tokens(sc: Scenario, layout: Layout | LayoutVariants, partial: bool = False
+                     ) -> int:
     """A KV cache past which nothing waits: every sequence of the largest replica share, or
-    `max_seqs` of them, at the longest length."""
-    share = min(math.ceil(sequences(sc) / layout.dp), max_seqs(sc, layout))
-    return share * (sc.workload.prompt_len + int(sc.response_lengths.max()))
+    `max_seqs` of them, at the longest length — under partial rollouts `max_seqs` of them
+    (the next step's prompts are always queued, so a cap above the share fills too)."""
+    running = max_seqs(sc, layout)
+    if not partial:
+        running = min(math.ceil(sequences(sc) / layout.dp), running)
+    return running * (sc.workload.prompt_len + int(sc.response_lengths.max()))
 
 
 def generation_memory(sc: Scenario, layout: Layout | LayoutVariants, shadow: bool,
@@ -121,16 +125,17 @@ def generation_load(sc: Scenario, layout: Layout, shadow: bool, hybrid: bool) ->
                 apart=not hybrid, reshard=whole_mib(float(buffer)) if hybrid else 0)
 
 
-def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int) -> Layout:
+def kv_cache_layout(sc: Scenario, layout: Layout, shadow: bool, room_mib: int,
+                    partial: bool = False) -> Layout:
     """The generation layout with its KV cache in tokens: the plan's `kv_cache_tokens`, else
     the largest whose need is within `room_mib` (`fit.kv_tokens_within`, up to
-    `useful_kv_tokens`). Raises InfeasibleError when it does not fit, or cannot hold one
-    sequence of the longest length."""
+    `useful_kv_tokens`; `partial`: partial rollouts). Raises InfeasibleError when it does not
+    fit, or cannot hold one sequence of the longest length."""
     gpu, w = sc.cluster.gpu, sc.workload
     longest = w.prompt_len + int(sc.response_lengths.max())
     need = kv_need_mib(sc, layout, shadow)
     kv = layout.kv_cache_tokens or kv_tokens_within(need, room_mib, longest,
-                                                    useful_kv_tokens(sc, layout))
+                                                    useful_kv_tokens(sc, layout, partial))
     if kv is None or kv < longest or need(kv) > room_mib:
         what = (f"a KV cache of {kv:,} tokens per replica" if kv is not None and kv >= longest
                 else f"even one sequence of {longest:,} tokens")
@@ -180,7 +185,8 @@ def smaller_tp_rollout(sc: Scenario, layout: Layout, held: list[Load], shadow: b
     try:
         load = generation_load(sc, alt, shadow, hybrid)
         alt = kv_cache_layout(sc, alt, shadow, kv_room_mib(
-            held, load, budget_of(sc.cluster.gpu, sc.search.memory_headroom), swap_out))
+            held, load, budget_of(sc.cluster.gpu, sc.search.memory_headroom), swap_out),
+            partial)
     except InfeasibleError:
         return None
     return tp, alt.dp, generation_rollout(sc, alt, partial).seconds

@@ -163,6 +163,7 @@ class Capabilities:
     options: Options = field(default_factory=Options)
     groups: tuple[GroupPattern, ...] | None = None  # None: any placement
     whole_nodes: bool = False  # pools are sized nodes × GPUs per node
+    whole_cluster: bool = False  # so are all groups together (the cluster they split)
     follows: tuple[Follow, ...] = ()  # tasks laid out after another task's layout
     sequence_parallel: bool = True  # trains TP with sequence parallelism (Megatron's)
 
@@ -199,6 +200,13 @@ class Capabilities:
 
     def size_ok(self, gpus: int, gpus_per_node: int) -> bool:
         return not self.whole_nodes or gpus <= gpus_per_node or gpus % gpus_per_node == 0
+
+    def totals(self, total_gpus: int, gpus_per_node: int) -> list[int] | None:
+        """The GPU counts all groups of a pool may add up to (None: any up to `total_gpus`)."""
+        if not self.whole_cluster:
+            return None
+        return [g for g in range(total_gpus + 1)
+                if g <= gpus_per_node or g % gpus_per_node == 0]
 
     def group_ok(self, group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
         return self.groups is None or any(p.matches(group, tasks, staleness)

@@ -32,8 +32,14 @@ def tp_divides_heads(x: Any, spec: ModelSpec | None) -> Any:
     return (spec.num_attention_heads % tp == 0) & (spec.num_key_value_heads % tp == 0)
 
 
+def engine_default_max_num_seqs(x: Any, spec: ModelSpec | None) -> bool:
+    """The layout leaves the cap on running sequences to the engine (`max_num_seqs` unset)."""
+    return x.max_num_seqs is None
+
+
 PREDICATES: dict[str, Callable[[Any, ModelSpec | None], Any]] = {
     "tp_divides_heads": tp_divides_heads,
+    "engine_default_max_num_seqs": engine_default_max_num_seqs,
 }
 
 

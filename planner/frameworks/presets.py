@@ -210,6 +210,7 @@ class CapabilitiesInput(_Strict):
     mixed_pools: Flag  # places groups on pools of different GPU types
     sequence_parallel: Flag | None = None  # training TP with sequence parallelism (None: yes)
     whole_nodes: Flag
+    whole_cluster: Flag | None = None  # the groups together sized in whole nodes (None: no)
     options: OptionsInput
     rules: list[RuleInput] = []
     groups: GroupsInput | None = None  # None: any placement (a trainer-only export)
@@ -263,6 +264,7 @@ class Preset(_Strict):
                             partial_rollout=o.partial_rollout.value),
             groups=None if c.groups is None else tuple(p.pattern() for p in c.groups.patterns),
             whole_nodes=c.whole_nodes.value,
+            whole_cluster=c.whole_cluster is not None and c.whole_cluster.value,
             sequence_parallel=c.sequence_parallel is None or c.sequence_parallel.value,
             follows=() if c.follows is None else tuple(f.follow() for f in c.follows.rules))
 

@@ -86,7 +86,7 @@ def unproven(outcomes: list[Outcome], objective: int, deadline: Deadline
         if o.space.generation is None or o.result.status == "INFEASIBLE":
             continue
         if o.option.partial:
-            why = "no bound between the sizes priced"
+            why = "no bound between the KV sizes and caps on running sequences priced"
         elif deadline.left() < cpsat.MIN_MODEL_S:
             why = "not checked within the time limit"
         elif certify(o.space, objective, _least(o), deadline) == "bound":

@@ -56,6 +56,8 @@ def valid(space: Space, ch: Choice) -> bool:
     if (space.caps is not None and not space.caps.mixed_pools
             and len({on[k] for k, u in enumerate(used) if u}) > 1):
         return False  # the framework runs on one GPU type (`Capabilities.mixed_pools`)
+    if not totals_ok(space, ch.sizes, on):
+        return False
     if not agree(space.caps, ch.candidate):
         return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
@@ -68,6 +70,18 @@ def sizes_valid(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bo
     used = [s > 0 for s in sizes]
     return (used[0] and not any(used[k + 1] and not used[k] for k in range(len(used) - 1))
             and pool_gpus_ok(space.pools, sizes, on) and slots_ordered(sizes, on))
+
+
+def totals_ok(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
+    """Each pool's groups add up to a count the framework sizes its cluster in
+    (`Capabilities.totals`)."""
+    for p, pool in enumerate(space.pools):
+        allowed = None if space.caps is None else space.caps.totals(
+            pool.total_gpus, pool.scenario.cluster.gpus_per_node)
+        if allowed is not None and sum(s for s, q in zip(sizes, on, strict=True)
+                                       if q == p) not in allowed:
+            return False
+    return True
 
 
 def generation_slot(space: Space) -> str | None:

@@ -156,10 +156,17 @@ class Model:
 
     def add_framework_groups(self) -> None:
         """`plan --framework`: each used slot holds exactly one of the task sets the framework
-        runs on one group (`choice.allowed_groups`), and all on one pool unless it places
-        groups by GPU type (`Capabilities.mixed_pools`)."""
+        runs on one group (`choice.allowed_groups`), all on one pool unless it places groups
+        by GPU type (`Capabilities.mixed_pools`), and the groups of a pool add up to a cluster
+        it sizes (`Capabilities.totals`)."""
         sp, m = self.space, self.m
         groups = allowed_groups(sp)
+        for p, pool in enumerate(sp.pools):  # the groups add up to whole nodes
+            allowed = sp.caps.totals(pool.total_gpus, pool.scenario.cluster.gpus_per_node)
+            if allowed is not None:
+                total = m.NewIntVarFromDomain(cp_model.Domain.FromValues(allowed), f"total[{p}]")
+                m.Add(total == sum(s * self.y[k, q, s] for k in range(sp.slots)
+                                   for q, s in sp.shapes if q == p))
         if self.multi and not sp.caps.mixed_pools:  # one GPU type: every group on slot 0's
             for k in range(1, sp.slots):
                 for p in range(len(sp.pools)):

@@ -23,12 +23,13 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   asleep outside its stage — when the profile gives a host link and host memory (offloaded
   bytes per GPU within its share of the node's host memory).
 Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
-scale-up domains and pipeline stages — and KV cache sizes (`planner.search.kv`) as
-`kv_cache_tokens`.
+scale-up domains and pipeline stages — KV cache sizes (`planner.search.kv`) as
+`kv_cache_tokens`, and under partial rollouts caps on running sequences as `max_num_seqs`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from itertools import product
 from typing import TYPE_CHECKING
@@ -45,7 +46,7 @@ from planner.cost.legality import (
 from planner.cost.pipeline_split import offered_split
 from planner.cost.step import sequences
 from planner.cost.variants import LayoutVariants
-from planner.search.kv import kv_levels
+from planner.search.kv import concurrency_caps, kv_levels
 from planner.search.pools import PoolSpace
 from planner.specs.model import ModelSpec
 
@@ -121,7 +122,8 @@ def _product(**options: list) -> dict[str, np.ndarray]:
 
 def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
                        ) -> Iterator[LayoutVariants]:
-    """Generation: tp, pp and ep (`_generation_experts`) with cp = 1; the variants are KV cache
+    """Generation: tp, pp and ep (`_generation_experts`) with cp = 1, and under partial
+    rollouts the cap on running sequences (`concurrency_caps`); the variants are KV cache
     sizes (`kv_levels`). Shapes within one scale-up domain with pp = 1 first; only when none
     fits, TP across domains and pipeline stages, as engines run a model too large for one
     domain (vLLM)."""
@@ -138,11 +140,12 @@ def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
             if n / dp < 1:
                 continue
             for ep, etp in _generation_experts(spec, dp, tp):
-                levels = kv_levels(space, ps, LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp))
-                if levels:
-                    found = True
-                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
-                                         kv_cache_tokens=np.array(levels))
+                shape = LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp)
+                for cap in concurrency_caps(space, ps, shape):
+                    capped = dataclasses.replace(shape, max_num_seqs=cap)
+                    if levels := kv_levels(space, ps, capped):
+                        found = True
+                        yield dataclasses.replace(capped, kv_cache_tokens=np.array(levels))
         if found:
             return
 

@@ -63,7 +63,7 @@ def kv_for_room(space: Space, p: int, layout: Layout, room: int) -> int | None:
         longest = sc.workload.prompt_len + int(sc.response_lengths.max())
         space.cache.kv_fits[key] = kv_tokens_within(
             kv_need_mib(sc, layout, space.overlap_sync), room, longest,
-            useful_kv_tokens(sc, layout))
+            useful_kv_tokens(sc, layout, space.partial))
     return space.cache.kv_fits[key]
 
 
