@@ -1,9 +1,9 @@
 """A proof is a proof: no plan `evaluate` accepts from the space the search proves its optimum
 over beats that optimum — random plans of every inter-model option, each also with its KV cache
 left out (so `evaluate` gives it the largest that fits where it sits, a size the search prices
-on demand: `planner.search.refine`) and at a size of the KV ladder the search did not price
-(`kv.kv_levels`); not with partial rollouts, whose proof covers the sizes the search prices,
-`planner.search.kv`."""
+on demand: `planner.search.refine`), at a size of the KV ladder the search did not price
+(`kv.kv_levels`) and with a cap on running sequences below the share; not with partial
+rollouts, whose proof covers the sizes and caps the search prices, `planner.search.kv`."""
 
 from __future__ import annotations
 
@@ -91,6 +91,12 @@ def test_no_plan_evaluate_accepts_beats_the_proven_optimum(algorithm, per_node, 
                 unpriced = sorted(set(kv_ladder(space, ps, gen)) - set(kv_levels(space, ps, gen)))
                 for kv in [None, *rng.sample(unpriced, min(1, len(unpriced)))]:
                     plans.append(given_plan.with_kv_cache(kv))
+                # a cap on running sequences below the share, the KV cache left out (the
+                # search leaves the cap to the engine without partial rollouts)
+                if (share := -(-len(sc.response_lengths) // gen.dp)) > 1:
+                    plans.append(given_plan.with_layout(
+                        "actor", "generation", max_num_seqs=rng.randrange(1, share),
+                        kv_cache_tokens=None))
             for p in plans:
                 try:
                     priced = evaluate(sc, p)
