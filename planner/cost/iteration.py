@@ -80,7 +80,7 @@ from planner.cost.rollout_stage import (
 from planner.cost.software import software
 from planner.cost.states import MIXED_PRECISION_ADAM
 from planner.cost.step import controller_seconds, sequences, tokens_per_step
-from planner.cost.time import interleave_problem, time_forward, time_train
+from planner.cost.time import time_forward, time_train
 from planner.cost.variants import LayoutVariants
 from planner.errors import InfeasibleError, InputError
 from planner.plan import ROLE_STAGES, STAGES, Layout, PlanInput
@@ -140,9 +140,6 @@ def _tasks(sc: Scenario, plan: PlanInput) -> list[Task]:
             if layout is None:
                 raise InputError(f"plan: layouts.{role}.{stage} is missing; give the group and "
                                  "degrees this stage runs with")
-            if stage == "training" and (why := interleave_problem(
-                    layout.pp, layout.vp, micro_batches(sc, layout))):
-                raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")
             out.append(Task(role, stage, layout))
     if sc.family.offline and (unused := set(plan.layouts.get("actor", {})) - {"training"}):
         raise InputError(f"plan: layouts.actor.{sorted(unused)[0]}: {sc.algorithm} trains on "

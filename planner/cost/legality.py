@@ -116,7 +116,9 @@ def placement_of(groups: dict[str, set[str]]) -> str:
 def check_plan(sc: Scenario, plan: PlanInput) -> None:
     """Refuse (InputError, naming the field and the fix) a plan the search could not choose
     for `sc`: a layout its model cannot run (`layout_problem`; a training or assessment
-    pipeline split Megatron cannot run, `pipeline_split.split_problem`), a group holding no
+    pipeline split Megatron cannot run, `pipeline_split.split_problem`), a micro-batch that
+    does not divide its rank's share (`micro_batch_problem`) or leaves an interleaved pipeline
+    fewer than pp micro-batches (`time.interleave_problem`), a group holding no
     layout or listing roles it does not hold, and a co-located label on several groups or the
     reverse (partial and disaggregated, both several groups, price the same)."""
     held: dict[str, set[str]] = {g.name: set() for g in plan.groups}
@@ -134,6 +136,9 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
             if stage != "generation" and (why := micro_batch_problem(
                     rank_share(sc, stage, layout.dp), layout.micro_batch)) is not None:
                 raise InputError(f"plan: layouts.{role}.{stage}.micro_batch: {why}")
+            if stage == "training" and (why := interleave_problem(
+                    layout.pp, layout.vp, rank_share(sc, stage, layout.dp) // layout.micro_batch)):
+                raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")
     for g in plan.groups:
         if not held[g.name]:
             raise InputError(f"plan: groups: '{g.name}' holds no layout; remove it or place "
