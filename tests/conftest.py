@@ -63,3 +63,25 @@ def grpo_scenario(**changes) -> dict:
     }
     base.update(changes)
     return base
+
+
+def power_of_two_group_sizes(total: int, per_node: int) -> list[int]:
+    """The search's group sizes before 2026-12-02: powers of two within a node, power-of-two
+    node multiples and their complements to the cluster."""
+    sizes = {1 << k for k in range(per_node.bit_length()) if 1 << k <= min(per_node, total)}
+    nodes = total // per_node
+    whole = {per_node * (1 << k) for k in range(nodes.bit_length()) if (1 << k) <= nodes}
+    sizes |= whole | {total - s for s in whole if total - s > 0} | {total}
+    return sorted(s for s in sizes if 0 < s <= total)
+
+
+@pytest.fixture(scope="module")
+def fewer_group_sizes():
+    """The search offers the former, smaller menu of group sizes
+    (`power_of_two_group_sizes`): for the tests of the solver's mechanics against brute force,
+    whose enumeration grows with the sizes as a power of the slots (the full menu is held to
+    brute force in `tests/test_search.py`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("planner.search.space.slot_sizes", power_of_two_group_sizes)
+        yield
+

@@ -60,6 +60,7 @@ inter = st.sampled_from([(0, False, False, False, False), (1, False, False, Fals
                          (1, False, False, True, False)])
 
 
+@pytest.mark.usefixtures("fewer_group_sizes")
 @settings(max_examples=14, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(flags=scenarios, first=first_pool, second=second_pool, option=inter,

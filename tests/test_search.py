@@ -72,8 +72,10 @@ def test_cpsat_optimum_equals_brute_force(flags, option, objective):
 
 
 def test_slot_sizes_respect_nodes():
-    assert slot_sizes(8, 8) == [1, 2, 4, 8]
-    assert slot_sizes(32, 8) == [1, 2, 4, 8, 16, 24, 32]
+    assert slot_sizes(8, 8) == list(range(1, 9))  # every size on up to 16 GPUs
+    assert slot_sizes(16, 8) == list(range(1, 17))
+    assert slot_sizes(32, 8) == [1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32]  # every node count
+    assert slot_sizes(256, 8) == [*range(1, 9), 16, 32, 64, 128, 192, 224, 240, 248, 256]
 
 
 def test_plan_reprices_to_the_solver_objective():
@@ -220,6 +222,7 @@ def test_plan_cli_bad_input(cli):
                          "h100-sxm", "--nodes", "1"), "models.actor", "unknown model")
 
 
+@pytest.mark.usefixtures("fewer_group_sizes")
 def test_ppo_with_swap_matches_brute_force():
     """A four-task PPO space (actor, critic, reference, generation) with state offloaded during
     co-located generation: CP-SAT's optimum is brute force's over ~5·10^5 choices."""

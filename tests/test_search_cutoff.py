@@ -20,6 +20,8 @@ from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
 from tests.test_pools import first_pool, inter, objectives, scenarios, second_pool, two_pools
 
+pytestmark = pytest.mark.usefixtures("fewer_group_sizes")  # the solver's mechanics
+
 
 def _needed(optima: list[int], worse: int) -> list[int]:
     """Positions (in `optima`) of the options a plan shows: the best, its ties and the `worse`

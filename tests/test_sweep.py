@@ -211,13 +211,14 @@ def test_slower_larger_size_carries_a_note(run):
     # a size whose time ran out is not proven infeasible: its own status, its reason, no note
     assert late.status == "timeout" and not late.feasible and late.note is None
     assert "time limit" in late.reason
-    # 24 + 8 on 32 GPUs: 64 GPUs offer no 24-GPU group (powers of two, node multiples and
-    # their complements to 64), so that plan is not in the larger search
-    split = p0.model_copy(update={"groups": [Group(name="g0", gpus=24), Group(name="g1", gpus=8)]})
+    # 136 + 8 on 144 GPUs: 256 GPUs (32 nodes) offer no 136-GPU group (power-of-two node
+    # multiples and their complements to 256), so that plan is not in the larger search
+    split = p0.model_copy(update={"groups": [Group(name="g0", gpus=136),
+                                             Group(name="g1", gpus=8)]})
     proven_slower = p1.model_copy(update={"iteration_time_s": p0.iteration_time_s * 2,
                                           "status": "optimal"})
-    note = summarize([(32, split), (64, proven_slower)], 8, None).rows[1].note
-    assert "24-GPU group is not a group size the search offers on 64 GPUs" in note
+    note = summarize([(144, split), (256, proven_slower)], 8, None).rows[1].note
+    assert "136-GPU group is not a group size the search offers on 256 GPUs" in note
     assert "time limit" not in note
     refused = summarize([(g0, p0), (g1, NoPlan("no network", searched=False))], 8, None)
     assert refused.rows[1].note is None and refused.rows[1].reason == "no network"

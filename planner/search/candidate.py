@@ -252,8 +252,10 @@ class Space:
 
     @property
     def shapes(self) -> list[Shape]:
-        """Every (pool index, size) a slot may take."""
-        return all_shapes(self.pools)
+        """Every (pool index, size) a slot may take: those where some task has a candidate
+        (a used slot holds a task; the sizes priced are `all_shapes(pools)`)."""
+        held = {(p, g) for (_, p, g), cands in self.candidates.items() if cands}
+        return [shape for shape in all_shapes(self.pools) if shape in held]
 
     @property
     def generation(self) -> Task | None:

@@ -64,8 +64,8 @@ class Model:
         self.used = {k: self.m.NewBoolVar(f"used[{k}]") for k in K}
         self.size = {k: sum(s * self.y[k, p, s] for p, s in space.shapes) for k in K}
         # on[k, pool]: slot k is on this pool (0/1, a sum of y)
-        self.on = {(k, p): sum(self.y[k, p, s] for s in pool.sizes) for k in K
-                   for p, pool in enumerate(space.pools)}
+        self.on = {(k, p): sum(self.y[k, q, s] for q, s in space.shapes if q == p) for k in K
+                   for p in range(len(space.pools))}
         # a[task, k]: task placed on slot k
         self.a = {(t.name, k): self.m.NewBoolVar(f"a[{t.name},{k}]") for t in space.tasks
                   for k in K}

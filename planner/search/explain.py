@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from planner.search.layouts import EVERY_GPU_COUNT, EVERY_NODE_COUNT
 from planner.search.space import Space
 from planner.specs.hardware import gpu_count
 from planner.specs.scenario import Scenario
@@ -77,8 +78,9 @@ def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
     menu = "; ".join((f"{pool.name}: " if len(space.pools) > 1 else "")
                      + ", ".join(map(str, pool.sizes)) for pool in space.pools)
     why = [f"{used} of {gpu_count(total)} used: the search's group sizes here are {menu} "
-           "(powers of two within a node, power-of-two multiples of a node, and their "
-           "complements to the whole cluster)"]
+           f"(every size on up to {EVERY_GPU_COUNT} GPUs; beyond, every count within a node "
+           f"and every multiple of a node on up to {EVERY_NODE_COUNT} nodes, else the "
+           "power-of-two multiples and their complements to the whole cluster)"]
     whole = [(p, pool.total_gpus) for p, pool in enumerate(space.pools)]
     lacking = [t.words for t in space.tasks
                if not any(space.candidates.get((t.name, *shape)) for shape in whole)]

@@ -64,7 +64,7 @@ from planner.search.deadline import Deadline
 from planner.search.follow import fronts, grouped, label_of
 from planner.search.kv import kv_bounds, kv_key, rollout_of
 from planner.search.layouts import SHAPES, slot_sizes
-from planner.search.pools import PoolSpace, price_weights
+from planner.search.pools import PoolSpace, all_shapes, price_weights
 from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
 
@@ -253,7 +253,8 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                    if sc.search.objective == "gpus" else None), caps=caps,
         controller_ms=int(to_ms(controller_seconds(sc))), host_front=host_front, cache=cache)
     # largest sizes first (pools in turn), so a deadline leaves each pool's whole groups
-    todo = [(task, p, g) for p, g in sorted(space.shapes, key=lambda shape: (-shape[1], shape[0]))
+    todo = [(task, p, g) for p, g in sorted(all_shapes(pools), key=lambda shape: (-shape[1],
+                                                                                   shape[0]))
             for task in tasks if _cache_key(space, task, p, g) not in cache.kept]
     # the generation here (its rollouts stay in this process's caches for the KV sizes
     # `refine` prices later); the rest, whose candidates are all that is kept of them, taken
@@ -275,7 +276,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     space.complete = complete
     # in (task, pool, size) order whatever order they were priced in
     for t in tasks:
-        for p, g in space.shapes:
+        for p, g in all_shapes(pools):
             key = _cache_key(space, t, p, g)
             if key in cache.kept:
                 space.priced += cache.kept[key][1]
