@@ -57,21 +57,22 @@ class Model:
         self.m = cp_model.CpModel()
         K = range(space.slots)
         self.multi = len(space.pools) > 1
+        self.shapes = space.shapes  # (computed from the candidates: once)
         # y[k, pool, size]: slot k is a group of this size on this pool (at most one; exactly
         # one for slot 0)
         self.y = {(k, p, s): self.m.NewBoolVar(f"y[{k},{p},{s}]") for k in K
-                  for p, s in space.shapes}
+                  for p, s in self.shapes}
         self.used = {k: self.m.NewBoolVar(f"used[{k}]") for k in K}
-        self.size = {k: sum(s * self.y[k, p, s] for p, s in space.shapes) for k in K}
+        self.size = {k: sum(s * self.y[k, p, s] for p, s in self.shapes) for k in K}
         # on[k, pool]: slot k is on this pool (0/1, a sum of y)
-        self.on = {(k, p): sum(self.y[k, q, s] for q, s in space.shapes if q == p) for k in K
+        self.on = {(k, p): sum(self.y[k, q, s] for q, s in self.shapes if q == p) for k in K
                    for p in range(len(space.pools))}
         # a[task, k]: task placed on slot k
         self.a = {(t.name, k): self.m.NewBoolVar(f"a[{t.name},{k}]") for t in space.tasks
                   for k in K}
         # x[task, k, pool, size, i]: task on slot k of this shape with its i-th candidate
         self.x = {(t.name, k, p, s, i): self.m.NewBoolVar(f"x[{t.name},{k},{p},{s},{i}]")
-                  for t in space.tasks for k in K for p, s in space.shapes
+                  for t in space.tasks for k in K for p, s in self.shapes
                   for i in range(len(space.candidates.get((t.name, p, s), [])))}
 
     def hint(self, ch: Choice) -> None:
@@ -83,7 +84,7 @@ class Model:
         for k in range(sp.slots):
             pairs.append((self.used[k], ch.sizes[k] > 0))
             pairs += [(self.y[k, p, s], ch.sizes[k] == s and ch.pool(k) == p)
-                      for p, s in sp.shapes]
+                      for p, s in self.shapes]
         for key, v in self.x.items():
             name, k, p, s, _ = key
             pairs.append((v, ch.slot[name] == k and ch.sizes[k] == s and ch.pool(k) == p
@@ -117,7 +118,7 @@ class Model:
         sizes); the groups fit each pool."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
-            m.Add(sum(self.y[k, p, s] for p, s in sp.shapes) == self.used[k])
+            m.Add(sum(self.y[k, p, s] for p, s in self.shapes) == self.used[k])
         m.Add(self.used[0] == 1)
         for k in range(sp.slots - 1):
             m.AddImplication(self.used[k + 1], self.used[k])
@@ -133,7 +134,7 @@ class Model:
                     m.Add(self.on[k, p] + self.on[k + 1, p] <= 1).OnlyEnforceIf(both.Not())
                     m.Add(self.size[k] >= self.size[k + 1]).OnlyEnforceIf(both)
         for p, pool in enumerate(sp.pools):
-            m.Add(sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in sp.shapes
+            m.Add(sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in self.shapes
                       if q == p) <= pool.total_gpus)
 
     def add_placement(self) -> None:
@@ -166,7 +167,7 @@ class Model:
             if allowed is not None:
                 total = m.NewIntVarFromDomain(cp_model.Domain.FromValues(allowed), f"total[{p}]")
                 m.Add(total == sum(s * self.y[k, q, s] for k in range(sp.slots)
-                                   for q, s in sp.shapes if q == p))
+                                   for q, s in self.shapes if q == p))
         if self.multi and not sp.caps.mixed_pools:  # one GPU type: every group on slot 0's
             for k in range(1, sp.slots):
                 for p in range(len(sp.pools)):
@@ -381,9 +382,9 @@ class Model:
 
     def chosen(self, solver: cp_model.CpSolver) -> Choice:
         sp = self.space
-        sizes = tuple(sum(s * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
+        sizes = tuple(sum(s * solver.Value(self.y[k, p, s]) for p, s in self.shapes)
                       for k in range(sp.slots))
-        on = tuple(sum(p * solver.Value(self.y[k, p, s]) for p, s in sp.shapes)
+        on = tuple(sum(p * solver.Value(self.y[k, p, s]) for p, s in self.shapes)
                    for k in range(sp.slots))
         slot, candidate = {}, {}
         for key, v in self.x.items():
