@@ -257,6 +257,12 @@ class Space:
         held = {(p, g) for (_, p, g), cands in self.candidates.items() if cands}
         return [shape for shape in all_shapes(self.pools) if shape in held]
 
+    def pool_totals(self, p: int) -> list[int] | None:
+        """The GPU counts pool `p`'s groups may add up to: those the framework sizes its
+        cluster in (`Capabilities.totals`; None: any that fits)."""
+        pool = self.pools[p]
+        return self.caps and self.caps.totals(pool.total_gpus, pool.scenario.cluster.gpus_per_node)
+
     @property
     def generation(self) -> Task | None:
         return next((t for t in self.tasks if t.kind == "generation"), None)

@@ -73,15 +73,10 @@ def sizes_valid(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bo
 
 
 def totals_ok(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
-    """Each pool's groups add up to a count the framework sizes its cluster in
-    (`Capabilities.totals`)."""
-    for p, pool in enumerate(space.pools):
-        allowed = None if space.caps is None else space.caps.totals(
-            pool.total_gpus, pool.scenario.cluster.gpus_per_node)
-        if allowed is not None and sum(s for s, q in zip(sizes, on, strict=True)
-                                       if q == p) not in allowed:
-            return False
-    return True
+    """Each pool's groups add up to a count `Space.pool_totals` allows."""
+    return all((allowed := space.pool_totals(p)) is None
+               or sum(s for s, q in zip(sizes, on, strict=True) if q == p) in allowed
+               for p in range(len(space.pools)))
 
 
 def generation_slot(space: Space) -> str | None:

@@ -115,7 +115,7 @@ class Model:
     def add_slots(self) -> None:
         """Each slot has at most one shape (slot 0 exactly one); used slots come first; slots
         after the first are ordered (`pools.slots_ordered`: by pool, then non-increasing
-        sizes); the groups fit each pool."""
+        sizes); the groups fit each pool (in a total the framework sizes, `Space.pool_totals`)."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
             m.Add(sum(self.y[k, p, s] for p, s in self.shapes) == self.used[k])
@@ -133,9 +133,11 @@ class Model:
                     m.Add(self.on[k, p] + self.on[k + 1, p] >= 2).OnlyEnforceIf(both)
                     m.Add(self.on[k, p] + self.on[k + 1, p] <= 1).OnlyEnforceIf(both.Not())
                     m.Add(self.size[k] >= self.size[k + 1]).OnlyEnforceIf(both)
-        for p, pool in enumerate(sp.pools):
-            m.Add(sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in self.shapes
-                      if q == p) <= pool.total_gpus)
+        for p, pool in enumerate(sp.pools):  # and add up to a cluster `plan --framework` sizes
+            gpus = m.NewIntVarFromDomain(cp_model.Domain.FromValues(
+                sp.pool_totals(p) or list(range(pool.total_gpus + 1))), f"gpus[{p}]")
+            m.Add(gpus == sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in self.shapes
+                              if q == p))
 
     def add_placement(self) -> None:
         """Each task runs on exactly one slot, with exactly one candidate of that slot's size;
@@ -157,17 +159,10 @@ class Model:
 
     def add_framework_groups(self) -> None:
         """`plan --framework`: each used slot holds exactly one of the task sets the framework
-        runs on one group (`choice.allowed_groups`), all on one pool unless it places groups
-        by GPU type (`Capabilities.mixed_pools`), and the groups of a pool add up to a cluster
-        it sizes (`Capabilities.totals`)."""
+        runs on one group (`choice.allowed_groups`), and all on one pool unless it places
+        groups by GPU type (`Capabilities.mixed_pools`)."""
         sp, m = self.space, self.m
         groups = allowed_groups(sp)
-        for p, pool in enumerate(sp.pools):  # the groups add up to whole nodes
-            allowed = sp.caps.totals(pool.total_gpus, pool.scenario.cluster.gpus_per_node)
-            if allowed is not None:
-                total = m.NewIntVarFromDomain(cp_model.Domain.FromValues(allowed), f"total[{p}]")
-                m.Add(total == sum(s * self.y[k, q, s] for k in range(sp.slots)
-                                   for q, s in self.shapes if q == p))
         if self.multi and not sp.caps.mixed_pools:  # one GPU type: every group on slot 0's
             for k in range(1, sp.slots):
                 for p in range(len(sp.pools)):
