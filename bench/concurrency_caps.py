@@ -21,17 +21,11 @@ from __future__ import annotations
 
 import itertools
 
-from planned import planned  # bench/planned.py
+from planned import Tally, planned  # bench/planned.py
 
-from planner.cost.iteration import evaluate
 from planner.cost.rollout_stage import DEFAULT_MAX_NUM_SEQS
-from planner.errors import InfeasibleError
 from planner.plan import PlanInput
 from planner.specs.scenario import load_scenario
-
-ROUNDING_S = 5e-3
-"""Each task's candidate is priced in whole ms, rounded up: the optimum's score can stand up to
-that much above `evaluate`'s price of the same plan (`tests/test_proof.py`'s slack)."""
 
 SHARE_FACTORS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.25, 1.5, 2, 3, 4, 6, 8, 16)
 
@@ -59,51 +53,29 @@ def scenarios() -> list[tuple[str, dict]]:
     return out
 
 
-def faster(sc, best) -> tuple[list[tuple[int, int | None, float]], int]:
-    """(cap, KV size or None: left out, seconds saved) of the changes that fit and are faster
-    than `best`, and how many changes fit."""
+def changes(sc, best):
+    """(label, plan) for `best` with its rollout's cap at each of `SHARE_FACTORS` times the
+    replica's share, its KV cache as planned and left out."""
     given = PlanInput.model_validate(best.model_dump(mode="json"))
     gen = given.layouts["actor"]["generation"]
     share = -(-len(sc.response_lengths) // gen.dp)
     caps = sorted({min(DEFAULT_MAX_NUM_SEQS, max(1, int(share * f))) for f in SHARE_FACTORS})
-    out, fitted = [], 0
     for cap, kv in itertools.product(caps, (gen.kv_cache_tokens, None)):
-        try:
-            t = evaluate(sc, given.with_layout("actor", "generation", max_num_seqs=cap,
-                                               kv_cache_tokens=kv))
-        except InfeasibleError:
-            continue
-        fitted += 1
-        if t.iteration_time_s < best.iteration_time_s - ROUNDING_S:
-            out.append((cap, kv, best.iteration_time_s - t.iteration_time_s))
-    return out, fitted
+        yield (f"max_num_seqs {cap}, KV {kv or 'left out'}",
+               given.with_layout("actor", "generation", max_num_seqs=cap, kv_cache_tokens=kv))
 
 
 def main() -> None:
-    beaten = total = priced = partial = 0
-    worst = (0.0, "")
+    tally, partial = Tally(34), 0
     for name, flags in scenarios():
         sc = load_scenario(None, flags)
         if (best := planned(sc, name, 34)) is None:
             continue
-        total += 1
-        gen = best.layouts["actor"]["generation"]
         partial += best.inter_model.partial_rollout
-        found, fitted = faster(sc, best)
-        priced += fitted
-        beaten += bool(found)
-        for cap, kv, saved in found:
-            worst = max(worst, (saved / best.iteration_time_s,
-                                f"{name}: max_num_seqs {cap}, KV {kv or 'left out'}"))
-        top = max(found, key=lambda f: f[2], default=None)
         mode = "partial" if best.inter_model.partial_rollout else "whole"
-        print(f"{name:34} {best.iteration_time_s:8.2f} s  {mode:7} cap "
-              f"{gen.max_num_seqs or 'share':>5}  " + (
-                  "none faster" if top is None else
-                  f"{len(found)} faster, best max_num_seqs {top[0]}: -{top[2]:.2f} s"))
-    print(f"\n{beaten} of {total} optima ({partial} with partial rollouts) beaten by a cap "
-          f"`evaluate` accepts ({priced:,} changed plans that fit priced); the largest gain "
-          f"{worst[0]:.2%} ({worst[1] or 'none'})")
+        cap = best.layouts["actor"]["generation"].max_num_seqs or "share"
+        tally.check(sc, best, name, changes(sc, best), f"{mode:7} cap {cap:>5}  ")
+    print("\n" + tally.summary("a cap") + f"; {partial} optima with partial rollouts")
 
 
 if __name__ == "__main__":

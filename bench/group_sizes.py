@@ -18,13 +18,11 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from planned import planned  # bench/planned.py
+from planned import ROUNDING_S, planned  # bench/planned.py
 
 import planner.search.space as space_module
 from planner.search.layouts import slot_sizes
 from planner.specs.scenario import load_scenario
-
-ROUNDING_S = 5e-3  # each task priced in whole ms, rounded up (`tests/test_proof.py`)
 
 
 def every_size(total: int, per_node: int) -> list[int]:

@@ -17,44 +17,30 @@ from __future__ import annotations
 
 import itertools
 
-from planned import planned  # bench/planned.py
+from planned import Tally, planned  # bench/planned.py
 
-from planner.cost.iteration import evaluate
 from planner.cost.legality import interleaved_micro_batch_sizes, rank_share
-from planner.errors import InfeasibleError
 from planner.plan import PlanInput
 from planner.specs.scenario import load_scenario
 
-ROUNDING_S = 5e-3
-"""Each task's candidate is priced in whole ms, rounded up: the optimum's score can stand up to
-that much above `evaluate`'s price of the same plan (`tests/test_proof.py`'s slack)."""
 
-
-def faster(sc, best) -> tuple[list[tuple[str, int, int, float]], int]:
-    """(role.stage, its micro-batch, the other, seconds saved) of the changes that fit and are
-    faster than `best`, and how many changes fit."""
+def changes(sc, best):
+    """(label, plan) for each training or forward layout of `best` with its micro-batch
+    changed to every other size `evaluate` accepts."""
     given = PlanInput.model_validate(best.model_dump(mode="json"))
-    out, fitted = [], 0
     for role, stages in given.layouts.items():
         for stage, lay in stages.items():
             if stage == "generation":
                 continue
             for mb in interleaved_micro_batch_sizes(rank_share(sc, stage, lay.dp), lay.pp,
                                                     lay.vp):
-                try:
-                    t = evaluate(sc, given.with_layout(role, stage, micro_batch=mb))
-                except InfeasibleError:
-                    continue
-                fitted += 1
-                if t.iteration_time_s < best.iteration_time_s - ROUNDING_S:
-                    out.append((f"{role}.{stage}", lay.micro_batch, mb,
-                                best.iteration_time_s - t.iteration_time_s))
-    return out, fitted
+                if mb != lay.micro_batch:
+                    yield (f"{role}.{stage} {lay.micro_batch} -> {mb}",
+                           given.with_layout(role, stage, micro_batch=mb))
 
 
 def main() -> None:
-    beaten = total = priced = 0
-    worst = (0.0, "")
+    tally = Tally(44)
     for actor, gpu, resp, prompts in itertools.product(
             ["qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b"],
             ["h100-sxm", "a100-sxm-40gb"], [256, 1024], [64, 256]):
@@ -65,22 +51,9 @@ def main() -> None:
             "workload.prompts_per_step": prompts, "cluster.gpu": gpu, "cluster.nodes": 1,
             "cluster.gpus_per_node": 8})
         name = f"{actor} {gpu} resp {resp} prompts {prompts}"
-        if (best := planned(sc, name, 44)) is None:
-            continue
-        total += 1
-        found, fitted = faster(sc, best)
-        priced += fitted
-        beaten += bool(found)
-        for where, mine, other, saved in found:
-            share = saved / best.iteration_time_s
-            worst = max(worst, (share, f"{name}: {where} {mine} -> {other}"))
-        top = max(found, key=lambda f: f[3], default=None)
-        print(f"{name:44} {best.iteration_time_s:9.2f} s  " + (
-            "none faster" if top is None else
-            f"{len(found)} faster, best {top[0]} {top[1]} -> {top[2]}: -{top[3]:.2f} s"))
-    print(f"\n{beaten} of {total} optima beaten by another micro-batch size `evaluate` accepts "
-          f"({priced:,} changed plans that fit priced); the largest gain {worst[0]:.2%} "
-          f"({worst[1] or 'none'})")
+        if (best := planned(sc, name, 44)) is not None:
+            tally.check(sc, best, name, changes(sc, best))
+    print("\n" + tally.summary("another micro-batch size"))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from planner.cost.rollout_stage import useful_kv_tokens
 from planner.errors import InfeasibleError
 from planner.frameworks.presets import capabilities
 from planner.plan import Layout, PlanInput
-from planner.search.choice import totals_ok
+from planner.search.choice import sizes_valid
 from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
@@ -79,11 +79,13 @@ def test_a_whole_cluster_framework_gets_groups_adding_up_to_whole_nodes():
     """NeMo-RL trains the policy on the cluster's GPUs that dedicated generation leaves: an
     8-GPU trainer beside a 4-GPU generation on two nodes of 8 is a 12-GPU cluster it cannot
     size (`plan --framework nemo-rl` proposed one once caps were searched, and the export
-    refused it). Both solvers apply the rule (`choice.totals_ok`, `cpsat.add_framework_groups`)."""
-    assert capabilities("nemo-rl").totals(16, 8) == [*range(9), 16]
-    assert capabilities("verl").totals(16, 8) is None  # a resource pool per group
+    refused it). Both solvers apply the rule (`Space.total_ok`: `choice.sizes_valid` and
+    `cpsat.add_slots`)."""
+    nemo = capabilities("nemo-rl")
+    assert [g for g in range(17) if nemo.total_ok(g, 8)] == [*range(9), 16]
+    assert capabilities("verl").total_ok(12, 8)  # a resource pool per group
     sc = load_scenario(None, {**SMALL, "cluster.gpus_per_node": 8, "cluster.nodes": 2,
                               "framework": "nemo-rl"})
     space = build_space(sc, staleness=1, caps=capabilities(sc.framework))
-    assert totals_ok(space, (8, 8), (0, 0)) and totals_ok(space, (4, 2), (0, 0))
-    assert not totals_ok(space, (8, 4), (0, 0))
+    assert sizes_valid(space, (8, 8), (0, 0)) and sizes_valid(space, (4, 2), (0, 0))
+    assert not sizes_valid(space, (8, 4), (0, 0))

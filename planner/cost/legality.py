@@ -133,11 +133,12 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
                     spec.num_hidden_layers, layout.pp, layout.vp, layout.first_stage_layers,
                     layout.last_stage_layers)):  # a Megatron pipeline (the search's splits)
                 raise InputError(f"plan: layouts.{role}.{stage}.{bad[0]}: {bad[1]}")
+            share = rank_share(sc, stage, layout.dp)
             if stage != "generation" and (why := micro_batch_problem(
-                    rank_share(sc, stage, layout.dp), layout.micro_batch)) is not None:
+                    share, layout.micro_batch)) is not None:
                 raise InputError(f"plan: layouts.{role}.{stage}.micro_batch: {why}")
             if stage == "training" and (why := interleave_problem(
-                    layout.pp, layout.vp, rank_share(sc, stage, layout.dp) // layout.micro_batch)):
+                    layout.pp, layout.vp, share // layout.micro_batch)):
                 raise InputError(f"plan: layouts.{role}.training.vp: vp {layout.vp}: {why}")
     for g in plan.groups:
         if not held[g.name]:

@@ -152,6 +152,11 @@ class GroupPattern:
         return group == (tasks if self.tasks is None else self.tasks & tasks)
 
 
+def _in_nodes(gpus: int, gpus_per_node: int) -> bool:
+    """Part of one node, or whole nodes."""
+    return gpus <= gpus_per_node or gpus % gpus_per_node == 0
+
+
 @dataclass(frozen=True)
 class Capabilities:
     framework: str  # the release, e.g. "verl@0.9.1"
@@ -199,14 +204,13 @@ class Capabilities:
         return next((f for f in self.follows if f.task == task), None)
 
     def size_ok(self, gpus: int, gpus_per_node: int) -> bool:
-        return not self.whole_nodes or gpus <= gpus_per_node or gpus % gpus_per_node == 0
+        """A group of `gpus` the framework sizes (`whole_nodes`)."""
+        return not self.whole_nodes or _in_nodes(gpus, gpus_per_node)
 
-    def totals(self, total_gpus: int, gpus_per_node: int) -> list[int] | None:
-        """The GPU counts all groups of a pool may add up to (None: any up to `total_gpus`)."""
-        if not self.whole_cluster:
-            return None
-        return [g for g in range(total_gpus + 1)
-                if g <= gpus_per_node or g % gpus_per_node == 0]
+    def total_ok(self, gpus: int, gpus_per_node: int) -> bool:
+        """All groups of a pool adding up to `gpus`, a cluster the framework sizes
+        (`whole_cluster`)."""
+        return not self.whole_cluster or _in_nodes(gpus, gpus_per_node)
 
     def group_ok(self, group: frozenset[str], tasks: frozenset[str], staleness: int) -> bool:
         return self.groups is None or any(p.matches(group, tasks, staleness)

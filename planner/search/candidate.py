@@ -257,11 +257,12 @@ class Space:
         held = {(p, g) for (_, p, g), cands in self.candidates.items() if cands}
         return [shape for shape in all_shapes(self.pools) if shape in held]
 
-    def pool_totals(self, p: int) -> list[int] | None:
-        """The GPU counts pool `p`'s groups may add up to: those the framework sizes its
-        cluster in (`Capabilities.totals`; None: any that fits)."""
+    def total_ok(self, p: int, gpus: int) -> bool:
+        """Pool `p`'s groups may add up to `gpus` (at most its GPUs): a cluster the framework
+        sizes (`Capabilities.total_ok`)."""
         pool = self.pools[p]
-        return self.caps and self.caps.totals(pool.total_gpus, pool.scenario.cluster.gpus_per_node)
+        return gpus <= pool.total_gpus and (
+            self.caps is None or self.caps.total_ok(gpus, pool.scenario.cluster.gpus_per_node))
 
     @property
     def generation(self) -> Task | None:

@@ -13,7 +13,7 @@ from planner.cost.fit import Load, kv_room_mib, overflow
 from planner.plan import STAGES
 from planner.search.candidate import FUSION_REST, FUSION_SCALE, SWAP_SCALE, Candidate
 from planner.search.follow import agree
-from planner.search.pools import pool_gpus_ok, slots_ordered
+from planner.search.pools import slots_ordered
 from planner.search.space import GPU_WEIGHT, Space
 
 
@@ -56,8 +56,6 @@ def valid(space: Space, ch: Choice) -> bool:
     if (space.caps is not None and not space.caps.mixed_pools
             and len({on[k] for k, u in enumerate(used) if u}) > 1):
         return False  # the framework runs on one GPU type (`Capabilities.mixed_pools`)
-    if not totals_ok(space, ch.sizes, on):
-        return False
     if not agree(space.caps, ch.candidate):
         return False  # a follower's layout not its trainer's (`follow.py`)
     return all(group in allowed_groups(space) for k, size in enumerate(ch.sizes) if size
@@ -66,17 +64,13 @@ def valid(space: Space, ch: Choice) -> bool:
 
 def sizes_valid(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
     """`valid`'s rules on the slot sizes (on pools `on`) alone: slot 0 used, used slots
-    first, the groups fit each pool, the slots after slot 0 ordered."""
+    first, the groups fit each pool in a total the framework sizes (`Space.total_ok`), the
+    slots after slot 0 ordered."""
     used = [s > 0 for s in sizes]
     return (used[0] and not any(used[k + 1] and not used[k] for k in range(len(used) - 1))
-            and pool_gpus_ok(space.pools, sizes, on) and slots_ordered(sizes, on))
-
-
-def totals_ok(space: Space, sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
-    """Each pool's groups add up to a count `Space.pool_totals` allows."""
-    return all((allowed := space.pool_totals(p)) is None
-               or sum(s for s, q in zip(sizes, on, strict=True) if q == p) in allowed
-               for p in range(len(space.pools)))
+            and all(space.total_ok(p, sum(s for s, q in zip(sizes, on, strict=True) if q == p))
+                    for p in range(len(space.pools)))
+            and slots_ordered(sizes, on))
 
 
 def generation_slot(space: Space) -> str | None:

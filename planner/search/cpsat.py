@@ -115,7 +115,7 @@ class Model:
     def add_slots(self) -> None:
         """Each slot has at most one shape (slot 0 exactly one); used slots come first; slots
         after the first are ordered (`pools.slots_ordered`: by pool, then non-increasing
-        sizes); the groups fit each pool (in a total the framework sizes, `Space.pool_totals`)."""
+        sizes); the groups fit each pool in a total the framework sizes (`Space.total_ok`)."""
         sp, m = self.space, self.m
         for k in range(sp.slots):
             m.Add(sum(self.y[k, p, s] for p, s in self.shapes) == self.used[k])
@@ -133,9 +133,9 @@ class Model:
                     m.Add(self.on[k, p] + self.on[k + 1, p] >= 2).OnlyEnforceIf(both)
                     m.Add(self.on[k, p] + self.on[k + 1, p] <= 1).OnlyEnforceIf(both.Not())
                     m.Add(self.size[k] >= self.size[k + 1]).OnlyEnforceIf(both)
-        for p, pool in enumerate(sp.pools):  # and add up to a cluster `plan --framework` sizes
+        for p, pool in enumerate(sp.pools):
             gpus = m.NewIntVarFromDomain(cp_model.Domain.FromValues(
-                sp.pool_totals(p) or list(range(pool.total_gpus + 1))), f"gpus[{p}]")
+                [g for g in range(pool.total_gpus + 1) if sp.total_ok(p, g)]), f"gpus[{p}]")
             m.Add(gpus == sum(s * self.y[k, q, s] for k in range(sp.slots) for q, s in self.shapes
                               if q == p))
 

@@ -58,12 +58,6 @@ def all_shapes(pools: list[PoolSpace]) -> list[Shape]:
     return [(p, s) for p, pool in enumerate(pools) for s in pool.sizes]
 
 
-def pool_gpus_ok(pools: list[PoolSpace], sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
-    """Whether the groups (`sizes`, on pools `on`) fit each pool's GPUs."""
-    return all(sum(s for s, q in zip(sizes, on, strict=True) if q == p) <= pool.total_gpus
-               for p, pool in enumerate(pools))
-
-
 def slots_ordered(sizes: tuple[int, ...], on: tuple[int, ...]) -> bool:
     """Symmetry breaking among the slots after slot 0 (interchangeable): pools in index order,
     and within one pool non-increasing sizes (with one pool: non-increasing sizes)."""
