@@ -54,10 +54,10 @@ def solve(space: Space, time_limit_s: float | None = None
             if deadline is not None and not count % 10_000 and time.monotonic() > deadline:
                 raise TimeoutError(f"brute force stopped after {time_limit_s:g} s, "
                                    f"{count:,} choices")
-            if ch is None or not fits(space, ch) or not meets_target(space, ch):
+            if ch is None:
                 continue
-            value = score(space, ch)
-            if best is None or value < best:
+            value = score(space, ch)  # first: most choices lose to the best before their fit
+            if (best is None or value < best) and fits(space, ch) and meets_target(space, ch):
                 best, arg = value, ch
     return best, arg, count
 
@@ -69,6 +69,7 @@ class _Filled:
 
     def __init__(self, space: Space):
         self.space = space
+        self.filled: dict[tuple, Candidate | None] = {}  # by (pool, candidate's id, room)
         self.sizes: dict[tuple, int | None] = {}
         self.priced: dict[tuple, Candidate] = {}
 
@@ -76,9 +77,16 @@ class _Filled:
         gen = self.space.generation
         if gen is None:
             return None
-        layout = ch.candidate[gen.name].layout
-        p = ch.pool(ch.slot[gen.name])
-        at = (p, layout.model_copy(update={"kv_cache_tokens": None}), kv_room(self.space, ch))
+        c = ch.candidate[gen.name]
+        at = (ch.pool(ch.slot[gen.name]), id(c), kv_room(self.space, ch))
+        if at not in self.filled:  # the candidates outlive the enumeration: ids stay theirs
+            self.filled[at] = self._fill(at[0], c.layout, at[2])
+        filled = self.filled[at]
+        return None if filled is None else Choice(
+            ch.sizes, ch.slot, {**ch.candidate, gen.name: filled}, ch.pools)
+
+    def _fill(self, p: int, layout, room: int) -> Candidate | None:
+        at = (p, layout.model_copy(update={"kv_cache_tokens": None}), room)
         if at not in self.sizes:
             self.sizes[at] = kv_for_room(self.space, *at)
         kv = self.sizes[at]
@@ -86,5 +94,5 @@ class _Filled:
             return None
         key = (p, layout.model_copy(update={"kv_cache_tokens": kv}))
         if key not in self.priced:
-            self.priced[key] = price_layout(self.space, gen, p, key[1])
-        return Choice(ch.sizes, ch.slot, {**ch.candidate, gen.name: self.priced[key]}, ch.pools)
+            self.priced[key] = price_layout(self.space, self.space.generation, p, key[1])
+        return self.priced[key]

@@ -47,7 +47,7 @@ class Task:
     role: str
     kind: str  # generation | training | forward
 
-    @property
+    @cached_property  # read in the solvers' inner loops (brute force: millions of times)
     def name(self) -> str:
         return f"{self.role}.{self.kind}"
 
@@ -264,7 +264,7 @@ class Space:
         return gpus <= pool.total_gpus and (
             self.caps is None or self.caps.total_ok(gpus, pool.scenario.cluster.gpus_per_node))
 
-    @property
+    @cached_property  # the tasks are set once
     def generation(self) -> Task | None:
         return next((t for t in self.tasks if t.kind == "generation"), None)
 
