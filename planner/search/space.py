@@ -21,7 +21,6 @@ score a choice with the same integer arithmetic (`choice.py`), so their optima c
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -256,18 +255,16 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     todo = [(task, p, g) for p, g in sorted(all_shapes(pools), key=lambda shape: (-shape[1],
                                                                                    shape[0]))
             for task in tasks if _cache_key(space, task, p, g) not in cache.kept]
-    # the generation here (its rollouts stay in this process's caches for the KV sizes
-    # `refine` prices later); the rest, whose candidates are all that is kept of them, taken
-    # in turns with a child pricing beside this process where the space is large enough
-    mine = [item for item in todo if item[0].kind == "generation"]
-    rest = [item for item in todo if item[0].kind != "generation"]
-    turns = aside.shared(lambda: aside.Turns(rest)) if len(rest) >= MIN_ITEMS_BESIDE else None
+    # taken in turns with a child pricing beside this process where the space is large
+    # enough (the generation's too: with every group size on up to 64 GPUs its rollouts are
+    # most of the pricing; the KV sizes `refine` prices later simulate here again)
+    turns = aside.shared(lambda: aside.Turns(todo)) if len(todo) >= MIN_ITEMS_BESIDE else None
     child = aside.start(_priced, space, turns, heads, deadline) if turns else None
-    priced, complete = _priced(space, itertools.chain(mine, turns or rest), heads, deadline)
+    priced, complete = _priced(space, turns or todo, heads, deadline)
     if child is not None:
         ok, answer = child.result(aside.wait_s(deadline))
         if not ok:  # what the child took is priced here
-            answer = _priced(space, [item for item in rest
+            answer = _priced(space, [item for item in todo
                                      if _cache_key(space, *item) not in priced],
                              heads, deadline)
         priced.update(answer[0])
