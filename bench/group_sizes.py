@@ -5,12 +5,16 @@ lies in the space the optimum is proven over").
 `planner.search.layouts.slot_sizes`. For each scenario of a grid (GRPO and PPO; Qwen2.5 0.5B,
 1.5B and 7B actors on H100 and A100-40GB; 48 or 96 prompts × 8 — batches three divides, so a
 data-parallel degree of 3 or 6 runs whole micro-batches — up to one step off-policy; one node
-of 8 GPUs, or two with `--nodes 2`), `rlplan plan`'s optimum against the optimum of the same
+of 8 GPUs, or N with `--nodes N`), `rlplan plan`'s optimum against the optimum of the same
 search offered every group size from 1 to the whole cluster: it prints both and counts the
 scenarios where every size does better than the whole-ms rounding.
 
     python bench/group_sizes.py              # 48 one-node scenarios (~3 min)
-    python bench/group_sizes.py --nodes 2    # on two nodes: groups spanning part of a node too
+    python bench/group_sizes.py --nodes 9    # past 64 GPUs: groups spanning part of a node too
+
+On up to 64 GPUs (`layouts.EVERY_GPU_COUNT`) the search offers every size, so the two searches
+are one: the figures the former menus gave there (one, two and three nodes) are in that
+constant's docstring, each from this script run at the revision before the menu grew.
 """
 
 from __future__ import annotations

@@ -66,10 +66,13 @@ MIN_CP_CHUNK = 4096
 CHECKPOINTING = ("none", "selective", "full")
 
 
-EVERY_GPU_COUNT = 16
-"""Clusters of up to this many GPUs offer a group of every size: on two nodes of 8, a group of
-12 (a node and a half) beside one of 4 beat every plan of whole nodes or less by up to 10.4%
-(`bench/group_sizes.py --nodes 2`)."""
+EVERY_GPU_COUNT = 64
+"""Clusters of up to this many GPUs offer a group of every size. Groups spanning part of a node
+beat every plan of the former menus (`bench/group_sizes.py --nodes N`): on two nodes of 8, 12 + 4
+by up to 10.4%; on three, 12 + 6 + 6 by up to 7.2% (4 of 48 optima); on eight (two of its
+scenarios, one-off), one by 5.5%.
+Every size costs the search 1.5–2× on 24–64 GPUs (the staleness what-if prices rollouts on each
+size); past 64 the sizes would grow the model with the cluster."""
 
 EVERY_NODE_COUNT = 16
 """Clusters of up to this many nodes offer a group of every node count; larger ones the powers
