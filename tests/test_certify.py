@@ -1,16 +1,20 @@
 """Plans with a KV size written in (`planner/search/certify.py`): the optimum is proven over
 them where the rollout model's bound reaches (a size below a priced one that preempts is at most
-that size's recomputation faster), and the plan says where it does not (partial rollouts)."""
+that size's recomputation faster), and the plan says where it does not (partial rollouts); and
+the group sizes it is proven over."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
-from planner.cli.views import kv_proof_line
+from planner.cli.views import kv_proof_line, size_proof_line
 from planner.search import cpsat
-from planner.search.certify import certify, kv_proof
+from planner.search.certify import certify, kv_proof, size_proof
 from planner.search.deadline import Deadline
 from planner.search.kv import kv_ladder, kv_levels, rollout_of
+from planner.search.layouts import slot_sizes
 from planner.search.option import Outcome, options
 from planner.search.solve import plan
 from planner.search.space import build_space
@@ -126,3 +130,36 @@ def test_the_shortcut_over_an_options_optimum_answers_as_the_solve_does():
                for objective in np.linspace(0.9 * own, own, 5).astype(int).tolist()}
     assert all(fast == slow for fast, slow in answers.values()), answers
     assert {fast for fast, _ in answers.values()} == {"proven", "bound"}, answers
+
+
+def test_the_proof_names_the_group_sizes_it_covers():
+    """Every size on up to 64 GPUs; past that the sizes searched (`layouts.slot_sizes`), which
+    the plan lists and the view names."""
+    base = {"algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
+            "workload.prompts_per_step": 64, "workload.samples_per_prompt": 4,
+            "workload.prompt_len": 256, "workload.response_len": 512,
+            "workload.max_response_len": 1024, "cluster.gpu": "h100-sxm",
+            "cluster.gpus_per_node": 8}
+    small = plan(load_scenario(None, {**base, "cluster.nodes": 8}), explain=False)
+    assert small.search["group_sizes_proven"] == "every size"
+    assert small.search["group_sizes_searched"] == [] and size_proof_line(small) is None
+    large = plan(load_scenario(None, {**base, "cluster.nodes": 9}), explain=False)
+    assert large.search["group_sizes_proven"] == "the sizes searched"
+    assert large.search["group_sizes_searched"] == slot_sizes(72, 8)
+    assert "(1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every size" in size_proof_line(large)
+
+
+def test_with_several_pools_the_sizes_searched_are_named_by_pool():
+    sc = load_scenario(None, {
+        "algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
+        "workload.prompts_per_step": 64, "workload.samples_per_prompt": 4,
+        "workload.prompt_len": 256, "workload.response_len": 512,
+        "workload.max_response_len": 1024, "cluster.inter_pool_gbps": 100,
+        "cluster.pools": [{"name": "train", "gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
+                          {"name": "rollout", "gpu": "h20", "nodes": 9, "gpus_per_node": 8}]})
+    fields = size_proof(build_space(sc), proven=True)
+    assert fields == {"group_sizes_proven": "the sizes searched", "group_sizes_searched": {
+        "train": list(range(1, 9)), "rollout": slot_sizes(72, 8)}}
+    assert size_proof(build_space(sc), proven=False)["group_sizes_proven"] is None
+    line = size_proof_line(SimpleNamespace(status="optimal", search=fields))
+    assert "(train: 1–8; rollout: 1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every" in line

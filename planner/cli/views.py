@@ -173,8 +173,9 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
                   f"({it / b['compute_s']:.1f}× from it){decode}")
     console.print(memory_line(plan))
-    if (proof := kv_proof_line(plan)) is not None:
-        console.print(proof)
+    for proof in (kv_proof_line(plan), size_proof_line(plan)):
+        if proof is not None:
+            console.print(proof)
     for line in framework_lines(plan):
         console.print(line)
     explanation = plan.explanation
@@ -276,6 +277,29 @@ def kv_proof_line(plan: Plan) -> str | None:
              for why, options in by_why.items()]
     return (f"proof: over every KV cache size left out or priced, not every size a plan may "
             f"write in — {'; '.join(parts)} (search.kv_sizes_unproven)")
+
+
+def size_proof_line(plan: Plan) -> str | None:
+    """A proven optimum over the group sizes searched, not every size a group may take (a
+    cluster over `layouts.EVERY_GPU_COUNT` GPUs): which (`search.group_sizes_searched`)."""
+    searched = (plan.search or {}).get("group_sizes_searched")
+    if plan.status != "optimal" or not searched:
+        return None
+    menu = (spans(searched) if isinstance(searched, list) else
+            "; ".join(f"{pool}: {spans(sizes)}" for pool, sizes in searched.items()))
+    return (f"proof: over the group sizes searched ({menu}), not every size a group may take "
+            f"(search.group_sizes_searched)")
+
+
+def spans(sizes: list[int]) -> str:
+    """Sorted integers as runs: '1–8, 16, 32'."""
+    runs: list[list[int]] = []
+    for n in sizes:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def memory_line(plan: Plan) -> str:

@@ -18,6 +18,7 @@ from planner.cli.views import (
     offload_lines,
     regime_sentence,
     search_line,
+    size_proof_line,
 )
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InputError
@@ -65,9 +66,10 @@ def summary(plan: Plan) -> str:
     if plan.framework:
         pairs.append(("framework", plan.framework))
     pairs += [(f"{stage} precision", words) for stage, words in plan.precision.items()]
-    cut, proof = search_line(plan), kv_proof_line(plan)
+    cut = search_line(plan)
+    proofs = [line for line in (kv_proof_line(plan), size_proof_line(plan)) if line]
     return section("summary", SECTIONS["summary"], facts(pairs),
-                   para(cut, "warning") if cut else "", para(proof) if proof else "")
+                   para(cut, "warning") if cut else "", *map(para, proofs))
 
 
 def layouts(plan: Plan) -> str:

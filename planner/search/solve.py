@@ -36,7 +36,7 @@ from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import aside, cpsat, last
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
-from planner.search.certify import kv_proof, proof
+from planner.search.certify import kv_proof, proof, size_proof
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
 from planner.search.explain import (
@@ -357,7 +357,8 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
               "time_limit_s": deadline.budget_s,
               "candidates": best.space.priced, "candidates_after_pruning": best.space.kept,
               "candidates_in_model": best.result.candidates,
-              **kv_proof(outcomes, objective, deadline, proven)}
+              **kv_proof(outcomes, objective, deadline, proven),
+              **size_proof(best.space, proven)}
     result = to_plan(sc, plan_in, ev, status="optimal" if proven else "feasible", search=search)
     explanation = dict(result.explanation)
     explanation["memory_binds"] = memory_binds(result.memory["peak_gib_per_gpu"],
