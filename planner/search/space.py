@@ -284,11 +284,11 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
 
 
 MIN_ITEMS_BESIDE = 8
-"""Fewer (task, size) pairs of training and forwards than this are priced here alone. Timed
-in one-off runs (not bench figures), medians of 5: at 8 rather than 16, a node's 8 pairs of
-GRPO priced beside the generation's took the search of the shipped 7B example from 0.53 to
-0.46 s, of GRPO 7B / 70B on 8 GPUs from 0.49 / 0.56 to 0.44 / 0.49 s, DPO's 0.07 s unchanged;
-at 4, the example no faster than at 8."""
+"""Fewer (task, size) pairs than this are priced here alone. Timed in one-off runs (not bench
+figures), medians of 5, when the generation was priced here alone: at 8 rather than 16, a
+node's 8 pairs of GRPO training and forwards priced beside the generation's took the search of
+the shipped 7B example from 0.53 to 0.46 s, of GRPO 7B / 70B on 8 GPUs from 0.49 / 0.56 to
+0.44 / 0.49 s, DPO's 0.07 s unchanged; at 4, the example no faster than at 8."""
 
 
 def _priced(space: Space, todo: Iterable[tuple[Task, int, int]], heads: dict[str, Head],
