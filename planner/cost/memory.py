@@ -161,6 +161,16 @@ def _offloaded(offload: str | np.ndarray) -> tuple[bool | np.ndarray, bool | np.
     return isin(offload, ("params", "both")), isin(offload, ("optimizer", "both"))
 
 
+def _stage_params(spec: ModelSpec, layout: Layout | LayoutVariants, etp: Num, head: Head):
+    """Each pipeline stage that can peak (`stages_that_can_peak`), with its parameters per GPU
+    under the layout's split."""
+    for k in stages_that_can_peak(spec, layout.pp, layout.first_stage_layers,
+                                  layout.last_stage_layers):
+        yield k, params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
+                                      stage=k, head=head, first=layout.first_stage_layers,
+                                      last=layout.last_stage_layers)
+
+
 def memory_training_per_gpu(
     spec: ModelSpec, layout: Layout | LayoutVariants, *, seq_len: Num, micro_batches: Num = 1,
     head: Head = Head.POLICY, precision: Precision = MIXED_PRECISION_ADAM,
@@ -183,11 +193,7 @@ def memory_training_per_gpu(
     gathers = (layout.zero >= 3) | params_host
     b = layout.micro_batch
     out = []
-    for k in stages_that_can_peak(spec, layout.pp, layout.first_stage_layers,
-                                  layout.last_stage_layers):
-        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
-                                   stage=k, head=head, first=layout.first_stage_layers,
-                                   last=layout.last_stage_layers)
+    for k, sp_ in _stage_params(spec, layout, etp, head):
         states = bytes_model_states(sp_.dense, psi_expert=sp_.routed_experts, zero=layout.zero,
                                     nd=nd, nd_expert=nd_e, precision=precision)
         act = bytes_activation_training_stage(
@@ -243,11 +249,7 @@ def memory_forward_per_gpu(
     b = layout.micro_batch
     tokens = seq_len / layout.cp * b
     out = []
-    for k in stages_that_can_peak(spec, layout.pp, layout.first_stage_layers,
-                                  layout.last_stage_layers):
-        sp_ = params_per_gpu_stage(spec, tp=layout.tp, pp=layout.pp, ep=layout.ep, etp=etp,
-                                   stage=k, head=head, first=layout.first_stage_layers,
-                                   last=layout.last_stage_layers)
+    for k, sp_ in _stage_params(spec, layout, etp, head):
         weights = precision.weight_bytes * (sp_.dense / where(sharded, nd, 1)
                                             + sp_.routed_experts / where(sharded, nd_e, 1))
         workspace = bytes_inference_workspace(spec, tokens, tp=layout.tp, context=seq_len,
