@@ -10,7 +10,7 @@ search offered every group size from 1 to the whole cluster: it prints both and 
 scenarios where every size does better than the whole-ms rounding.
 
     python bench/group_sizes.py              # 48 one-node scenarios (~3 min)
-    python bench/group_sizes.py --nodes 9    # past 64 GPUs: groups spanning part of a node too
+    python bench/group_sizes.py --nodes 9 --only "staleness 1" --only '!7b'   # past 64 GPUs
 
 On up to 64 GPUs (`layouts.EVERY_GPU_COUNT`) the search offers every size, so the two searches
 are one: the figures the former menus gave there (one, two and three nodes) are in that
@@ -53,10 +53,16 @@ def scenarios(nodes: int) -> list[tuple[str, dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1)
-    nodes = parser.parse_args().nodes
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="only the scenarios whose name holds TEXT (each --only one more "
+                        "condition, all must hold; a leading ! negates: --only '!7b')")
+    args = parser.parse_args()
     beaten = total = 0
     worst = (0.0, "")
-    for name, flags in scenarios(nodes):
+    for name, flags in scenarios(args.nodes):
+        if not all((t[1:] not in name) if t.startswith("!") else (t in name)
+                   for t in args.only):
+            continue
         space_module.slot_sizes = slot_sizes
         if (shipped := planned(load_scenario(None, flags), name, 46)) is None:
             continue

@@ -73,8 +73,9 @@ by up to 10.4%; on three, 12 + 6 + 6 by up to 7.2% (4 of 48 optima); on eight (t
 scenarios, one-off), one by 5.5%.
 Every size costs the search 1.5–2× on 24–64 GPUs (the staleness what-if prices rollouts on each
 size); past 64 it grows with the cluster: on 9 nodes every size beat 4 of the 16 one-step-off
-optima of `bench/group_sizes.py`'s 0.5B/1.5B grid by up to 3.9% (a one-off, 2026-12-03), and
-on 9 and 16 nodes took the shipped GRPO example's command from 2.1 and 3.0 s to 5.8 and 8.0 s."""
+optima of the 0.5B/1.5B grid by up to 3.9% (`--nodes 9 --only "staleness 1" --only '!7b'`),
+and on 9 and 16 nodes took the shipped GRPO example's command from 2.1 and 3.0 s to 5.8 and
+8.0 s (one-off)."""
 
 EVERY_NODE_COUNT = 16
 """Clusters of up to this many nodes offer a group of every node count; larger ones the powers
