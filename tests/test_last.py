@@ -53,6 +53,18 @@ def test_an_optimum_answered_alone_pins_to_the_plan_solved_in_turn():
     assert (pinned.objective, pinned.choice) == (here.objective, here.choice)
 
 
+def test_under_a_cutoff_alone_answers_only_an_optimum_within_it():
+    """The child solves under the cutoff the search has set so far: an optimum within it is
+    the one solving without it gives; one above it is no answer (the search solves it in its
+    turn, BEATEN)."""
+    sc = load_scenario(None, CASES["ppo-0.5b-16gpu"])
+    free = last.alone(build_space(sc), Deadline.after(60), 1)
+    assert free is not None
+    within = last.alone(build_space(sc), Deadline.after(60), 1, cutoff=free.objective)
+    assert within is not None and within.objective == free.objective
+    assert last.alone(build_space(sc), Deadline.after(60), 1, cutoff=free.objective - 1) is None
+
+
 @needs_fork
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, name):
@@ -79,7 +91,7 @@ def test_what_the_child_took_and_did_not_answer_is_solved_here(monkeypatch):
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
     real = aside.start
 
-    def takes_the_back_and_dies(spaces, ends, deadline, workers):
+    def takes_the_back_and_dies(spaces, ends, cut, deadline, workers):
         while ends.back() is not None:
             pass
         raise RuntimeError("died with every option taken")

@@ -3,7 +3,8 @@
 With the options solved one after another, each under the optima and plans found before it
 (`solve.cutoff`, seeds), the second core has nothing to do. So a child process solves them from
 the last one back (`aside.Ends`) until it meets this process coming from the first, each with no
-seeds and no cutoff; the options shown are pinned later (`solve.pin_shown`). An answer is taken
+seeds, under the cutoff this process has set so far (none at first); the options shown are
+pinned later (`solve.pin_shown`). An answer is taken
 only where it is what solving the option in its turn gives: an optimum within the cutoff there,
 so proven OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
 `kv.py`) reaches, so neither solve priced a KV size more (`refine.py`) — the space after both
@@ -17,6 +18,7 @@ import time
 
 from planner.search import cpsat
 from planner.search.aside import Cores, Ends, Least
+from planner.search.bounds import placement_lower_bound, prune
 from planner.search.choice import generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.sat import cp_model
@@ -28,20 +30,29 @@ scenarios (a one-off run, not a bench figure), their solves took hundredths of a
 about what forking the process costs."""
 
 
-def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None:
-    """`space` solved with no seeds and no cutoff — None unless that is an optimum no plan
-    with a bound candidate reaches (nor beats: then the search prices a KV size more). Unpinned:
-    the search pins the options it shows (`solve.pin_shown`), in whichever process is free.
+def alone(space: Space, deadline: Deadline, workers: int, cutoff: int | None = None
+          ) -> cpsat.Result | None:
+    """`space` solved with no seeds — None unless that is an optimum no plan with a bound
+    candidate reaches (nor beats: then the search prices a KV size more), and (`cutoff`) at
+    most `cutoff`. Unpinned: the search pins the options it shows (`solve.pin_shown`), in
+    whichever process is free.
 
     One solve says both: among the plans of least objective it prefers one with a bound
     candidate (at most one is chosen, the generation's): minimise 2 × objective − that
     candidate's literal. Its candidates are first cut by a greedy incumbent's score, which is
-    a plan's (`bounds.incumbent` takes no bound candidate), as `cpsat.solve` does."""
+    a plan's (`bounds.incumbent` takes no bound candidate), as `cpsat.solve` does — or by the
+    cutoff below it (`bounds.prune`; none within: None at once, as when the model finds none)."""
     started = time.monotonic()
     if generation_slot(space) is None or deadline.left() < cpsat.MIN_MODEL_S:
         return None
     pruned, start = cpsat.by_incumbent(space)
+    if cutoff is not None and (start is None or cutoff < score(space, start)):
+        pruned, start = prune(space, cutoff), None
+        if (least := placement_lower_bound(pruned)) is None or least > cutoff:
+            return None
     model = cpsat.hinted_model(pruned, start)
+    if cutoff is not None:
+        model.m.Add(model.objective <= cutoff)
     bound = [v for key, v in model.x.items() if model.cand(key).bound]
     model.m.Minimize(2 * model.objective - sum(bound))
     solver = cpsat.new_solver(deadline.left(), workers, 0)
@@ -53,13 +64,15 @@ def alone(space: Space, deadline: Deadline, workers: int) -> cpsat.Result | None
                         len(model.m.Proto().variables), pruned.kept, pinned=False)
 
 
-def from_the_back(spaces: list[Space], ends: Ends, deadline: Deadline, workers: int
-                  ) -> dict[int, cpsat.Result | None]:
+def from_the_back(spaces: list[Space], ends: Ends, cut: Least, deadline: Deadline,
+                  workers: int) -> dict[int, cpsat.Result | None]:
     """`alone` for each position of `spaces` (the options in the order they are solved) taken
-    from the back of `ends`, by position."""
+    from the back of `ends`, by position, each under the cutoff the other process has set so
+    far (`cut`: the optima found before a position set one no higher, `solve.cutoff`, so an
+    optimum within it is all the search can take)."""
     out = {}
     while (j := ends.back()) is not None:
-        out[j] = alone(spaces[j], deadline, workers)
+        out[j] = alone(spaces[j], deadline, workers, cut.get())
     return out
 
 

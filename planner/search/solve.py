@@ -130,11 +130,13 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         beside is not None and beside() and spaces[order[-1]].kept >= last.MIN_CANDIDATES))
     ends = aside.shared(lambda: aside.Ends(len(order))) if beside_ok else None
     least_found = aside.shared(aside.Least) if ends and idle is not None else None
+    cut = aside.shared(aside.Least) if ends and idle is None else None  # `cutoff`, as it falls
     in_order = [spaces[i] for i in order]
     tail = (None if not ends else
             aside.start(last.least_from_the_back, in_order, ends, least_found, idle, deadline,
                         workers) if least_found
-            else aside.start(last.from_the_back, in_order, ends, deadline, workers))
+            else aside.start(last.from_the_back, in_order, ends, cut, deadline, workers)
+            if cut else None)
     theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
     for n, i in enumerate(order):
@@ -146,6 +148,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
         result, limit = None, cutoff(found, worse)
+        if cut is not None and limit is not None:
+            cut.lower(limit)
         if tail is not None and ends.front() is None:  # the child took this one and the rest
             if theirs is None:
                 ok, answer = tail.result(aside.wait_s(share))
