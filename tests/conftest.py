@@ -75,12 +75,13 @@ def power_of_two_group_sizes(total: int, per_node: int) -> list[int]:
     return sorted(s for s in sizes if 0 < s <= total)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fewer_group_sizes():
     """The search offers the former, smaller menu of group sizes
     (`power_of_two_group_sizes`): for the tests of the solver's mechanics against brute force,
     whose enumeration grows with the sizes as a power of the slots (the full menu is held to
-    brute force in `tests/test_search.py`)."""
+    brute force in `tests/test_search.py`). For the test that asks only: a module-scoped patch
+    stayed on for every later test of the module."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("planner.search.space.slot_sizes", power_of_two_group_sizes)
         yield

@@ -23,9 +23,10 @@ None when every step gains at least half.
 Consistency: the search may leave GPUs idle (its groups need only fit the cluster), so batch
 divisibility alone cannot make a larger size slower — a smaller size's plan is also a plan on
 more GPUs, provided its group sizes are on the larger size's menu. They are not always: every
-size up to 16 GPUs, past that any count within a node and any node multiple on up to 16
-nodes, on larger clusters power-of-two node multiples and their complements to the cluster
-(`planner.search.layouts.slot_sizes`), so 136 + 8 on 144 GPUs has no 136-GPU group on 256.
+size up to 64 GPUs (`layouts.EVERY_GPU_COUNT`), past that any count within a node and any node
+multiple on up to 16 nodes, on larger clusters power-of-two node multiples and their
+complements to the cluster (`planner.search.layouts.slot_sizes`), so 36 + 28 on 64 GPUs has
+no 36-GPU group on 72, and 136 + 8 on 144 GPUs no 136-GPU group on 256.
 The other cause is a search stopped at its time limit. A row slower than a smaller size
 carries a note naming the causes that apply.
 """
