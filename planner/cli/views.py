@@ -19,7 +19,7 @@ from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InfeasibleError, InputError
 from planner.pictures import picture_format
 from planner.plan import SCHEMA_VERSION, InterModel, Layout, Plan, expert_tp
-from planner.search.explain import BINDING_MARGIN, memory_binds
+from planner.search.explain import BINDING_MARGIN, memory_binds, spans
 
 if TYPE_CHECKING:
     from planner.export import Export
@@ -289,17 +289,6 @@ def size_proof_line(plan: Plan) -> str | None:
             "; ".join(f"{pool}: {spans(sizes)}" for pool, sizes in searched.items()))
     return (f"proof: over the group sizes searched ({menu}), not every size a group may take "
             f"(search.group_sizes_searched)")
-
-
-def spans(sizes: list[int]) -> str:
-    """Sorted integers as runs: '1–8, 16, 32'."""
-    runs: list[list[int]] = []
-    for n in sizes:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def memory_line(plan: Plan) -> str:

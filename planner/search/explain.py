@@ -69,14 +69,25 @@ def shown(ranked: list[Outcome]) -> list[Outcome]:
     return [ranked[0], *ties[:1], *worse]
 
 
+def spans(sizes: list[int]) -> str:
+    """Sorted group sizes as runs: '1–8, 16, 32'."""
+    runs: list[list[int]] = []
+    for n in sizes:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
 def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
     """Why a plan leaves GPUs of the cluster idle (None when it uses them all): the group sizes
     the search offers, the tasks with no layout on the whole cluster, and the objective."""
     total = sc.total_gpus
     if used >= total:
         return None
-    menu = "; ".join((f"{pool.name}: " if len(space.pools) > 1 else "")
-                     + ", ".join(map(str, pool.sizes)) for pool in space.pools)
+    menu = "; ".join((f"{pool.name}: " if len(space.pools) > 1 else "") + spans(pool.sizes)
+                     for pool in space.pools)
     why = [f"{used} of {gpu_count(total)} used: the search's group sizes here are {menu} "
            f"(every size on up to {EVERY_GPU_COUNT} GPUs; beyond, every count within a node "
            f"and every multiple of a node on up to {EVERY_NODE_COUNT} nodes, else the "
