@@ -17,6 +17,10 @@ process: what child processes do beside it (`planner/search/aside.py`: part of t
 every other pin, the what-ifs) shows as the time it waits for them.
 Run: .venv/bin/python bench/search_speed.py --phases [--runs 3]
 
+`--examples`: `rlplan plan` as run on every shipped example (`examples/*.yaml`), the same
+columns, no target (`--against REV` side by side too).
+Run: .venv/bin/python bench/search_speed.py --examples [--runs 3] [--against REV]
+
 `--matrix`: wall time and status of `plan` for PPO, GRPO and DPO on 8 … 4096 GPUs with a
 7B, a 70B and a 235B MoE actor; candidates before and after pruning; CP-SAT against brute
 force where brute force can finish.
@@ -209,10 +213,17 @@ def revision(rev: str):
                             str(where)], check=False)
 
 
-def targets(runs: int, against: str | None = None) -> None:
-    """The issues' four rows: min / median / max over `runs` fresh processes; with `against`,
-    that git revision's too, run by run in turn with this checkout's (a shared host's speed
-    drifts within the hour: only figures taken side by side compare)."""
+def shipped_examples() -> list[tuple]:
+    """`rlplan plan` on each shipped example as it ships, as rows like `TARGETS`' (no target):
+    the sizes a newcomer runs first (a 16-node PPO among them)."""
+    return [(f"example {path.stem}", path, [], "command", None)
+            for path in sorted((ROOT / "examples").glob("*.yaml"))]
+
+
+def targets(runs: int, against: str | None = None, rows: list[tuple] = TARGETS) -> None:
+    """The issues' four rows (or `rows`): min / median / max over `runs` fresh processes; with
+    `against`, that git revision's too, run by run in turn with this checkout's (a shared
+    host's speed drifts within the hour: only figures taken side by side compare)."""
     def spread(xs: list[float]) -> str:
         return f"{min(xs):5.2f} / {statistics.median(xs):5.2f} / {max(xs):5.2f}"
 
@@ -227,7 +238,7 @@ def targets(runs: int, against: str | None = None) -> None:
             old = stack.enter_context(revision(against))
             checkouts[against] = (old, {**as_installed(old), "PYTHONPATH": str(old)})
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        for label, scenario_, flags, what, target in TARGETS:
+        for label, scenario_, flags, what, target in rows:
             path = scenario_
             if isinstance(scenario_, dict):
                 path = tmp / "ppo-1024.yaml"
@@ -240,7 +251,8 @@ def targets(runs: int, against: str | None = None) -> None:
                 inside, process, cpu = ([t[k] for t in got] for k in range(3))
                 case = f"{label} {'at ' + name if name else ''}"
                 print(f"{case:46} {what:8} {spread(inside):>21} {spread(process):>21} "
-                      f"{spread(cpu):>21} {target:6.1f}", flush=True)
+                      f"{spread(cpu):>21} {'' if target is None else f'{target:6.1f}':>6}",
+                      flush=True)
 
 
 ACTORS = {"7B": "qwen2.5-7b", "70B": "llama-3.1-70b", "235B-MoE": "qwen3-235b-a22b"}
@@ -299,9 +311,14 @@ def main() -> None:
                         "with this checkout's")
     parser.add_argument("--phases", action="store_true",
                         help="where the two target commands' search spends its time instead")
+    parser.add_argument("--examples", action="store_true",
+                        help="time `rlplan plan` on every shipped example instead")
     args = parser.parse_args()
     if args.phases:
         phases(args.runs)
+        return
+    if args.examples:
+        targets(args.runs, args.against, shipped_examples())
         return
     if not args.matrix:
         targets(args.runs, args.against)
