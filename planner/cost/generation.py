@@ -51,7 +51,7 @@ from planner.cost.flops import (
 )
 from planner.cost.memo import memo
 from planner.cost.memory import MemoryBreakdown, peak_stage
-from planner.cost.rollout import PARTIAL_PERIODS, replica_chunks, schedule
+from planner.cost.rollout import PARTIAL_PERIODS, replica_bounds, schedule
 from planner.cost.states import (
     MIXED_PRECISION_ADAM,
     Precision,
@@ -475,7 +475,7 @@ def rollout_floor(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardwar
     on the shipped GRPO example, tighter as the cache grows.)"""
     step = decode_step(spec, layout, gpu, engine, precision)
     pre = prefill_cost(spec, layout, gpu, precision)
-    starts = [chunk.start for chunk in replica_chunks(len(lengths), layout.dp)]
+    starts = replica_bounds(len(lengths), layout.dp)[:-1]
     n_lengths = lengths.astype(float)
     n = np.diff([*starts, len(lengths)])[:, None]  # per replica (rows) × KV size (columns)
     tokens = np.add.reduceat(n_lengths, starts)[:, None]
@@ -527,15 +527,16 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     # scaled to the tokens of its share (what a step generates in steady state) — but new
     # prompts per prompt admitted, scaled to its share's prompts: a step prefills each of its
     # prompts once, however few tokens the window's last period generated after admitting them
+    bounds = replica_bounds(len(lengths), dp)
+    share_starts, share = bounds[:-1], np.diff(bounds)  # each replica's sequences
     scale = prompts = np.ones(dp)
     if partial:
-        chunks = replica_chunks(len(lengths), dp)
         tokens = np.bincount(sched.replica, weights=sched.steps * sched.batch * measured,
                              minlength=dp)
-        scale = np.array([lengths[c].sum() for c in chunks]) / np.maximum(tokens, 1)
+        scale = np.add.reduceat(lengths, share_starts) / np.maximum(tokens, 1)
         admitted = np.bincount(sched.replica[pre_at], weights=pre_n[0] * measured[pre_at],
                                minlength=dp)
-        prompts = np.array([c.stop - c.start for c in chunks]) / np.maximum(admitted, 1)
+        prompts = share / np.maximum(admitted, 1)
     not_fresh = cost.copy()
     not_fresh[pre_at] -= fresh
     per = (np.bincount(sched.replica, weights=not_fresh * measured, minlength=dp) * scale
@@ -555,7 +556,6 @@ def time_generation(spec: ModelSpec, layout: Layout | LayoutVariants, gpu: Hardw
     after = 0.0 if partial else np.clip((end - tail_start) / np.maximum(cost, 1e-30), 0, 1)
     steps = sched.steps[mine]
     shown = mine & (sched.period == sched.period.max())  # partial: the last step
-    share = np.array([c.stop - c.start for c in replica_chunks(len(lengths), dp)])
     return Rollout(
         time=GenerationTime(
             prefill=f_prompts * float(fresh[mine[pre_at]].sum()),

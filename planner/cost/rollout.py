@@ -88,15 +88,21 @@ class Schedule:
 PREFILL_COLUMNS = ("fresh", "fresh_tokens", "fresh_sq", "re", "re_tokens", "re_sq")
 
 
-def replica_chunks(n: int, dp: int) -> list[slice]:
+def replica_chunks(n: int, dp: int) -> tuple[slice, ...]:
     """The sequences each of `dp` replicas receives: contiguous, sizes differing by at most one
     (`numpy.array_split`); sequences are prompt-major, so a prompt's samples stay together
     whenever the chunk size is a multiple of the samples per prompt."""
+    bounds = replica_bounds(n, dp)
+    return tuple(map(slice, bounds, bounds[1:]))
+
+
+def replica_bounds(n: int, dp: int) -> list[int]:
+    """Where each of the `dp` replicas' chunks of `n` sequences starts, then `n`."""
     if dp > n:
         raise ValueError(f"{dp} replicas for {n} sequences: some replica would get none")
     base, extra = divmod(n, dp)
-    bounds = [k * base + min(k, extra) for k in range(dp + 1)]
-    return [slice(a, b) for a, b in itertools.pairwise(bounds)]
+    k = np.arange(dp + 1)
+    return (k * base + np.minimum(k, extra)).tolist()
 
 
 @memo
@@ -112,10 +118,23 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
     if kv_tokens < prompt_len + longest:
         raise ValueError(f"kv_tokens {kv_tokens} cannot hold one sequence of "
                          f"{prompt_len + longest} tokens")
-    periods = PARTIAL_PERIODS if partial else 0
-    runs = [_replica(lengths[chunk], prompt_len, kv_tokens, max(1, max_seqs), periods)
-            for chunk in replica_chunks(len(lengths), dp)]
-    return _assemble(runs, periods)
+    periods, cap = PARTIAL_PERIODS if partial else 0, max(1, max_seqs)
+    step = _UNBOUND.step(lengths)
+    whole = _UNBOUND.whole((lengths.dtype.str, step, dp, prompt_len, cap, periods), kv_tokens)
+    if whole is not None:
+        return whole
+    bounds = replica_bounds(len(lengths), dp)
+    runs = [_replica(lengths, (lengths.dtype.str, step, a, b, prompt_len, cap, periods),
+                     kv_tokens) for a, b in itertools.pairwise(bounds)]
+    out = _assemble(runs, periods)
+    peak = max(map(_peak, runs))
+    if peak <= kv_tokens:
+        _UNBOUND.put_whole((lengths.dtype.str, step, dp, prompt_len, cap, periods), peak, out)
+    return out
+
+
+def _peak(run: _Run) -> int:
+    return run.peak
 
 
 @dataclass(frozen=True)
@@ -136,40 +155,65 @@ class _Run:
 class _Unbound:
     """Replica runs the KV cache never bound, by what a run depends on besides the cache (the
     replica's lengths, the prompt, the concurrency cap, the periods): each is the run of every
-    cache at or above its peak. At most `ROWS` segments are kept (tens of MB), then afresh."""
+    cache at or above its peak — and likewise whole schedules no replica's cache bound, by the
+    step's lengths and the replica count besides (`schedule` then skips its replicas one by
+    one: hundreds of them on a large cluster). At most `ROWS` segments are kept (tens of MB),
+    then afresh."""
 
     ROWS = 1 << 21
 
     def __init__(self) -> None:
         self.runs: dict[tuple, _Run] = {}
+        self.wholes: dict[tuple, tuple[int, Schedule]] = {}
+        self.steps: dict[bytes, bytes] = {}
         self.rows = 0
+
+    def step(self, lengths: np.ndarray) -> bytes:
+        """The step's lengths as a key — with a chunk's bounds, what a replica's runs are kept
+        by — one object per content, so that keys compare by identity, not 8 bytes a
+        sequence."""
+        data = lengths.tobytes()
+        return self.steps.setdefault(data, data)
 
     def get(self, key: tuple, capacity: int) -> _Run | None:
         run = self.runs.get(key)
         return run if run is not None and capacity >= run.peak else None
 
     def put(self, key: tuple, run: _Run) -> None:
-        if self.rows + len(run.seg) > self.ROWS:
-            self.clear()
+        self._room(len(run.seg))
         self.runs[key] = run
-        self.rows += len(run.seg)
+
+    def whole(self, key: tuple, capacity: int) -> Schedule | None:
+        peak, sched = self.wholes.get(key, (capacity + 1, None))
+        return sched if capacity >= peak else None
+
+    def put_whole(self, key: tuple, peak: int, sched: Schedule) -> None:
+        self._room(len(sched.steps))
+        self.wholes[key] = (peak, sched)
+
+    def _room(self, rows: int) -> None:
+        if self.rows + rows > self.ROWS:
+            self.clear()
+        self.rows += rows
 
     def clear(self) -> None:
         self.runs.clear()
+        self.wholes.clear()
+        self.steps.clear()
         self.rows = 0
 
 
 _UNBOUND = _Unbound()
 
 
-def _replica(lengths: np.ndarray, prompt: int, capacity: int, max_seqs: int, periods: int
-             ) -> _Run:
-    """One replica's run: simulated, unless a run the cache never bound serves it (`_Unbound`,
-    module docstring)."""
-    key = (lengths.tobytes(), prompt, max_seqs, periods)
+def _replica(lengths: np.ndarray, key: tuple, capacity: int) -> _Run:
+    """The run of the replica `key` names — (dtype and bytes of the step's `lengths`, its
+    chunk's start and end, prompt, concurrency cap, periods) — under a KV cache of `capacity`:
+    simulated, unless a run the cache never bound serves it (`_Unbound`, module docstring)."""
     run = _UNBOUND.get(key, capacity)
     if run is None:
-        run = _simulate(lengths, prompt, capacity, max_seqs, periods)
+        _, _, a, b, prompt, max_seqs, periods = key
+        run = _simulate(lengths[a:b], prompt, capacity, max_seqs, periods)
         if run.peak <= capacity:
             _UNBOUND.put(key, run)
     return run
