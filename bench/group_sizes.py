@@ -29,7 +29,8 @@ from planner.search.layouts import slot_sizes
 from planner.specs.scenario import load_scenario
 
 
-def every_size(total: int, per_node: int) -> list[int]:
+def every_size(total: int, per_node: int, every: int = 0) -> list[int]:
+    """Every group size, whatever `every` asks (the what-ifs' too)."""
     return list(range(1, total + 1))
 
 

@@ -65,9 +65,9 @@ def grpo_scenario(**changes) -> dict:
     return base
 
 
-def power_of_two_group_sizes(total: int, per_node: int) -> list[int]:
+def power_of_two_group_sizes(total: int, per_node: int, every: int = 0) -> list[int]:
     """The search's group sizes before 2026-12-02: powers of two within a node, power-of-two
-    node multiples and their complements to the cluster."""
+    node multiples and their complements to the cluster (`every` ignored)."""
     sizes = {1 << k for k in range(per_node.bit_length()) if 1 << k <= min(per_node, total)}
     nodes = total // per_node
     whole = {per_node * (1 << k) for k in range(nodes.bit_length()) if (1 << k) <= nodes}

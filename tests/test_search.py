@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError
-from planner.search import brute, cpsat, solve
+from planner.search import aside, brute, cpsat, solve
 from planner.search.choice import fits, score, valid
 from planner.search.layouts import slot_sizes
 from planner.search.solve import plan, to_plan_input
@@ -310,3 +310,28 @@ def test_fewest_gpus_objective_needs_a_reachable_target(cli):
     assert result.exit_code == 3
     reason = json.loads(result.stdout)["reason"]
     assert "reaches 1,000,000,000 tokens/s" in reason and "the fastest plan reaches" in reason
+
+
+def test_the_what_ifs_search_within_a_node_or_whole_nodes(monkeypatch):
+    """What an option would buy is said from a plan, not proven: past 16 GPUs the what-ifs
+    search group sizes within a node or of whole nodes (`layouts.WHAT_IF_EVERY_GPU_COUNT`)
+    while the plan searches every size, and a cut found over those is said to be at least
+    that much."""
+    searched: dict[bool, set[int]] = {}
+    real = solve.build_space
+
+    def recording(sc, **kw):
+        space = real(sc, **kw)
+        what_if = kw.get("staleness", 0) == 1 or kw.get("partial", False)
+        searched.setdefault(what_if, set()).update(space.pools[0].sizes)
+        return space
+
+    monkeypatch.setattr(solve, "build_space", recording)
+    monkeypatch.setattr(aside, "start", lambda *a, **k: None)  # every search in this process
+    best = plan(small(algorithm="grpo", **{"workload.prompts_per_step": 48,
+                                           "workload.samples_per_prompt": 4,
+                                           "cluster.nodes": 3}))
+    assert searched == {False: set(range(1, 25)), True: {*range(1, 9), 16, 24}}
+    assert any(note.startswith("max_staleness 1 (one step off-policy) would cut the "
+                               "iteration time by at least ")
+               for note in best.explanation["what_if"]), best.explanation["what_if"]

@@ -71,22 +71,29 @@ EVERY_GPU_COUNT = 64
 beat every plan of the former menus (`bench/group_sizes.py --nodes N`): on two nodes of 8, 12 + 4
 by up to 10.4%; on three, 12 + 6 + 6 by up to 7.2% (4 of 48 optima); on eight (two of its
 scenarios, one-off), one by 5.5%.
-Every size costs the search 1.5–2× on 24–64 GPUs (the staleness what-if prices rollouts on each
-size); past 64 it grows with the cluster: on 9 nodes every size beat 4 of the 16 one-step-off
-optima of the 0.5B/1.5B grid by up to 3.9% (`--nodes 9 --only "staleness 1" --only '!7b'`),
-and on 9 and 16 nodes took the shipped GRPO example's command from 2.1 and 3.0 s to 5.8 and
-8.0 s (one-off)."""
+Past 64 the cost grows with the cluster: on 9 nodes every size beat 4 of the 16 one-step-off
+optima of the 0.5B/1.5B grid by up to 3.9% (`--nodes 9 --only "staleness 1" --only '!7b'`);
+with the what-ifs on the former menus (`WHAT_IF_EVERY_GPU_COUNT`) it took the shipped examples
+(one-off runs, the whole search): GRPO on 9 / 16 / 32 / 128 nodes 1.2 / 1.5 / 1.4 / 2.2 s to
+1.4 / 1.8 / 2.1 / 6.1 s, PPO's four 70B roles on 16 nodes 6.7 s to 10.6 s."""
+
+WHAT_IF_EVERY_GPU_COUNT = 16
+"""The what-ifs (`solve._what_if`) search every group size on up to this many GPUs only (past
+it the former menus: every count within a node, whole nodes): they say what an option would
+buy from a plan it has, not a proven optimum, and searched every size the staleness what-if
+was most of the command (`bench/search_speed.py --examples`: the shipped GRPO example on 32
+GPUs 2.1 → 1.2 s, the two-pool one 5.2 → 4.1 s, the same notes)."""
 
 EVERY_NODE_COUNT = 16
 """Clusters of up to this many nodes offer a group of every node count; larger ones the powers
 of two and their complements (the sizes grow the model: 128 nodes would price 128 sizes)."""
 
 
-def slot_sizes(total: int, per_node: int) -> list[int]:
-    """Group sizes: every size on up to `EVERY_GPU_COUNT` GPUs; else every count inside a node,
+def slot_sizes(total: int, per_node: int, every: int = EVERY_GPU_COUNT) -> list[int]:
+    """Group sizes: every size on up to `every` GPUs; else every count inside a node,
     and every node multiple on up to `EVERY_NODE_COUNT` nodes, else the power-of-two node
     multiples and their complements to the whole cluster (so two groups can use every GPU)."""
-    if total <= EVERY_GPU_COUNT:
+    if total <= every:
         return list(range(1, total + 1))
     sizes = set(range(1, min(per_node, total) + 1))
     nodes = total // per_node

@@ -47,6 +47,7 @@ from planner.search.explain import (
     shown,
 )
 from planner.search.host import counted, host_may_bind
+from planner.search.layouts import EVERY_GPU_COUNT, WHAT_IF_EVERY_GPU_COUNT
 from planner.search.option import Option, Outcome, options
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
@@ -89,8 +90,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             what: str = "inter-model option", caps: Capabilities | None = None,
             worse: int = MAX_ALTERNATIVES, priced: Callable[[], None] | None = None,
             solved: Callable[[Outcome, list[int]], None] | None = None,
-            beside: Callable[[], bool] | None = None, idle: aside.Cores | None = None
-            ) -> list[Outcome]:
+            beside: Callable[[], bool] | None = None, idle: aside.Cores | None = None,
+            every: int = EVERY_GPU_COUNT) -> list[Outcome]:
     """One CP-SAT solve per option (outcomes in the order of `opts`), each with an even share
     of what is left of `deadline` (an option past it gets its greedy plan only); candidates
     priced once per scenario (`cache`), pricing itself stopping at the deadline.
@@ -118,7 +119,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     for i, opt in enumerate(opts):
         if progress:
             progress(f"pricing {what} {i + 1} of {len(opts)}: {opt.describe()}")
-        spaces.append(build_space(sc, **asdict(opt), cache=cache, deadline=pricing, caps=caps))
+        spaces.append(build_space(sc, **asdict(opt), cache=cache, deadline=pricing, caps=caps,
+                                  every=every))
     if priced is not None:
         priced()
     # Likeliest best first; once past the deadline every option gets its greedy plan only, and
@@ -429,10 +431,11 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
              progress: Progress | None = None, idle: aside.Cores | None = None
              ) -> tuple[int | None, bool]:
     """The best objective among `opts` (None: no plan found) and whether it is settled (every
-    option proven: optimal, beaten or infeasible); `idle`: the cores the last options may be
-    solved on beside (`_search`)."""
+    option proven: optimal, beaten or infeasible) — over the group sizes a what-if searches
+    (`layouts.WHAT_IF_EVERY_GPU_COUNT`); `idle`: the cores the last options may be solved on
+    beside (`_search`)."""
     outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
-                       caps=caps, worse=0, idle=idle)  # only the best is compared
+                       caps=caps, worse=0, idle=idle, every=WHAT_IF_EVERY_GPU_COUNT)
     found = _feasible(outcomes)
     settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
     if not found:
@@ -503,8 +506,14 @@ def _what_if_note(sc: Scenario, best: Outcome, what: str, objective: int | None,
                 f"{what}: no plan found within the time limit")
     d = _delta(best.space, objective, best.result.objective)
     hedge = "" if settled else " (best found within the time limit)"
-    return (f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
-            else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
+    if not any(WHAT_IF_EVERY_GPU_COUNT < pool.total_gpus <= EVERY_GPU_COUNT
+               for pool in best.space.pools):  # the what-if searched the plan's group sizes
+        return (f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
+                else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
+    # over fewer sizes, its best plan is a plan (what it cuts, it cuts at least), not a bound
+    return (f"{what} would cut the {_objective_name(sc)} by at least {-d:.1%}{hedge}" if d < 0
+            else f"{what} would not help over group sizes within a node or of whole nodes: "
+            f"its best plan there is {d:+.1%}{hedge}")
 
 
 def _objective_name(sc: Scenario) -> str:

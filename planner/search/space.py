@@ -62,7 +62,7 @@ from planner.search.candidate import (
 from planner.search.deadline import Deadline
 from planner.search.follow import fronts, grouped, label_of
 from planner.search.kv import kv_bounds, kv_key, rollout_of
-from planner.search.layouts import SHAPES, slot_sizes
+from planner.search.layouts import EVERY_GPU_COUNT, SHAPES, slot_sizes
 from planner.search.pools import PoolSpace, all_shapes, price_weights
 from planner.specs.scenario import Scenario
 from planner.theory.shape import Head
@@ -214,13 +214,15 @@ def host_budget_mib(sc: Scenario) -> int:
     return host_budget_of(sc.cluster.gpu)
 
 
-def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int) -> PoolSpace:
-    """Pool `name` of `sc` as the solvers see it (`caps`: only the sizes the framework runs)."""
+def pool_space(sc: Scenario, name: str, caps: Capabilities | None, weight: int,
+               every: int = EVERY_GPU_COUNT) -> PoolSpace:
+    """Pool `name` of `sc` as the solvers see it (`caps`: only the sizes the framework runs;
+    `every`: on up to this many GPUs every group size, `layouts.slot_sizes`)."""
     view = sc.on_pool(name)
     cluster, gpu = view.cluster, view.cluster.gpu
     return PoolSpace(
         name=name, scenario=view,
-        sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node)
+        sizes=[s for s in slot_sizes(cluster.total_gpus, cluster.gpus_per_node, every)
                if caps is None or caps.size_ok(s, cluster.gpus_per_node)],
         total_gpus=cluster.total_gpus,
         budget_mib=budget_of(gpu, sc.search.memory_headroom),
@@ -233,7 +235,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
                 swap: bool = False, overlap_sync: bool = False, partial: bool = False,
                 slots: int = MAX_SLOTS, cache: PriceCache | None = None,
                 deadline: Deadline | None = None, caps: Capabilities | None = None,
-                host_front: bool = False) -> Space:
+                host_front: bool = False, every: int = EVERY_GPU_COUNT) -> Space:
     """Enumerate and price every legal candidate of every task on every group size of every
     pool — the largest sizes first, so that when `deadline` passes part way (`Space.complete`
     False) what was priced still holds the simplest plans (everything on a whole pool).
@@ -242,7 +244,7 @@ def build_space(sc: Scenario, staleness: int = 0, fusion: bool = False, shared: 
     heads = heads_for(sc, shared)
     tasks = tasks_for(sc, shared)
     cache = PriceCache() if cache is None else cache
-    pools = [pool_space(sc, p.name, caps, w)
+    pools = [pool_space(sc, p.name, caps, w, every)
              for p, w in zip(sc.pool_list, price_weights(sc), strict=True)]
     space = Space(
         scenario=sc, staleness=staleness, fusion=fusion, shared=shared, swap=swap,
