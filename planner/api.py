@@ -72,6 +72,7 @@ def evaluate(scenario: ScenarioSource, plan: PlanSource, **flags: Any) -> Plan:
     from planner.cost.iteration import evaluate as price
     from planner.cost.report import to_plan
     from planner.plan import PlanInput
+    from planner.search.scope import evaluated
     from planner.specs.files import validate_as
 
     sc = _scenario(scenario, flags, "evaluate")
@@ -84,7 +85,7 @@ def evaluate(scenario: ScenarioSource, plan: PlanSource, **flags: Any) -> Plan:
     else:
         raise InputError(f"plan: give a plan JSON's path, its dict or a PlanInput, not "
                          f"{type(plan).__name__}")
-    return to_plan(sc, given, price(sc, given))
+    return to_plan(sc, given, price(sc, given), search=evaluated(sc, given))
 
 
 def sweep(scenario: ScenarioSource, gpus: str | int | Sequence[int] | None = None, *,

@@ -9,13 +9,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from planner import api
 from planner.cli.views import kv_proof_line, size_proof_line
 from planner.search import cpsat
-from planner.search.certify import certify, kv_proof, size_proof
+from planner.search.certify import certify, kv_proof
 from planner.search.deadline import Deadline
 from planner.search.kv import kv_ladder, kv_levels, rollout_of
 from planner.search.layouts import slot_sizes
 from planner.search.option import Outcome, options
+from planner.search.scope import size_proof
 from planner.search.solve import plan
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
@@ -163,3 +165,31 @@ def test_with_several_pools_the_sizes_searched_are_named_by_pool():
     assert size_proof(build_space(sc), proven=False)["group_sizes_proven"] is None
     line = size_proof_line(SimpleNamespace(status="optimal", search=fields))
     assert "(train: 1–8; rollout: 1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every" in line
+
+
+def test_an_evaluated_plan_says_which_groups_lie_outside_the_search():
+    """`evaluate` prices a group of any size; one `rlplan plan` does not search (past 64 GPUs,
+    a group spanning part of a node past the first) is named, as no proven optimum covers
+    the plan."""
+    scenario = {"algorithm": "grpo", "models": {"actor": "qwen2.5-0.5b", "reference": "actor"},
+                "workload": {"prompts_per_step": 64, "samples_per_prompt": 4, "prompt_len": 256,
+                             "response_len": 512, "max_response_len": 1024},
+                "cluster": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 9}}
+
+    def evaluated(rollout_gpus: int):
+        def lay(group, dp):
+            return {"group": group, "dp": dp, "tp": 1, "pp": 1}
+        return api.evaluate(scenario, {
+            "groups": [{"name": "g0", "gpus": 32, "roles": ["actor", "reference"]},
+                       {"name": "g1", "gpus": rollout_gpus, "roles": ["actor"]}],
+            "layouts": {"actor": {"generation": lay("g1", rollout_gpus),
+                                  "training": lay("g0", 32)},
+                        "reference": {"assessment": lay("g0", 32)}},
+            "inter_model": {"placement": "disaggregated"}})
+
+    outside = evaluated(12)
+    assert outside.search["outside_search"] == [
+        "group g1: 12 GPUs, not a size the search offers (1–8, 16, 24, 32, 40, 48, 56, 64, 72)"]
+    assert size_proof_line(outside).startswith("outside the search: group g1: 12 GPUs")
+    inside = evaluated(16)
+    assert inside.search["outside_search"] == [] and size_proof_line(inside) is None

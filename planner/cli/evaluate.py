@@ -16,6 +16,7 @@ from planner.cost.iteration import evaluate as price
 from planner.cost.report import to_plan
 from planner.pictures import picture_format
 from planner.plan import PlanInput
+from planner.search.scope import evaluated
 from planner.specs.files import read_mapping, validate_as
 from planner.specs.scenario import load_scenario
 
@@ -50,7 +51,8 @@ def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
         page_path(html, "--html")
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
-    emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in)), as_json, out,
+    emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in), search=evaluated(sc, plan_in)),
+              as_json, out,
               lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.gpus_words()} "
                         "(evaluated)", timeline,
               page=None if html is None else lambda data: page_output("--html", html, plan=data))

@@ -281,7 +281,12 @@ def kv_proof_line(plan: Plan) -> str | None:
 
 def size_proof_line(plan: Plan) -> str | None:
     """A proven optimum over the group sizes searched, not every size a group may take (a
-    cluster over `layouts.EVERY_GPU_COUNT` GPUs): which (`search.group_sizes_searched`)."""
+    cluster over `layouts.EVERY_GPU_COUNT` GPUs): which (`search.group_sizes_searched`); an
+    evaluated plan with a group of a size the search does not offer: which
+    (`search.outside_search`)."""
+    if outside := (plan.search or {}).get("outside_search"):
+        return (f"outside the search: {'; '.join(outside)} — no proven optimum of `rlplan "
+                "plan` covers this plan (search.outside_search)")
     searched = (plan.search or {}).get("group_sizes_searched")
     if plan.status != "optimal" or not searched:
         return None

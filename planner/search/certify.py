@@ -1,5 +1,4 @@
-"""Whether a proven optimum also holds against KV cache sizes written into a plan, and over
-which group sizes it is proven (`size_proof`).
+"""Whether a proven optimum also holds against KV cache sizes written into a plan.
 
 The search prices each generation shape at some KV sizes and stands for the sizes between with
 bound candidates (`kv.kv_bounds`), each allowed where the priced size above its gap does not
@@ -112,22 +111,6 @@ def kv_proof(outcomes: list[Outcome], objective: int, deadline: Deadline, proven
     return {"kv_sizes_proven": (None if not proven else "left out or priced" if unsure
                                 else "every size"),
             "kv_sizes_unproven": unsure}
-
-
-def size_proof(space: Space, proven: bool) -> dict:
-    """The plan's `search` fields on the group sizes its proof covers: `group_sizes_proven`
-    "every size" (every size a group may take on each pool that the framework runs, if one is
-    named), "the sizes searched" (past `layouts.EVERY_GPU_COUNT` GPUs a pool offers fewer:
-    `group_sizes_searched` lists them — by pool name with several pools, as the plan's groups
-    name theirs) or None (no proof)."""
-    every = all(pool.sizes == [s for s in range(1, pool.total_gpus + 1) if space.caps is None
-                               or space.caps.size_ok(s, pool.scenario.cluster.gpus_per_node)]
-                for pool in space.pools)
-    searched = ([] if every else list(space.pools[0].sizes) if len(space.pools) == 1
-                else {pool.name: list(pool.sizes) for pool in space.pools})
-    return {"group_sizes_proven": (None if not proven else "every size" if every
-                                   else "the sizes searched"),
-            "group_sizes_searched": searched}
 
 
 def proof(outcomes: list[Outcome], objective: int) -> tuple[bool, float | None]:

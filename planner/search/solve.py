@@ -36,7 +36,7 @@ from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import aside, cpsat, last
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
-from planner.search.certify import kv_proof, proof, size_proof
+from planner.search.certify import kv_proof, proof
 from planner.search.choice import Choice
 from planner.search.deadline import Deadline
 from planner.search.explain import (
@@ -49,6 +49,7 @@ from planner.search.explain import (
 from planner.search.host import counted, host_may_bind
 from planner.search.layouts import EVERY_GPU_COUNT, WHAT_IF_EVERY_GPU_COUNT
 from planner.search.option import Option, Outcome, options
+from planner.search.scope import size_proof
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
