@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections import deque
 from dataclasses import dataclass
 
@@ -127,14 +128,10 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
     runs = [_replica(lengths, (lengths.dtype.str, step, a, b, prompt_len, cap, periods),
                      kv_tokens) for a, b in itertools.pairwise(bounds)]
     out = _assemble(runs, periods)
-    peak = max(map(_peak, runs))
+    peak = max(map(operator.attrgetter("peak"), runs))
     if peak <= kv_tokens:
         _UNBOUND.put_whole((lengths.dtype.str, step, dp, prompt_len, cap, periods), peak, out)
     return out
-
-
-def _peak(run: _Run) -> int:
-    return run.peak
 
 
 @dataclass(frozen=True)

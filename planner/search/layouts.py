@@ -75,9 +75,9 @@ Past 64 the cost grows with the cluster: on 9 nodes every size beat 4 of the 16 
 optima of the 0.5B/1.5B grid by up to 3.9% (`--nodes 9 --only "staleness 1" --only '!7b'`);
 with the what-ifs on the former menus (`WHAT_IF_EVERY_GPU_COUNT`) it took the shipped examples
 (one-off runs, the whole search): GRPO on 9 / 16 / 32 / 128 nodes 1.2 / 1.5 / 1.4 / 2.2 s to
-1.4 / 1.8 / 2.1 / 6.1 s, PPO's four 70B roles on 16 nodes 6.7 s to 10.6 s; at 128 here, that
-example's command 8.3 → 13.0 s (`bench/search_speed.py --examples --runs 3 --against`, medians)
-for the same plan."""
+1.4 / 1.8 / 2.1 / 6.1 s, PPO's four 70B roles on 16 nodes 6.7 s to 10.6 s. With this limit at
+128, that example's command took 13.0 s against 8.3 s, for the same plan (`bench/search_speed.py
+--examples --runs 3 --against`, medians)."""
 
 WHAT_IF_EVERY_GPU_COUNT = 16
 """The what-ifs (`solve._what_if`) search every group size on up to this many GPUs only (past
