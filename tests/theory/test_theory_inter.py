@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from theory_cases import ONLINE_ROLE_SETS, PROPERTY, TINY, close, models
+from theory_cases import PROPERTY, TINY, close, models, online_draws, online_scenario
 from theory_cases import S as S0
 from theory_cases import T as T0
 from theory_literal import Dtr, dpo_table_ix, ppo_table_ix
@@ -88,37 +88,13 @@ def test_dpo_epochs_add_full_training_passes():
 # --- properties -------------------------------------------------------------------------------
 
 
-
-def _scenario(family, optional, actor, ref, R, V, B, K, S, T, E):
-    roles = {"actor": actor}
-    if "reference" in optional:
-        roles["reference"] = ref
-    if "reward" in optional:
-        roles["reward"] = R
-    if family == "ppo":
-        roles["critic"] = V
-    return Scenario(family, roles, B, K, S, T, E), roles
-
-
-online = (
-    ONLINE_ROLE_SETS,
-    models(),
-    models(),
-    models(),
-    models(),
-    st.integers(1, 8),
-    st.integers(1, 4),
-    st.integers(1, 48),
-    st.integers(1, 16),
-    st.integers(1, 3),
-    st.integers(1, 8),
-)
+online = (*online_draws(48, 16), st.integers(1, 8))
 
 
 @PROPERTY
 @given(*online)
 def test_table_ix_matches_literal(fam, actor, ref, R, V, B, K, S, T, E, P_t):
-    sc, roles = _scenario(*fam, actor, ref, R, V, B, K, S, T, E)
+    sc, roles = online_scenario(fam, actor, ref, R, V, B, K, S, T, E)
     lit = ppo_table_ix(
         actor, roles.get("reference"), roles.get("reward"), roles.get("critic"),
         B, K, S, T, E, P_t,
@@ -133,7 +109,7 @@ def test_table_ix_matches_literal(fam, actor, ref, R, V, B, K, S, T, E, P_t):
 @PROPERTY
 @given(*online)
 def test_orderings_implied_by_the_rows(fam, actor, ref, R, V, B, K, S, T, E, P_t):
-    sc, _ = _scenario(*fam, actor, ref, R, V, B, K, S, T, E)
+    sc, _ = online_scenario(fam, actor, ref, R, V, B, K, S, T, E)
     rows = inter.configurations(sc, P_t)
     base = rows["baseline"]
     eps = 1e-9 * base.depth

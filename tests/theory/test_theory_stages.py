@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from theory_cases import ONLINE_ROLE_SETS, PROPERTY, TINY, close, models
+from theory_cases import PROPERTY, TINY, close, models, online_draws, online_scenario
 from theory_cases import S as S0
 from theory_cases import T as T0
 from theory_literal import Cf_pi, Df, Dtr, P_pi, ppo_terms
@@ -121,30 +121,11 @@ def test_scenario_refuses_bad_batch_shape():
 
 
 @PROPERTY
-@given(
-    ONLINE_ROLE_SETS,
-    models(),
-    models(),
-    models(),
-    models(),
-    st.integers(1, 8),
-    st.integers(1, 4),
-    st.integers(1, 64),
-    st.integers(1, 24),
-    st.integers(1, 3),
-)
+@given(*online_draws(64, 24))
 def test_ppo_grpo_stage_terms_match_literal(
     family_roles, actor, ref, R, V, B, K, S, T, E
 ):
-    family, optional = family_roles
-    roles = {"actor": actor}
-    if "reference" in optional:
-        roles["reference"] = ref
-    if "reward" in optional:
-        roles["reward"] = R
-    if family == "ppo":
-        roles["critic"] = V
-    sc = Scenario(family, roles, B, K, S, T, E)
+    sc, roles = online_scenario(family_roles, actor, ref, R, V, B, K, S, T, E)
     lit = ppo_terms(
         actor, roles.get("reference"), roles.get("reward"), roles.get("critic"), B, K, S, T, E
     )

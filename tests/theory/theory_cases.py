@@ -13,6 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from planner.theory.shape import TheoryModel
+from planner.theory.stages import Scenario
 
 TINY = TheoryModel(L=2, d=8, d_ff=16, h=2, V=10)
 S, T = 3, 4
@@ -53,3 +54,24 @@ ONLINE_ROLE_SETS = st.sampled_from([
     (family, roles) for family in ("ppo", "grpo")
     for roles in (("reference", "reward"), ("reference",), ("reward",), ())
 ])
+
+
+def online_draws(max_s: int, max_t: int) -> tuple:
+    """The strategies of an online scenario's draws, in `online_scenario`'s order: the family
+    and optional roles, actor, reference, reward and critic shapes, B, K, S (1–`max_s`),
+    T (1–`max_t`), E."""
+    return (ONLINE_ROLE_SETS, models(), models(), models(), models(), st.integers(1, 8),
+            st.integers(1, 4), st.integers(1, max_s), st.integers(1, max_t), st.integers(1, 3))
+
+
+def online_scenario(family_roles, actor, ref, R, V, B, K, S, T, E):
+    """The scenario of `online_draws`' values, and its roles by name."""
+    family, optional = family_roles
+    roles = {"actor": actor}
+    if "reference" in optional:
+        roles["reference"] = ref
+    if "reward" in optional:
+        roles["reward"] = R
+    if family == "ppo":
+        roles["critic"] = V
+    return Scenario(family, roles, B, K, S, T, E), roles
