@@ -1,0 +1,35 @@
+"""No plan off the search's grid that `evaluate` accepts beats the proven optimum
+(`tests/plan_mutations.py`): layouts with degrees, stages, memory settings, KV cache sizes and
+caps the search may not enumerate, and the actor's generation on groups of random sizes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from planner.search.solve import plan
+from planner.specs.scenario import load_scenario
+from tests.plan_mutations import tally
+
+WORKLOAD = {"workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
+            "workload.prompt_len": 256, "workload.response_len": 1024,
+            "workload.max_response_len": 4096, "search.max_staleness": 1}
+A100S = {"cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 4}
+
+
+@pytest.mark.parametrize("flags", [
+    {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b", "models.reference": "actor",
+     **WORKLOAD, **A100S},
+    {"algorithm": "ppo", "models.actor": "qwen2.5-1.5b", "models.reference": "actor",
+     "models.critic": "qwen2.5-0.5b", "models.reward": "qwen2.5-0.5b", **WORKLOAD, **A100S},
+    {"algorithm": "grpo", "models.actor": "qwen3-30b-a3b", "models.reference": "actor",
+     **WORKLOAD, "cluster.gpu": "h100-sxm", "cluster.nodes": 1, "cluster.gpus_per_node": 8},
+], ids=["grpo", "ppo", "moe"])
+def test_no_plan_off_the_grid_beats_the_proven_optimum(flags):
+    sc = load_scenario(None, flags)
+    best = plan(sc, explain=False)
+    assert best.search["status"] == "OPTIMAL"
+    out = tally(sc, best, random.Random(0), 400)
+    assert out.accepted >= 80, out.refused.most_common(5)  # priced, not only refused
+    assert not out.faster, (best.iteration_time_s, out.faster[:2])
