@@ -38,8 +38,9 @@ def evaluated(sc: Scenario, plan: PlanInput) -> dict:
     searched = {pool.name: pool_space(sc, pool.name, caps, 1).sizes for pool in sc.pool_list}
     outside = []
     for group in plan.groups:
-        sizes = searched[group.pool or sc.pool_list[0].name]
-        if group.gpus not in sizes:
+        # (a pool the scenario lacks is refused when the plan is priced)
+        sizes = searched.get(group.pool or sc.pool_list[0].name, [])
+        if sizes and group.gpus not in sizes:
             where = f" of pool {group.pool}" if group.pool else ""
             outside.append(f"group {group.name}: {group.gpus} GPUs, not a size the search "
                            f"offers{where} ({spans(sizes)})")
