@@ -189,7 +189,7 @@ SETTLES = {**PARTIAL, "models.actor": "qwen2.5-7b", "cluster.gpu": "a100-sxm-40g
 
 def test_a_partial_rollout_optimum_settled_is_no_slower_than_with_its_kv_cache_left_out():
     """Partial rollouts have no bound candidates for the KV sizes between those priced, so
-    their optimum is over the ladder's two largest; here it is 6.8% slower than itself with
+    their optimum is over the ladder's largest; here it is 6.8% slower than itself with
     `kv_cache_tokens` left out (`evaluate`'s largest that fits beside the reference's state;
     on the issue's scenario it was 2.1% until the reference's forward could take larger
     micro-batches). `settle` prices that size for the canonical plan and solves again."""

@@ -43,7 +43,13 @@ if TYPE_CHECKING:
 KV_LEVEL_SHIFT = 1  # generation KV sizes double from one longest sequence
 
 
-PARTIAL_KV_LEVELS = 2  # KV sizes offered under partial rollouts: the largest two
+PARTIAL_KV_LEVELS = 3
+"""KV sizes offered under partial rollouts: the largest three of the ladder. With the largest
+two, a shape whose two fit no group beside the training state was left out of co-located plans:
+GRPO and PPO with Qwen3-30B-A3B on 8 H100s or A100-80GB, staleness 1, had optima 13–24% slower
+(6 of a 24-scenario grid; more levels beat none of the 24 further, a one-off comparison); the
+third costs the 1,024-GPU case's command 3.75 → 4.14 s and the 8-GPU example's 1.11 → 1.25 s
+(`bench/search_speed.py --runs 3 --against`: the staleness what-if's partial rollouts)."""
 
 
 def kv_ladder(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> list[int]:
@@ -161,7 +167,7 @@ def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVarian
     rollouts keep no such order — their steady-state step can be slower with more KV and no
     recomputation (lengths [643, 1615] on two replicas: 4.91 s at 10,451 tokens, 3.39 s at
     3,055) — so no bound stands for their gaps: with partial rollouts the search proves its
-    optimum over the sizes it prices (the two largest; for an option it proves, also the one
+    optimum over the sizes it prices (the three largest; for an option it proves, also the one
     that fits where its canonical plan's rollout sits, `settle.py`). (Under inter-stage
     fusion the generation has its group to itself and the largest size fits: no bound is ever
     allowed, and none needs the fused completions, `done_ms`, bounded.)

@@ -2,11 +2,12 @@
 
 Partial rollouts have no bound candidates for the KV sizes between those the search prices
 (their steady-state step is not monotone in the KV cache, `kv.kv_bounds`), so their optimum is
-one over the sizes priced: the ladder's two largest. The size that fits where a plan's rollout
-sits — beside what else its group holds, the size `evaluate` gives the plan with
-`kv_cache_tokens` left out — is usually between them, and can be faster: GRPO Qwen2.5-14B on
-8 A100-80GB, staleness 1 with partial rollouts, by 8.5%; on 4 H100s, with the state offloaded
-during generation, 6.2%, which beat the plan the search chose then (bench/proof_campaign.py).
+one over the sizes priced: the ladder's largest (`kv.PARTIAL_KV_LEVELS`). The size that fits
+where a plan's rollout sits — beside what else its group holds, the size `evaluate` gives the
+plan with `kv_cache_tokens` left out — is usually between them, and can be faster: GRPO
+Qwen2.5-14B on 8 A100-80GB, staleness 1 with partial rollouts, by 8.5%; on 4 H100s, with the
+state offloaded during generation, 6.2%, which beat the plan the search chose then
+(bench/proof_campaign.py, with the two largest priced).
 
 So a proven optimum's canonical plan (a function of its space and optimum, whichever plan the
 solver found) has its rollout priced at that size, and the option is solved again, while that
