@@ -47,9 +47,10 @@ PARTIAL_KV_LEVELS = 3
 """KV sizes offered under partial rollouts: the largest three of the ladder. With the largest
 two, a shape whose two fit no group beside the training state was left out of co-located plans:
 GRPO and PPO with Qwen3-30B-A3B on 8 H100s or A100-80GB, staleness 1, had optima 13–24% slower
-(6 of a 24-scenario grid; more levels beat none of the 24 further, a one-off comparison); the
-third costs the 1,024-GPU case's command 3.75 → 4.14 s and the 8-GPU example's 1.11 → 1.25 s
-(`bench/search_speed.py --runs 3 --against`: the staleness what-if's partial rollouts)."""
+(6 of 24, `bench/partial_kv_levels.py`; every level of the ladder, `--against 99`, beats none
+of the 24 further); the third costs the 1,024-GPU case's command 3.75 → 4.14 s and the 8-GPU
+example's 1.11 → 1.25 s (`bench/search_speed.py --runs 3 --against`: the staleness what-if's
+partial rollouts)."""
 
 
 def kv_ladder(space: Space, ps: PoolSpace, shape: Layout | LayoutVariants) -> list[int]:
