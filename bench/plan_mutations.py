@@ -24,31 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.search.solve import plan
 from planner.specs.scenario import load_scenario
-from tests.plan_mutations import tally
-
-WORKLOAD = {"workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
-            "workload.prompt_len": 256, "workload.response_len": 1024,
-            "workload.max_response_len": 4096, "search.max_staleness": 1}
-A100S = {"cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 4}
-H100S = {"cluster.gpu": "h100-sxm", "cluster.nodes": 1, "cluster.gpus_per_node": 8}
-SCENARIOS = {
-    "grpo 1.5b 4×a100-40gb": {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
-                              "models.reference": "actor", **WORKLOAD, **A100S},
-    "ppo 1.5b+0.5b 4×a100-40gb": {"algorithm": "ppo", "models.actor": "qwen2.5-1.5b",
-                                  "models.reference": "actor", "models.critic": "qwen2.5-0.5b",
-                                  "models.reward": "qwen2.5-0.5b", **WORKLOAD, **A100S},
-    "grpo 7b 8×h100": {"algorithm": "grpo", "models.actor": "qwen2.5-7b",
-                       "models.reference": "actor", **WORKLOAD, **H100S},
-    "grpo 1.5b 2×4×a100-40gb": {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
-                                "models.reference": "actor", **WORKLOAD, **A100S,
-                                "cluster.nodes": 2},
-    "grpo qwen3-30b-a3b 8×h100": {"algorithm": "grpo", "models.actor": "qwen3-30b-a3b",
-                                  "models.reference": "actor", **WORKLOAD, **H100S},
-    "dpo 1.5b 4×a100-40gb": {"algorithm": "dpo", "models.actor": "qwen2.5-1.5b",
-                             "models.reference": "actor", "workload.prompts_per_step": 32,
-                             "workload.prompt_len": 256, "workload.response_len": 512,
-                             **A100S},
-}
+from tests.plan_mutations import SCENARIOS, tally
 
 
 def main() -> int:

@@ -7,7 +7,8 @@ ZeRO, micro-batch, recomputation, offload, expert parallelism, a KV cache size o
 running sequences written in — or moves the actor's generation to a group of its own of a
 random size, the other tasks on a group of another. `evaluate` prices what it accepts; none of
 those may beat the optimum, and nothing but a refusal (exit 2) or infeasibility (exit 3) may
-come out of it. Shared by `tests/test_plan_mutations.py` and `bench/plan_mutations.py`.
+come out of it. Shared by `tests/test_plan_mutations.py` and `bench/plan_mutations.py`, with
+the scenarios they run (`SCENARIOS`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,30 @@ from planner.errors import InfeasibleError, InputError
 from planner.plan import Plan, PlanInput
 from planner.specs.files import validate_as
 from planner.specs.scenario import Scenario
+
+WORKLOAD = {"workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
+            "workload.prompt_len": 256, "workload.response_len": 1024,
+            "workload.max_response_len": 4096, "search.max_staleness": 1}
+A100S = {"cluster.gpu": "a100-sxm-40gb", "cluster.nodes": 1, "cluster.gpus_per_node": 4}
+H100S = {"cluster.gpu": "h100-sxm", "cluster.nodes": 1, "cluster.gpus_per_node": 8}
+SCENARIOS = {
+    "grpo 1.5b 4×a100-40gb": {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
+                              "models.reference": "actor", **WORKLOAD, **A100S},
+    "ppo 1.5b+0.5b 4×a100-40gb": {"algorithm": "ppo", "models.actor": "qwen2.5-1.5b",
+                                  "models.reference": "actor", "models.critic": "qwen2.5-0.5b",
+                                  "models.reward": "qwen2.5-0.5b", **WORKLOAD, **A100S},
+    "grpo 7b 8×h100": {"algorithm": "grpo", "models.actor": "qwen2.5-7b",
+                       "models.reference": "actor", **WORKLOAD, **H100S},
+    "grpo 1.5b 2×4×a100-40gb": {"algorithm": "grpo", "models.actor": "qwen2.5-1.5b",
+                                "models.reference": "actor", **WORKLOAD, **A100S,
+                                "cluster.nodes": 2},
+    "grpo qwen3-30b-a3b 8×h100": {"algorithm": "grpo", "models.actor": "qwen3-30b-a3b",
+                                  "models.reference": "actor", **WORKLOAD, **H100S},
+    "dpo 1.5b 4×a100-40gb": {"algorithm": "dpo", "models.actor": "qwen2.5-1.5b",
+                             "models.reference": "actor", "workload.prompts_per_step": 32,
+                             "workload.prompt_len": 256, "workload.response_len": 512,
+                             **A100S},
+}
 
 DEGREES = (1, 2, 3, 4, 6, 8)
 CHANGES = ("tp", "pp", "cp", "vp", "stages", "zero", "micro_batch", "checkpointing", "offload",

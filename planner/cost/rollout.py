@@ -89,16 +89,11 @@ class Schedule:
 PREFILL_COLUMNS = ("fresh", "fresh_tokens", "fresh_sq", "re", "re_tokens", "re_sq")
 
 
-def replica_chunks(n: int, dp: int) -> tuple[slice, ...]:
-    """The sequences each of `dp` replicas receives: contiguous, sizes differing by at most one
-    (`numpy.array_split`); sequences are prompt-major, so a prompt's samples stay together
-    whenever the chunk size is a multiple of the samples per prompt."""
-    bounds = replica_bounds(n, dp)
-    return tuple(map(slice, bounds, bounds[1:]))
-
-
 def replica_bounds(n: int, dp: int) -> list[int]:
-    """Where each of the `dp` replicas' chunks of `n` sequences starts, then `n`."""
+    """Where the sequences each of `dp` replicas receives start, then `n`: contiguous chunks,
+    sizes differing by at most one (`numpy.array_split`); sequences are prompt-major, so a
+    prompt's samples stay together whenever the chunk size is a multiple of the samples per
+    prompt."""
     if dp > n:
         raise ValueError(f"{dp} replicas for {n} sequences: some replica would get none")
     base, extra = divmod(n, dp)
@@ -120,17 +115,16 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
         raise ValueError(f"kv_tokens {kv_tokens} cannot hold one sequence of "
                          f"{prompt_len + longest} tokens")
     periods, cap = PARTIAL_PERIODS if partial else 0, max(1, max_seqs)
-    step = _UNBOUND.step(lengths)
-    whole = _UNBOUND.whole((lengths.dtype.str, step, dp, prompt_len, cap, periods), kv_tokens)
-    if whole is not None:
+    step = (lengths.dtype.str, _UNBOUND.step(lengths))
+    key = (*step, dp, prompt_len, cap, periods)
+    if (whole := _UNBOUND.whole(key, kv_tokens)) is not None:
         return whole
-    bounds = replica_bounds(len(lengths), dp)
-    runs = [_replica(lengths, (lengths.dtype.str, step, a, b, prompt_len, cap, periods),
-                     kv_tokens) for a, b in itertools.pairwise(bounds)]
+    runs = [_replica(lengths, (*step, a, b, prompt_len, cap, periods), kv_tokens)
+            for a, b in itertools.pairwise(replica_bounds(len(lengths), dp))]
     out = _assemble(runs, periods)
     peak = max(map(operator.attrgetter("peak"), runs))
     if peak <= kv_tokens:
-        _UNBOUND.put_whole((lengths.dtype.str, step, dp, prompt_len, cap, periods), peak, out)
+        _UNBOUND.put_whole(key, peak, out)
     return out
 
 

@@ -5,7 +5,7 @@ does not load one.)"""
 
 from __future__ import annotations
 
-from planner.frameworks import capabilities
+from planner.frameworks import Capabilities, capabilities
 from planner.plan import PlanInput
 from planner.search.candidate import Space
 from planner.search.explain import spans
@@ -29,12 +29,18 @@ def size_proof(space: Space, proven: bool) -> dict:
             "group_sizes_searched": searched}
 
 
+def framework_caps(sc: Scenario) -> Capabilities | None:
+    """What the scenario's framework runs (its preset; the scenario has checked the algorithm
+    and roles against it), or None: any plan."""
+    return None if sc.framework is None else capabilities(sc.framework)
+
+
 def evaluated(sc: Scenario, plan: PlanInput) -> dict:
     """An evaluated plan's `search` fields: no solver, and `outside_search`, each group whose
     size `rlplan plan` does not search on its pool (past `layouts.EVERY_GPU_COUNT` GPUs, or
     one the scenario's framework does not run) — a proven optimum does not cover a plan with
     one, and it may be faster."""
-    caps = None if sc.framework is None else capabilities(sc.framework)
+    caps = framework_caps(sc)
     searched = {pool.name: pool_space(sc, pool.name, caps, 1).sizes for pool in sc.pool_list}
     outside = []
     for group in plan.groups:

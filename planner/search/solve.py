@@ -31,7 +31,6 @@ from planner.cost.legality import placement_of
 from planner.cost.report import to_plan
 from planner.cost.step import tokens_per_step
 from planner.errors import InfeasibleError, OutOfTime
-from planner.frameworks import capabilities
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
 from planner.search import aside, cpsat, last
 from planner.search.bounds import space_lower_bound
@@ -47,9 +46,9 @@ from planner.search.explain import (
     shown,
 )
 from planner.search.host import counted, host_may_bind
-from planner.search.layouts import EVERY_GPU_COUNT, WHAT_IF_EVERY_GPU_COUNT
+from planner.search.layouts import EVERY_GPU_COUNT, WHAT_IF_EVERY_GPU_COUNT, slot_sizes
 from planner.search.option import Option, Outcome, options
-from planner.search.scope import size_proof
+from planner.search.scope import framework_caps, size_proof
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
 from planner.specs.hardware import gpu_count
@@ -387,12 +386,6 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
                                      "framework": sc.framework})
 
 
-def framework_caps(sc: Scenario) -> Capabilities | None:
-    """What the scenario's framework runs (its preset; the scenario has checked the algorithm
-    and roles against it), or None: any plan."""
-    return None if sc.framework is None else capabilities(sc.framework)
-
-
 def _delta(space: Space, objective: int, reference: int) -> float:
     """The relative change of what the objective counts: ms, ms × GPUs, or GPUs (the gpus
     objective's tie-break on time aside)."""
@@ -507,8 +500,10 @@ def _what_if_note(sc: Scenario, best: Outcome, what: str, objective: int | None,
                 f"{what}: no plan found within the time limit")
     d = _delta(best.space, objective, best.result.objective)
     hedge = "" if settled else " (best found within the time limit)"
-    if not any(WHAT_IF_EVERY_GPU_COUNT < pool.total_gpus <= EVERY_GPU_COUNT
-               for pool in best.space.pools):  # the what-if searched the plan's group sizes
+    per_node = [(pool.total_gpus, pool.scenario.cluster.gpus_per_node)
+                for pool in best.space.pools]
+    if all(slot_sizes(*pool, WHAT_IF_EVERY_GPU_COUNT) == slot_sizes(*pool)
+           for pool in per_node):  # the what-if searched the plan's group sizes
         return (f"{what} would cut the {_objective_name(sc)} by {-d:.1%}{hedge}" if d < 0
                 else f"{what} would not help: its best plan is {d:+.1%}{hedge}")
     # over fewer sizes, its best plan is a plan (what it cuts, it cuts at least), not a bound

@@ -11,7 +11,13 @@ from collections import deque
 
 import numpy as np
 
-from planner.cost.rollout import PARTIAL_PERIODS, PREFILL_COLUMNS, Schedule, replica_chunks
+from planner.cost.rollout import PARTIAL_PERIODS, PREFILL_COLUMNS, Schedule, replica_bounds
+
+
+def replica_chunks(n: int, dp: int) -> list[slice]:
+    """Each replica's sequences as a slice (`rollout.replica_bounds`)."""
+    return [slice(a, b) for a, b in itertools.pairwise(replica_bounds(n, dp))]
+
 
 FIELDS = ("replica", "steps", "batch", "kv", "fresh", "fresh_tokens", "fresh_sq", "re",
           "re_tokens", "re_sq", "done", "period")

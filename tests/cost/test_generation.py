@@ -16,12 +16,13 @@ from planner.cost import comm
 from planner.cost import generation as G
 from planner.cost.constants import ENGINES, Engine
 from planner.cost.flops import bytes_weights_read_fwd, flops_decode_step, flops_prefill
-from planner.cost.rollout import replica_chunks, schedule
+from planner.cost.rollout import schedule
 from planner.cost.states import MIXED_PRECISION_ADAM, Precision
 from planner.cost.time import compute_rate
 from planner.plan import Layout
 from planner.specs.hardware import load_profile
 from planner.specs.model import load_model, spec_from_hf_config
+from tests.cost.rollout_reference import replica_chunks
 
 H100 = load_profile("h100-sxm")
 GPT = spec_from_hf_config({"model_type": "gpt2", "n_embd": 1024, "n_head": 16, "n_layer": 8,

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.cost.rollout import PARTIAL_PERIODS, replica_chunks, schedule
+from planner.cost.rollout import PARTIAL_PERIODS, schedule
+from tests.cost.rollout_reference import replica_chunks
 
 
 def stepwise(lengths: list[int], prompt: int, capacity: int, max_seqs: int,
