@@ -17,7 +17,7 @@ def test_a_reference_off_the_critical_path_gets_no_model_parallelism(monkeypatch
     # critic share a group with time to spare, where tp 2 or tp 1 cost the same step.
     sc = scenario("ppo", **{"models.actor": "qwen2.5-7b", "models.critic": "qwen2.5-7b",
                             "models.reward": "qwen2.5-7b", "cluster.nodes": 2,
-                            "search.max_staleness": 1, "workload.prompts_per_step": 16})
+                            "search.max_staleness": 1, "workload.prompts_per_step": 32})
     found = plan(sc, time_limit_s=300, workers=1, explain=False)
     assert found.search["status"] == "OPTIMAL"
     for role in ("reference", "reward"):

@@ -55,6 +55,16 @@ def layout_problem(spec: ModelSpec, layout: Layout) -> str | None:
     return None
 
 
+def zero_problem(pp: int, zero: int) -> str | None:
+    """Why ZeRO stage `zero` cannot train with `pp` pipeline stages (None: it can): the pipeline
+    engines rlplan plans for shard at most the optimizer state across data parallelism —
+    Megatron-Core's distributed optimizer, DeepSpeed's pipeline engine (ZeRO-1)."""
+    if pp > 1 and zero > 1:
+        return (f"zero {zero} with pp {pp}: Megatron's and DeepSpeed's pipelines shard at most "
+                "the optimizer state (ZeRO-1, Megatron's distributed optimizer)")
+    return None
+
+
 def rank_share(sc: Scenario, stage: str, dp: int) -> float:
     """Sequences each data-parallel rank runs per pass: of a mini-batch in training, of the
     step's whole batch in a forward (assessment)."""
@@ -118,9 +128,10 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
     for `sc`: a layout its model cannot run (`layout_problem`; a training or assessment
     pipeline split Megatron cannot run, `pipeline_split.split_problem`), a micro-batch that
     does not divide its rank's share (`micro_batch_problem`) or leaves an interleaved pipeline
-    fewer than pp micro-batches (`time.interleave_problem`), a group holding no
-    layout or listing roles it does not hold, and a co-located label on several groups or the
-    reverse (partial and disaggregated, both several groups, price the same)."""
+    fewer than pp micro-batches (`time.interleave_problem`), ZeRO past the optimizer state in
+    a training pipeline (`zero_problem`), a group holding no layout or listing roles it does
+    not hold, and a co-located label on several groups or the reverse (partial and
+    disaggregated, both several groups, price the same)."""
     held: dict[str, set[str]] = {g.name: set() for g in plan.groups}
     for role, stages in plan.layouts.items():
         spec = sc.roles.get(role)  # a role the scenario lacks is refused with the tasks
@@ -133,6 +144,9 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
                     spec.num_hidden_layers, layout.pp, layout.vp, layout.first_stage_layers,
                     layout.last_stage_layers)):  # a Megatron pipeline (the search's splits)
                 raise InputError(f"plan: layouts.{role}.{stage}.{bad[0]}: {bad[1]}")
+            if stage == "training" and (why := zero_problem(layout.pp, layout.zero)):
+                raise InputError(f"plan: layouts.{role}.training.zero: {why}; set zero to 0 or "
+                                 "1, or pp to 1")
             share = rank_share(sc, stage, layout.dp)
             if stage != "generation" and (why := micro_batch_problem(
                     share, layout.micro_batch)) is not None:

@@ -129,12 +129,14 @@ def nested(flat: dict[str, Any]) -> dict[str, Any]:
 
 def policy_worker_reference(train: Layout, micro_batch: int) -> Layout:
     """The reference as NeMo-RL scores it: in the policy's workers, with the policy's parallel
-    layout (whole weights per TP × PP group under Megatron, ZeRO-3 under DTensor) and
-    `policy.logprob_batch_size` sequences per micro-batch (the export and the import both)."""
+    layout and sequence parallelism (whole weights per TP × PP group under Megatron, ZeRO-3
+    under DTensor) and `policy.logprob_batch_size` sequences per micro-batch (the export and
+    the import both)."""
     return Layout(group=train.group, dp=train.dp, tp=train.tp, pp=train.pp, vp=train.vp,
                   first_stage_layers=train.first_stage_layers,
                   last_stage_layers=train.last_stage_layers, cp=train.cp, ep=train.ep,
-                  etp=train.etp, zero=3 if train.zero == 3 else 0, micro_batch=micro_batch)
+                  etp=train.etp, sp=train.sp, zero=3 if train.zero == 3 else 0,
+                  micro_batch=micro_batch)
 
 
 def as_nemo_rl_runs(v: PlanView, notes: list[str]) -> PlanInput:

@@ -3,7 +3,9 @@
 Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp·tp):
 - tp a power of two dividing g, within one scale-up domain, dividing the attention heads and
   compatible with the KV heads (one divides the other); sequence parallelism on whenever tp > 1
-  (it only saves memory in the model);
+  (training and forwards: it splits the element-wise kernels' traffic and the activations over
+  TP and adds no communication in the model, so a layout without it is never faster nor
+  smaller — unless the framework does not run it, `Capabilities.sequence_parallel`);
 - pp a power of two, at most `MAX_PP`: dividing the layers (Megatron's even split), or, where
   it does not, with the one uneven split `pipeline_split.offered_split` gives (first/last-stage
   layer counts, the middle stages even); in training, vp interleaved chunks per rank (1, or
@@ -17,11 +19,13 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   larger micro-batches gather a ZeRO-3 shard or stream offloaded weights fewer times and
   run the matmuls larger, more hold fewer activations (sizes that do not fit are priced and
   dropped);
-- ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism, as Megatron), 0 or 3 for
-  a frozen model's forward; checkpointing none / selective / full; CPU offload of the optimizer
-  state, or of optimizer state and parameters — of a frozen model, its weights streamed in or
-  asleep outside its stage — when the profile gives a host link and host memory (offloaded
-  bytes per GPU within its share of the node's host memory).
+- ZeRO 0–3 for data-parallel training (0–1 with pipeline parallelism: `legality.zero_problem`),
+  0 or 3 for a frozen model's forward — where it has ranks to shard over (`_shards`: dp·cp,
+  or a MoE model's expert data-parallel ranks); checkpointing none / selective / full; CPU
+  offload of the optimizer state, of the parameters (streamed in, as DeepSpeed's
+  offload_param) or of both — of a frozen model, its weights streamed in or asleep outside its
+  stage — when the profile gives a host link and host memory (offloaded bytes per GPU within
+  its share of the node's host memory).
 Generation: tp and ep as above with cp = 1 — and, for a model no such shape holds, TP across
 scale-up domains and pipeline stages — KV cache sizes (`planner.search.kv`) as
 `kv_cache_tokens`, and under partial rollouts caps on running sequences as `max_num_seqs`.
@@ -42,6 +46,7 @@ from planner.cost.legality import (
     micro_batch_sizes,
     rank_share,
     tp_problem,
+    zero_problem,
 )
 from planner.cost.pipeline_split import offered_split
 from planner.cost.step import sequences
@@ -51,7 +56,11 @@ from planner.search.pools import PoolSpace
 from planner.specs.model import ModelSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from planner.search.candidate import Space
+
+    KvSizes = Callable[[Space, PoolSpace, LayoutVariants], list[int]]
 
 
 MAX_PP = 16
@@ -151,13 +160,14 @@ def _product(**options: list) -> dict[str, np.ndarray]:
 # --- the legal layouts, one shape (the degrees) at a time ------------------------------------
 
 
-def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
-                       ) -> Iterator[LayoutVariants]:
+def generation_shapes(space: Space, ps: PoolSpace, role: str, g: int,
+                       levels: KvSizes = kv_levels) -> Iterator[LayoutVariants]:
     """Generation: tp, pp and ep (`_generation_experts`) with cp = 1, and under partial
     rollouts the cap on running sequences (`concurrency_caps`); the variants are KV cache
-    sizes (`kv_levels`). Shapes within one scale-up domain with pp = 1 first; only when none
-    fits, TP across domains and pipeline stages, as engines run a model too large for one
-    domain (vLLM)."""
+    sizes (`kv_levels`; `kv.kv_ladder` gives every size of the ladder, priced or not, without
+    simulating). Shapes within one scale-up domain with pp = 1 first; only when none fits, TP
+    across domains and pipeline stages, as engines run a model too large for one domain
+    (vLLM)."""
     sc = ps.scenario
     spec, gpu, n = sc.roles[role], sc.cluster.gpu, sequences(sc)
     inside = [(tp, 1) for tp in _tp_options(spec, g, gpu.scale_up_gpus)]
@@ -174,9 +184,9 @@ def _generation_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 shape = LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp)
                 for cap in concurrency_caps(space, ps, shape):
                     capped = dataclasses.replace(shape, max_num_seqs=cap)
-                    if levels := kv_levels(space, ps, capped):
+                    if sizes := levels(space, ps, capped):
                         found = True
-                        yield dataclasses.replace(capped, kv_cache_tokens=np.array(levels))
+                        yield dataclasses.replace(capped, kv_cache_tokens=np.array(sizes))
         if found:
             return
 
@@ -190,7 +200,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
     spec, gpu, w = sc.roles[role], sc.cluster.gpu, sc.workload
-    offloads = ["none"] + (["optimizer", "both"] if ps.host_budget_mib else [])
+    offloads = ["none"] + (["optimizer", "params", "both"] if ps.host_budget_mib else [])
     # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
     sequence_parallel = space.caps is None or space.caps.sequence_parallel
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
@@ -204,22 +214,39 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                 share = rank_share(sc, "training", dp)
                 if not micro_batch_sizes(share):
                     continue
-                zeros = ([0, 1] if pp > 1 else [0, 1, 2, 3]) if dp * cp > 1 else [0]
+                zeros = tuple(z for z in range(4) if zero_problem(pp, z) is None)
                 # the interleavings of one split priced together: vp is a variant (`variants`)
                 for (first, last), vps in _by_split(pipelines).items():
-                    blocks = [_product(vp=[vp], zero=zeros, checkpointing=CHECKPOINTING,
-                                       micro_batch=list(sizes), offload=offloads)
-                              for vp in vps
-                              if (sizes := interleaved_micro_batch_sizes(share, pp, vp))]
-                    if not blocks:
-                        continue
-                    options = {name: np.concatenate([b[name] for b in blocks])
-                               for name in blocks[0]}
+                    by_zeros: dict[tuple[int, ...], dict[str, np.ndarray] | None] = {}
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
-                        yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
-                                             sp=tp > 1 and sequence_parallel,
-                                             first_stage_layers=first,
-                                             last_stage_layers=last, **options)
+                        stages = zeros if _shards(spec, dp * cp, tp, ep, etp) else (0,)
+                        if stages not in by_zeros:
+                            by_zeros[stages] = _training_options(share, pp, vps, stages,
+                                                                 offloads)
+                        if (options := by_zeros[stages]) is not None:
+                            yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                                 sp=tp > 1 and sequence_parallel,
+                                                 first_stage_layers=first,
+                                                 last_stage_layers=last, **options)
+
+
+def _shards(spec: ModelSpec, replicas: int, tp: int, ep: int, etp: int | None) -> bool:
+    """Whether ZeRO has ranks to shard over: the dp·cp `replicas` of the dense parameters, or
+    the routed experts' own data-parallel ranks dp·cp·tp/(ep·etp) (`layout_comm.dp_groups`:
+    with dp 1 and experts not split over TP, each TP rank holds a copy ZeRO shards)."""
+    return replicas > 1 or (spec.moe is not None and replicas * tp // (ep * (etp or 1)) > 1)
+
+
+def _training_options(share: float, pp: int, vps: list[int], zeros: tuple[int, ...],
+                      offloads: list[str]) -> dict[str, np.ndarray] | None:
+    """A training shape's variants: vp × ZeRO × checkpointing × micro-batch × offload, the
+    micro-batches those that leave an interleaved pipeline enough (None: no vp has any)."""
+    blocks = [_product(vp=[vp], zero=list(zeros), checkpointing=CHECKPOINTING,
+                       micro_batch=list(sizes), offload=offloads)
+              for vp in vps if (sizes := interleaved_micro_batch_sizes(share, pp, vp))]
+    if not blocks:
+        return None
+    return {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
 
 
 Split = tuple[int | None, int | None]
@@ -257,29 +284,38 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
     sc = ps.scenario
     spec, gpu = sc.roles[role], sc.cluster.gpu
     host = bool(ps.host_budget_mib)
+    sequence_parallel = space.caps is None or space.caps.sequence_parallel
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
                 dp = g // (tp * pp)
                 if not (micro_batches := list(micro_batch_sizes(rank_share(sc, "assessment", dp)))):
                     continue
-                options = _forward_variants(dp, micro_batches, host)
                 for ep, etp in _expert_layouts(spec, dp * tp, tp):
+                    options = _forward_variants(_shards(spec, dp, tp, ep, etp), micro_batches,
+                                                host)
                     yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
+                                         sp=tp > 1 and sequence_parallel,
                                          first_stage_layers=first, last_stage_layers=last,
                                          **options)
 
 
-def _forward_variants(dp: int, micro_batches: list[int], host: bool) -> dict[str, np.ndarray]:
-    """A frozen model's (zero, offload) pairs × micro-batches (`_forward_shapes`): on one GPU
-    ZeRO-3 shards nothing, and the weights may stream in or sleep alike."""
-    pairs = [(0, "none")] + ([(3, "none")] if dp > 1 else [])
+def _forward_variants(shards: bool, micro_batches: list[int], host: bool
+                      ) -> dict[str, np.ndarray]:
+    """A frozen model's (zero, offload) pairs × micro-batches (`_forward_shapes`): with no
+    ranks to shard over (`_shards`) ZeRO-3 shards nothing, and the weights may stream in or
+    sleep alike; a sharded model may sleep too (its shard loaded back whole for the stage, as
+    verl's FSDP param_offload), less to load and hold than the whole weights, more to hold
+    than streaming (`bench/search_scope.py` found it beyond every pair offered before). ZeRO
+    1–2 and the optimizer's offload change nothing a forward holds."""
+    pairs = [(0, "none")] + ([(3, "none")] if shards else [])
     if host:
-        pairs += [(0, "sleep"), (3 if dp > 1 else 0, "params")]
+        pairs += [(0, "sleep"), (3 if shards else 0, "params")] + ([(3, "sleep")] if shards
+                                                                   else [])
     rows = [(z, o, b) for z, o in pairs for b in micro_batches]
     return {"zero": np.array([z for z, _, _ in rows]), "offload": np.array([o for _, o, _ in rows]),
             "micro_batch": np.array([b for _, _, b in rows])}
 
 
-SHAPES = {"generation": _generation_shapes, "training": _training_shapes,
+SHAPES = {"generation": generation_shapes, "training": _training_shapes,
           "forward": _forward_shapes}

@@ -31,8 +31,10 @@ def apart(staleness: int = 1, partial: bool = False, gen_gpus: int = 8) -> dict:
     return {"groups": [{"name": "g0", "gpus": 8}, {"name": "g1", "gpus": gen_gpus}],
             "layouts": {"actor": {"generation": layout("g1", dp=gen_gpus // 2, tp=2),
                                   "training": layout(**train)},
-                        # as NeMo-RL scores it: the policy's degrees and micro-batch, ZeRO-0
-                        "reference": {"assessment": layout(dp=4, tp=2, micro_batch=2)}},
+                        # as NeMo-RL scores it: the policy's degrees, sequence parallelism
+                        # and micro-batch, ZeRO-0
+                        "reference": {"assessment": layout(dp=4, tp=2, sp=True,
+                                                           micro_batch=2)}},
             "inter_model": {"placement": "disaggregated", "staleness": staleness,
                             "partial_rollout": partial}}
 
