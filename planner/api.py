@@ -69,10 +69,8 @@ def evaluate(scenario: ScenarioSource, plan: PlanSource, **flags: Any) -> Plan:
     path, its dict (groups, layouts, inter_model; a full plan is accepted), or a `PlanInput` /
     `Plan`. Raises InfeasibleError when it does not fit in memory."""
     from planner.cli.evaluate import load_plan
-    from planner.cost.iteration import evaluate as price
-    from planner.cost.report import to_plan
     from planner.plan import PlanInput
-    from planner.search.scope import evaluated
+    from planner.search.scope import evaluated_plan
     from planner.specs.files import validate_as
 
     sc = _scenario(scenario, flags, "evaluate")
@@ -85,7 +83,7 @@ def evaluate(scenario: ScenarioSource, plan: PlanSource, **flags: Any) -> Plan:
     else:
         raise InputError(f"plan: give a plan JSON's path, its dict or a PlanInput, not "
                          f"{type(plan).__name__}")
-    return to_plan(sc, given, price(sc, given), search=evaluated(sc, given))
+    return evaluated_plan(sc, given)
 
 
 def sweep(scenario: ScenarioSource, gpus: str | int | Sequence[int] | None = None, *,

@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from planner.cost.iteration import evaluate
 from planner.errors import InfeasibleError, InputError
 from planner.plan import Plan, PlanInput
+from planner.search.scope import evaluated_plan
 from planner.specs.files import validate_as
 from planner.specs.scenario import Scenario
 
@@ -62,9 +62,11 @@ class Tally:
     the plans faster than the optimum, and its refusals by their first words."""
 
     accepted: int = 0
+    inside: int = 0  # of those, plans `evaluate` says lie in the search's space
     least_s: float | None = None
     faster: list[tuple[float, dict]] = field(default_factory=list)
     refused: Counter = field(default_factory=Counter)
+    outside: Counter = field(default_factory=Counter)  # why the others lie outside, by words
 
 
 def _layout_change(data: dict, rng: random.Random) -> None:
@@ -145,16 +147,27 @@ def _copy(data: dict) -> dict:
             "inter_model": dict(data["inter_model"])}
 
 
+def _gist(why: str) -> str:
+    """An `outside_search` line by its kind: its words up to the first number or colon."""
+    words = why.split(": ", 1)[-1].split()
+    return " ".join(w for w in words[:6] if not any(c.isdigit() for c in w))
+
+
 def tally(sc: Scenario, best: Plan, rng: random.Random, n: int) -> Tally:
-    """Each mutation priced by `evaluate` (as `rlplan evaluate` reads a plan), against `best`."""
+    """Each mutation priced by `evaluate` (as `rlplan evaluate` reads and prices a plan, with
+    what puts it outside the search's space), against `best`."""
     out = Tally()
     for data in mutations(sc, best, rng, n):
         try:
-            seconds = evaluate(sc, validate_as(PlanInput, data, "plan")).iteration_time_s
+            priced = evaluated_plan(sc, validate_as(PlanInput, data, "plan"))
         except (InputError, InfeasibleError) as exc:
             out.refused[" ".join(str(exc).split()[:4])] += 1
             continue
+        seconds = priced.iteration_time_s
         out.accepted += 1
+        why = priced.search["outside_search"]
+        out.inside += not why
+        out.outside.update(_gist(w) for w in why)
         out.least_s = seconds if out.least_s is None else min(out.least_s, seconds)
         if seconds < best.iteration_time_s - SLACK_S:
             out.faster.append((seconds, data))

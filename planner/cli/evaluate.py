@@ -12,11 +12,9 @@ from planner.cli.files import check_outputs
 from planner.cli.output import reports_errors
 from planner.cli.report import Html, page_output, page_path
 from planner.cli.views import emit_plan
-from planner.cost.iteration import evaluate as price
-from planner.cost.report import to_plan
 from planner.pictures import picture_format
 from planner.plan import PlanInput
-from planner.search.scope import evaluated
+from planner.search.scope import evaluated_plan
 from planner.specs.files import read_mapping, validate_as
 from planner.specs.scenario import load_scenario
 
@@ -51,7 +49,7 @@ def _evaluate(scenario: Path, plan_path: Path, as_json: bool, out: Path | None,
         page_path(html, "--html")
     sc = load_scenario(scenario, flags)
     plan_in = load_plan(plan_path)
-    emit_plan(lambda: to_plan(sc, plan_in, price(sc, plan_in), search=evaluated(sc, plan_in)),
+    emit_plan(lambda: evaluated_plan(sc, plan_in),
               as_json, out,
               lambda _: f"Plan {plan_path} for {sc.algorithm} on {sc.gpus_words()} "
                         "(evaluated)", timeline,

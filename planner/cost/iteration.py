@@ -108,6 +108,7 @@ class Evaluation:
     gpus_by_pool: dict[str, int] = field(default_factory=dict)  # pool → GPUs the plan uses
     controller_s: float = 0.0  # host time per step off the GPUs (`controller_seconds`)
     refit: Refit | None = None  # the actor's weights into its rollout engine (of sync_s)
+    kv_fits_tokens: int | None = None  # the KV cache the generation gets with it left out
 
     @property
     def tokens_per_s(self) -> float:
@@ -289,7 +290,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         raise InputError("inter_model.partial_rollout: responses continuing across steps are "
                          "off-policy; allow it with search.max_staleness ≥ 1 (--max-staleness "
                          "1) or set it to false")
-    gen_load = None
+    gen_load, kv_fits = None, None
     for t in (x for x in tasks if x.stage == "generation"):
         hybrid = t.layout.group == homes["actor"]  # resharded in from the training layout
         on, gpu = view[t.layout.group], view[t.layout.group].cluster.gpu
@@ -306,8 +307,10 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             swap_s = swap_time(others, gpu, on.cluster.gpus_per_node)
             swap_bytes = others
         gen_load = generation_load(on, t.layout, shadow, hybrid)
-        t.layout = kv_cache_layout(on, t.layout, shadow, kv_room_mib(
-            held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out), partial)
+        room = kv_room_mib(held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out)
+        t.layout = kv_cache_layout(on, t.layout, shadow, room, partial)
+        kv_fits = int(kv_cache_layout(on, t.layout.model_copy(update={"kv_cache_tokens": None}),
+                                      shadow, room, partial).kv_cache_tokens)
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)
@@ -391,7 +394,7 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
         bounds=plan_bounds(sc, tasks, heads, n, [(k, gpu) for k, gpu in per_pool.values()],
                            rollout_precision_of(sc), software(sc).runtime.fp8_matmuls),
         rollout=rollout, timeline=drawn, swap_s=swap_s, swap_bytes=swap_bytes,
-        controller_s=controller_s, refit=weight_refit,
+        controller_s=controller_s, refit=weight_refit, kv_fits_tokens=kv_fits,
         gpus_by_pool={p: k for p, (k, _) in per_pool.items()})
 
 

@@ -142,16 +142,22 @@ def concurrency_caps(space: Space, ps: PoolSpace, shape: LayoutVariants) -> list
     faster at 96 than at 64, `bench/concurrency_caps.py`)."""
     if not space.partial:
         return [None]
-    sc = ps.scenario
-    share = max_seqs(sc, shape)
-    top = _top(space, ps, dataclasses.replace(shape, max_num_seqs=DEFAULT_MAX_NUM_SEQS))
-    most = min(DEFAULT_MAX_NUM_SEQS, (top or 0) // (sc.workload.prompt_len + 1))
+    share = max_seqs(ps.scenario, shape)
+    most = min(DEFAULT_MAX_NUM_SEQS, most_running(space, ps, shape))
     caps: list[int | None] = [None]
     cap = share << CAP_LEVEL_SHIFT
     while cap < most:
         caps.append(cap)
         cap <<= CAP_LEVEL_SHIFT
     return [*caps, most] if most > share else caps
+
+
+def most_running(space: Space, ps: PoolSpace, shape: LayoutVariants) -> int:
+    """The most sequences a replica of `shape` can run at once under partial rollouts, with
+    any cap: as many as the largest KV cache that fits a GPU alone holds at their least (a
+    prompt and one token each). A larger cap runs no more, and only adds sampler memory."""
+    top = _top(space, ps, dataclasses.replace(shape, max_num_seqs=DEFAULT_MAX_NUM_SEQS))
+    return (top or 0) // (ps.scenario.workload.prompt_len + 1)
 
 
 def kv_bounds(space: Space, ps: PoolSpace, task: Task, shapes: list[LayoutVariants],

@@ -1,15 +1,25 @@
-"""The group sizes a proven optimum covers: every size a group may take on clusters of up to
+"""The space a proven optimum covers: every group size on clusters of up to
 `layouts.EVERY_GPU_COUNT` GPUs, the sizes searched past that — what a plan says of its own
-proof (`size_proof`) and of a plan `evaluate` prices (`evaluated`). (No solver here: `evaluate`
-does not load one.)"""
+proof (`size_proof`) — and, for a plan `evaluate` prices, what puts it outside that space
+(`evaluated`): its group sizes, its group count, its layouts off the search's menus. (No
+solver here: `evaluate` does not load one.)"""
 
 from __future__ import annotations
 
+import math
+
+from planner.cost.iteration import Evaluation, evaluate
+from planner.cost.report import to_plan
+from planner.cost.rollout_stage import max_seqs
+from planner.cost.step import sequences
 from planner.frameworks import Capabilities, capabilities
-from planner.plan import PlanInput
-from planner.search.candidate import Space
+from planner.plan import Layout, Plan, PlanInput
+from planner.search.candidate import Space, Task
 from planner.search.explain import spans
-from planner.search.space import pool_space
+from planner.search.kv import kv_ladder, most_running
+from planner.search.layouts import SHAPES, generation_shapes
+from planner.search.pools import PoolSpace
+from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
 from planner.specs.scenario import Scenario
 
 
@@ -35,19 +45,129 @@ def framework_caps(sc: Scenario) -> Capabilities | None:
     return None if sc.framework is None else capabilities(sc.framework)
 
 
-def evaluated(sc: Scenario, plan: PlanInput) -> dict:
-    """An evaluated plan's `search` fields: no solver, and `outside_search`, each group whose
-    size `rlplan plan` does not search on its pool (past `layouts.EVERY_GPU_COUNT` GPUs, or
-    one the scenario's framework does not run) — a proven optimum does not cover a plan with
-    one, and it may be faster."""
-    caps = framework_caps(sc)
-    searched = {pool.name: pool_space(sc, pool.name, caps, 1).sizes for pool in sc.pool_list}
+def evaluated_plan(sc: Scenario, plan: PlanInput) -> Plan:
+    """`plan` priced by the cost model (what `rlplan evaluate` prints), with what puts it
+    outside the search's space (`evaluated`)."""
+    ev = evaluate(sc, plan)
+    return to_plan(sc, plan, ev, search=evaluated(sc, plan, ev))
+
+
+def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
+    """An evaluated plan's `search` fields: no solver, and `outside_search`, what puts the plan
+    `ev` prices outside the space `rlplan plan` proves its optimum over — a group of a size it
+    does not search on its pool (past `layouts.EVERY_GPU_COUNT` GPUs, or one the scenario's
+    framework does not run), more groups than it places tasks on (`space.MAX_SLOTS`), a
+    layout off its menus (`layouts.py`: powers of two, the pipeline splits it offers, the
+    caps and KV sizes of partial rollouts, …; `_layout_outside`) or a trained model's forward
+    with a layout of its own. Empty: the plan is one of those a proven optimum is the least
+    of. Not empty: no proven optimum covers it, and it may be faster."""
+    space = bare_space(sc, plan)
+    pools = {ps.name: ps for ps in space.pools}
+    sizes = {g.name: g.gpus for g in plan.groups}
+    home = {g.name: g.pool or sc.pool_list[0].name for g in plan.groups}
     outside = []
     for group in plan.groups:
         # (a pool the scenario lacks is refused when the plan is priced)
-        sizes = searched.get(group.pool or sc.pool_list[0].name, [])
-        if sizes and group.gpus not in sizes:
+        offered = pools[home[group.name]].sizes
+        if group.gpus not in offered:
             where = f" of pool {group.pool}" if group.pool else ""
             outside.append(f"group {group.name}: {group.gpus} GPUs, not a size the search "
-                           f"offers{where} ({spans(sizes)})")
+                           f"offers{where} ({spans(offered)})")
+    if len(plan.groups) > space.slots:
+        outside.append(f"{len(plan.groups)} groups: the search places its "
+                       f"{len(space.tasks)} tasks on at most {space.slots}")
+    training = {t.role: t.layout for t in ev.tasks if t.stage == "training"}
+    for t in ev.tasks:
+        where = f"layouts.{t.role}.{t.stage}"
+        if sizes[t.layout.group] not in pools[home[t.layout.group]].sizes:
+            continue  # its group is named already
+        if t.stage == "assessment" and t.role in training:
+            if t.layout != training[t.role]:
+                outside.append(f"{where}: the search runs a trained model's forward with its "
+                               "training layout")
+            continue
+        why = _layout_outside(space, pools[home[t.layout.group]], t.role, t.stage, t.layout,
+                              sizes[t.layout.group], ev.kv_fits_tokens)
+        if why is not None:
+            outside.append(f"{where}: {why}")
     return {"solver": "none", "status": "EVALUATED", "outside_search": outside}
+
+
+def bare_space(sc: Scenario, plan: PlanInput) -> Space:
+    """The space of the plan's inter-model option as the search lays it out, nothing priced:
+    its tasks, group count and pools (what `_layout_outside` enumerates layouts on)."""
+    im, caps = plan.inter_model, framework_caps(sc)
+    tasks = tasks_for(sc, im.shared_actor_critic)
+    return Space(scenario=sc, staleness=im.staleness, fusion=im.inter_stage_fusion,
+                 shared=im.shared_actor_critic, swap=im.offload_during_generation,
+                 overlap_sync=im.overlap_weight_sync, partial=im.partial_rollout,
+                 objective=sc.search.objective, tasks=tasks,
+                 pools=[pool_space(sc, p.name, caps, 1) for p in sc.pool_list],
+                 slots=min(MAX_SLOTS, len(tasks)), total_gpus=sc.total_gpus, caps=caps)
+
+
+DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp", "first_stage_layers", "last_stage_layers")
+OPTIONS = {"training": ("vp", "zero", "checkpointing", "micro_batch", "offload"),
+           "forward": ("vp", "zero", "micro_batch", "offload")}
+"""What the search varies within a shape of degrees (`DEGREES`), per kind of task (named when a
+layout is off its menus)."""
+
+
+def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: Layout,
+                    g: int, kv_fits: int | None) -> str | None:
+    """Why `layout` of `role`'s `stage` on a group of `g` GPUs is not among the layouts the
+    search enumerates there (`layouts.SHAPES`, the KV ladder unpriced: `kv.kv_ladder`), or
+    None. Covered too, as no faster and no smaller than one enumerated: sequence parallelism
+    off where the search turns it on; a KV cache at or past the ladder's top under partial
+    rollouts (past it nothing waits, or it does not fit); any KV cache without them (its
+    gaps are bounded, `kv.kv_bounds`); a cap on running sequences no replica fills (as the
+    largest offered, where that one is not filled either); a training or forward layout no
+    better in any number the search prices than one it enumerates (`space.dominated`)."""
+    sc = ps.scenario
+    kind = "forward" if stage == "assessment" else stage
+    task = Task(role, kind)
+    if kind == "generation":
+        shapes = list(generation_shapes(space, ps, role, g, levels=kv_ladder))
+        same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k)
+                                         for k in ("dp", "tp", "pp", "ep", "etp"))]
+        if not same:
+            return _degrees_off(layout, ("dp", "tp", "pp", "ep", "etp"), shapes, g)
+        cap, offered = max_seqs(sc, layout), sorted({max_seqs(sc, s) for s in same})
+        # a cap no fuller replica reaches runs as the largest offered that reaches it
+        full = (most_running(space, ps, same[0]) if space.partial
+                else math.ceil(sequences(sc) / layout.dp))
+        if cap not in offered and cap >= full <= offered[-1]:
+            cap = offered[-1]
+        capped = [s for s in same if max_seqs(sc, s) == cap]
+        if not capped:
+            return (f"max_num_seqs {cap} is not a cap the search prices with these degrees "
+                    f"({', '.join(map(str, offered))})")
+        ladder = [int(kv) for kv in capped[0].kv_cache_tokens]
+        kv = int(layout.kv_cache_tokens)
+        if not space.partial or kv in ladder or kv >= ladder[-1]:
+            return None
+        sizes = ", ".join(f"{k:,}" for k in ladder)
+        if kv == kv_fits:
+            return (f"partial rollouts with the KV cache that fits where the rollout sits "
+                    f"({kv:,} tokens): the search prices that size only for the options it "
+                    f"proves optimal, and otherwise {sizes} tokens for this layout")
+        return (f"partial rollouts with a KV cache of {kv:,} tokens: the search prices "
+                f"{sizes} tokens for this layout (no bound covers the sizes between)")
+    shapes = list(SHAPES[kind](space, ps, role, g))
+    same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k) for k in DEGREES)]
+    if not same:
+        return _degrees_off(layout, DEGREES, shapes, g)
+    if dominated(space, task, space.pools.index(ps), layout, same):
+        return None
+    options = ", ".join(f"{k} {getattr(layout, k)}" for k in OPTIONS[kind])
+    return (f"{options}{' with sequence parallelism' if layout.sp and layout.tp > 1 else ''} "
+            "is not a layout the search prices with these degrees, nor as good as one in "
+            "time and memory")
+
+
+def _degrees_off(layout: Layout, names: tuple[str, ...], shapes: list, g: int) -> str:
+    """The words for degrees the search does not enumerate on `g` GPUs."""
+    given = ", ".join(f"{k} {getattr(layout, k)}" for k in names
+                      if getattr(layout, k) is not None)
+    return (f"{given} is not a shape the search prices on {g} GPUs (powers of two, the "
+            f"pipeline splits it offers; {len(shapes)} shapes)")

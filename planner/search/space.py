@@ -60,7 +60,7 @@ from planner.search.candidate import (
     to_ms,
 )
 from planner.search.deadline import Deadline
-from planner.search.follow import fronts, grouped, label_of
+from planner.search.follow import Variant, fronts, grouped, label_of
 from planner.search.kv import kv_bounds, kv_key, rollout_of
 from planner.search.layouts import EVERY_GPU_COUNT, SHAPES, slot_sizes
 from planner.search.pools import PoolSpace, all_shapes, price_weights
@@ -393,3 +393,28 @@ def price_layout(space: Space, task: Task, p: int, layout: Layout) -> Candidate:
     return candidate_at(_price(space, ps, task, layout, heads_for(space.scenario,
                                                                    space.shared)[task.role]),
                         0, layout)
+
+
+def dominated(space: Space, task: Task, p: int, layout: Layout,
+              shapes: list[LayoutVariants]) -> bool:
+    """Whether a variant of `shapes` that the framework runs is no worse than `layout` in every
+    number the search prices a candidate by (`Candidate.key`, host memory included) — so that
+    the search's optimum, over such variants, is no worse than any plan with `layout` (as its
+    pruning, `pareto`, keeps only candidates no other is as good as)."""
+    ps = space.pools[p]
+    head = heads_for(space.scenario, space.shared)[task.role]
+    spec = space.scenario.roles[task.role]
+    mine = np.array(price_layout(space, task, p, layout).key(True))
+    label = label_of(space.caps, task.name)
+    for variants in shapes:
+        n = len(variants)
+        allowed = np.broadcast_to(True if space.caps is None else space.caps.mask(
+            task.kind, variants, spec, task.role), n)
+        no_worse = (_rows(_price(space, ps, task, variants, head).key(True), np.arange(n))
+                    <= mine).all(axis=1) & allowed
+        if label is None and no_worse.any():
+            return True
+        if label is not None and any(label(Variant(variants, i)) == label(layout)
+                                     for i in np.flatnonzero(no_worse).tolist()):
+            return True
+    return False

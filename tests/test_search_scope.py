@@ -1,0 +1,111 @@
+"""`evaluate` says what puts a plan outside the space `rlplan plan` proves its optimum over
+(`search.outside_search`, `planner.search.scope`): every plan it accepts either lies in that
+space — a layout the search enumerates, or one no better in any number the search prices — or
+is named, with why (issue 25: a proof over a subset of what `evaluate` accepts is no proof of
+the plan)."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import pytest
+
+from planner.errors import InfeasibleError, InputError
+from planner.plan import PlanInput
+from planner.search.scope import evaluated_plan
+from planner.search.solve import plan
+from planner.specs.scenario import load_scenario
+from tests.plan_mutations import SCENARIOS, SLACK_S
+
+GRPO = "grpo 1.5b 4×a100-40gb"
+
+
+@pytest.fixture(scope="module")
+def grpo():
+    sc = load_scenario(None, SCENARIOS[GRPO])
+    best = plan(sc, explain=False)
+    return sc, best, PlanInput.model_validate(best.model_dump())
+
+
+def outside(sc, given: PlanInput) -> list[str]:
+    return evaluated_plan(sc, PlanInput.model_validate(given.model_dump())).search[
+        "outside_search"]
+
+
+def test_the_proven_optimum_lies_in_the_search(grpo):
+    sc, best, given = grpo
+    assert best.search["status"] == "OPTIMAL"
+    assert outside(sc, given) == []
+
+
+def test_every_memory_option_at_the_optimums_degrees_lies_in_the_search(grpo):
+    """Each ZeRO stage, recomputation, micro-batch and offload `evaluate` accepts for the
+    optimum's training and reference layouts is one the search prices or no better than one.
+    Before the search offered the parameters' offload in training and a sharded reference
+    asleep, 22 of 340 were not (`bench/search_scope.py`)."""
+    sc, best, given = grpo
+    accepted = 0
+    for (role, stage), zero, ckpt, mb, off in product(
+            [("actor", "training"), ("reference", "assessment")], range(4),
+            ("none", "full"), (1, 4), ("none", "optimizer", "params", "both", "sleep")):
+        changed = given.with_layout(role, stage, zero=zero, checkpointing=ckpt,
+                                    micro_batch=mb, offload=off)
+        try:
+            priced = evaluated_plan(sc, PlanInput.model_validate(changed.model_dump()))
+        except (InputError, InfeasibleError, ValueError):
+            continue
+        accepted += 1
+        assert priced.search["outside_search"] == [], (role, stage, zero, ckpt, mb, off)
+        assert priced.iteration_time_s >= best.iteration_time_s - SLACK_S
+    assert accepted >= 40
+
+
+def test_degrees_caps_and_kv_sizes_off_the_menus_are_named(grpo):
+    sc, _, given = grpo
+    train = given.layouts["actor"]["training"]
+    assert train.cp == 1 and train.dp % 2 == 0
+    # cp 2 splits these 4,352-token sequences into chunks under `layouts.MIN_CP_CHUNK`
+    g = next(x.gpus for x in given.groups if x.name == train.group)
+    (line,) = outside(sc, given.with_layout("actor", "training", dp=train.dp // 2, cp=2))
+    assert line.startswith(f"layouts.actor.training: dp {train.dp // 2}, tp {train.tp}, pp 1, "
+                           f"cp 2, ep 1 is not a shape the search prices on {g} GPUs")
+    gen = given.layouts["actor"]["generation"]
+    assert given.inter_model.partial_rollout and gen.kv_cache_tokens is not None
+    (line,) = outside(sc, given.with_kv_cache(gen.kv_cache_tokens - 1))
+    assert line.startswith(f"layouts.actor.generation: partial rollouts with a KV cache of "
+                           f"{gen.kv_cache_tokens - 1:,} tokens: the search prices ")
+    (line,) = outside(sc, given.with_layout("actor", "generation", max_num_seqs=3))
+    assert line.startswith("layouts.actor.generation: max_num_seqs 3 is not a cap the search "
+                           "prices with these degrees")
+
+
+def test_a_cap_no_replica_fills_is_the_default_without_partial_rollouts():
+    sc = load_scenario(None, {**SCENARIOS[GRPO], "search.max_staleness": 0})
+    given = PlanInput.model_validate(plan(sc, explain=False).model_dump())
+    gen = given.layouts["actor"]["generation"]
+    share = 16 * 4 // gen.dp  # sequences per replica
+    assert outside(sc, given.with_layout("actor", "generation", max_num_seqs=share)) == []
+    assert outside(sc, given.with_layout("actor", "generation", max_num_seqs=4 * share)) == []
+    (line,) = outside(sc, given.with_layout("actor", "generation", max_num_seqs=share - 1))
+    assert f"max_num_seqs {share - 1} is not a cap" in line
+
+
+def test_more_groups_than_the_search_places_and_a_trained_models_own_forward_are_named():
+    sc = load_scenario(None, {**SCENARIOS["ppo 1.5b+0.5b 4×a100-40gb"],
+                              "search.max_staleness": 0})
+
+    def lay(group):
+        return {"group": group, "dp": 1, "checkpointing": "full"}
+
+    given = PlanInput.model_validate({
+        "groups": [{"name": f"g{k}", "gpus": 1} for k in range(4)],
+        "layouts": {"actor": {"generation": lay("g0"), "training": lay("g1"),
+                              "assessment": lay("g3")},
+                    "critic": {"training": lay("g2")}, "reference": {"assessment": lay("g3")},
+                    "reward": {"assessment": lay("g2")}},
+        "inter_model": {"placement": "partial"}})
+    assert outside(sc, given) == [
+        "4 groups: the search places its 5 tasks on at most 3",
+        "layouts.actor.assessment: the search runs a trained model's forward with its "
+        "training layout"]
+
