@@ -109,3 +109,22 @@ def test_more_groups_than_the_search_places_and_a_trained_models_own_forward_are
         "layouts.actor.assessment: the search runs a trained model's forward with its "
         "training layout"]
 
+
+
+def test_an_inter_model_option_the_scenario_leaves_out_is_named(grpo):
+    sc, _, given = grpo
+    assert given.inter_model.staleness == 1 and given.inter_model.partial_rollout
+    # a staleness past the one that changes any price (3 here) is priced as that one
+    later = given.model_copy(update={"inter_model": given.inter_model.model_copy(
+        update={"staleness": 9})})
+    assert outside(load_scenario(None, {**SCENARIOS[GRPO], "search.max_staleness": 3}),
+                   later) == []
+    assert outside(sc, later) == [
+        "inter_model: staleness 9, partial rollouts is not an option the search solves here "
+        "(search.max_staleness 1, allow_shared_actor_critic false)"]
+    on_policy = load_scenario(None, {**SCENARIOS[GRPO], "search.max_staleness": 0})
+    whole = given.model_copy(update={"inter_model": given.inter_model.model_copy(
+        update={"partial_rollout": False})})
+    assert outside(on_policy, whole) == [
+        "inter_model: staleness 1 is not an option the search solves here "
+        "(search.max_staleness 0, allow_shared_actor_critic false)"]

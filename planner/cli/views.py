@@ -282,7 +282,7 @@ def kv_proof_line(plan: Plan) -> str | None:
 def size_proof_line(plan: Plan) -> str | None:
     """A proven optimum over the group sizes searched, not every size a group may take (a
     cluster over `layouts.EVERY_GPU_COUNT` GPUs): which (`search.group_sizes_searched`); an
-    evaluated plan with a group of a size the search does not offer: which
+    evaluated plan outside the space the search proves its optimum over: what puts it there
     (`search.outside_search`)."""
     if outside := (plan.search or {}).get("outside_search"):
         return (f"outside the search: {'; '.join(outside)} — no proven optimum of `rlplan "

@@ -18,6 +18,7 @@ from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
 from planner.search.layouts import SHAPES, generation_shapes
+from planner.search.option import Option, options, staleness_that_matters
 from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
 from planner.specs.scenario import Scenario
@@ -58,9 +59,10 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
     does not search on its pool (past `layouts.EVERY_GPU_COUNT` GPUs, or one the scenario's
     framework does not run), more groups than it places tasks on (`space.MAX_SLOTS`), a
     layout off its menus (`layouts.py`: powers of two, the pipeline splits it offers, the
-    caps and KV sizes of partial rollouts, …; `_layout_outside`) or a trained model's forward
-    with a layout of its own. Empty: the plan is one of those a proven optimum is the least
-    of. Not empty: no proven optimum covers it, and it may be faster."""
+    caps and KV sizes of partial rollouts, …; `_layout_outside`), a trained model's forward
+    with a layout of its own, or an inter-model option the scenario leaves out. Empty: the
+    plan is one of those a proven optimum is the least of. Not empty: no proven optimum
+    covers it, and it may be faster."""
     space = bare_space(sc, plan)
     pools = {ps.name: ps for ps in space.pools}
     sizes = {g.name: g.gpus for g in plan.groups}
@@ -73,6 +75,8 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
             where = f" of pool {group.pool}" if group.pool else ""
             outside.append(f"group {group.name}: {group.gpus} GPUs, not a size the search "
                            f"offers{where} ({spans(offered)})")
+    if (why := _option_outside(sc, plan, space.caps)) is not None:
+        outside.append(f"inter_model: {why}")
     if len(plan.groups) > space.slots:
         outside.append(f"{len(plan.groups)} groups: the search places its "
                        f"{len(space.tasks)} tasks on at most {space.slots}")
@@ -91,6 +95,22 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
         if why is not None:
             outside.append(f"{where}: {why}")
     return {"solver": "none", "status": "EVALUATED", "outside_search": outside}
+
+
+def _option_outside(sc: Scenario, plan: PlanInput, caps: Capabilities | None) -> str | None:
+    """Why the plan's inter-model option is not one the search solves for `sc` (its
+    `search.max_staleness`, `allow_shared_actor_critic`, what its framework runs), or None:
+    a staleness past `option.staleness_that_matters` is priced as that one."""
+    im = plan.inter_model
+    mine = Option(min(im.staleness, staleness_that_matters(sc)), im.inter_stage_fusion,
+                  im.shared_actor_critic, im.offload_during_generation, im.overlap_weight_sync,
+                  im.partial_rollout)
+    if mine in options(sc, sc.search.max_staleness, sc.search.allow_shared_actor_critic, caps):
+        return None
+    return (f"{', '.join(im.choices()) or 'staleness 0'} is not an option the search solves here "
+            f"(search.max_staleness {sc.search.max_staleness}, allow_shared_actor_critic "
+            f"{str(sc.search.allow_shared_actor_critic).lower()}"
+            + (f", what {caps.label} runs" if caps is not None else "") + ")")
 
 
 def bare_space(sc: Scenario, plan: PlanInput) -> Space:
