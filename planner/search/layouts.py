@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from functools import cache
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -221,8 +222,8 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
                         stages = zeros if _shards(spec, dp * cp, tp, ep, etp) else (0,)
                         if stages not in by_zeros:
-                            by_zeros[stages] = _training_options(share, pp, vps, stages,
-                                                                 offloads)
+                            by_zeros[stages] = _training_options(share, pp, tuple(vps),
+                                                                 stages, tuple(offloads))
                         if (options := by_zeros[stages]) is not None:
                             yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                  sp=tp > 1 and sequence_parallel,
@@ -237,16 +238,29 @@ def _shards(spec: ModelSpec, replicas: int, tp: int, ep: int, etp: int | None) -
     return replicas > 1 or (spec.moe is not None and replicas * tp // (ep * (etp or 1)) > 1)
 
 
-def _training_options(share: float, pp: int, vps: list[int], zeros: tuple[int, ...],
-                      offloads: list[str]) -> dict[str, np.ndarray] | None:
+@cache  # the same for every shape of one pipeline and data-parallel share
+def _training_options(share: float, pp: int, vps: tuple[int, ...], zeros: tuple[int, ...],
+                      offloads: tuple[str, ...]) -> dict[str, np.ndarray] | None:
     """A training shape's variants: vp × ZeRO × checkpointing × micro-batch × offload, the
-    micro-batches those that leave an interleaved pipeline enough (None: no vp has any)."""
-    blocks = [_product(vp=[vp], zero=list(zeros), checkpointing=CHECKPOINTING,
-                       micro_batch=list(sizes), offload=offloads)
-              for vp in vps if (sizes := interleaved_micro_batch_sizes(share, pp, vp))]
+    micro-batches those that leave an interleaved pipeline enough (None: no vp has any) — the
+    parameters streamed from CPU memory with the optimizer on the GPU at the highest ZeRO stage
+    only (3 as DeepSpeed runs it, offload_param "valid only with stage 3"; FSDP's CPU offload
+    steps the optimizer on the CPU too: `both`): a lower stage streams the same parameters
+    and shards less (`bench/search_scope.py --shapes`: no such layout outside), and a quarter
+    of the variants stay out."""
+    alone = [o for o in offloads if o != "params"]
+    streamed = [max(zeros)] if "params" in offloads else []
+    blocks = [block for vp in vps if (sizes := interleaved_micro_batch_sizes(share, pp, vp))
+              for block in [_product(vp=[vp], zero=list(zeros), checkpointing=CHECKPOINTING,
+                                     micro_batch=list(sizes), offload=alone)]
+              + ([_product(vp=[vp], zero=streamed, checkpointing=CHECKPOINTING,
+                           micro_batch=list(sizes), offload=["params"])] if streamed else [])]
     if not blocks:
         return None
-    return {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
+    out = {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
+    for array in out.values():
+        array.flags.writeable = False  # shared by every shape that asks (`cache`)
+    return out
 
 
 Split = tuple[int | None, int | None]

@@ -21,12 +21,16 @@ from planner.search.choice import Choice, loads
 from planner.search.kv import kv_key, kv_levels
 from planner.search.space import Space, add_kv_sizes, price_layout
 
-MAX_NEIGHBOURS = 8
+MAX_NEIGHBOURS = 16
 """KV sizes `refine` prices beside the one it was asked for, at most: each saves a solve when
 the solver would have asked for it next, and costs a rollout when not. Chosen over 4, 16 and
 32 in one-off runs of `bench/search_speed.py`'s scenarios on the 2-core machine: PPO with four
 70B roles on 8 H100s 1.6 s (2.3, 2.0, 2.0), the shipped GRPO example on one node 0.43 s (0.42,
-0.47, 0.47), the others within noise."""
+0.47, 0.47), the others within noise. Raised from 8 on 2026-12-03, when forwards gained
+sequence parallelism and their candidates changed the neighbours: at 8 the shipped example on
+one node took a fifth refine round (its search 0.46 s against 0.37 s before; at 16, 0.38 s; at
+4, 0.42 s), the 1,024-GPU PPO case and PPO's four 70B roles on 8 H100s within noise (one-off,
+medians of 3–6 fresh processes)."""
 
 
 def uses_bound(space: Space, ch: Choice) -> bool:
