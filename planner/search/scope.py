@@ -151,9 +151,10 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
         same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k)
                                          for k in ("dp", "tp", "pp", "ep", "etp"))]
         if not same:
-            return _degrees_off(layout, ("dp", "tp", "pp", "ep", "etp"), shapes, g)
+            return _degrees_off(layout, ("dp", "tp", "pp", "ep", "etp"), g)
         cap, offered = max_seqs(sc, layout), sorted({max_seqs(sc, s) for s in same})
-        # a cap no fuller replica reaches runs as the largest offered that reaches it
+        # a cap at or past what a replica can run (`full`) runs as the largest offered when
+        # that one is too, with more sampler memory
         full = (most_running(space, ps, same[0]) if space.partial
                 else math.ceil(sequences(sc) / layout.dp))
         if cap not in offered and cap >= full <= offered[-1]:
@@ -176,7 +177,7 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
     shapes = list(SHAPES[kind](space, ps, role, g))
     same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k) for k in DEGREES)]
     if not same:
-        return _degrees_off(layout, DEGREES, shapes, g)
+        return _degrees_off(layout, DEGREES, g)
     if dominated(space, task, space.pools.index(ps), layout, same):
         return None
     options = ", ".join(f"{k} {getattr(layout, k)}" for k in OPTIONS[kind])
@@ -185,9 +186,9 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
             "time and memory")
 
 
-def _degrees_off(layout: Layout, names: tuple[str, ...], shapes: list, g: int) -> str:
+def _degrees_off(layout: Layout, names: tuple[str, ...], g: int) -> str:
     """The words for degrees the search does not enumerate on `g` GPUs."""
     given = ", ".join(f"{k} {getattr(layout, k)}" for k in names
                       if getattr(layout, k) is not None)
     return (f"{given} is not a shape the search prices on {g} GPUs (powers of two, the "
-            f"pipeline splits it offers; {len(shapes)} shapes)")
+            "pipeline splits it offers)")
