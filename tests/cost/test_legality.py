@@ -52,6 +52,19 @@ def test_generation_tp_must_divide_the_heads():
             r"layouts\.actor\.generation: tp 4 does not divide the 14 attention heads")
 
 
+def test_zero_past_the_optimizer_state_is_refused_in_a_training_pipeline():
+    """Megatron's and DeepSpeed's pipelines shard at most the optimizer state (ZeRO-1): the
+    search never offers ZeRO 2-3 with pp > 1, and `evaluate` refuses it, naming the fix."""
+    sc = load_scenario(None, SMALL)  # qwen2.5-0.5b: 24 layers
+    for zero in (2, 3):
+        refused(sc, with_(COLOCATED, **{"layouts.actor.training": {
+            "group": "g0", "dp": 2, "pp": 2, "zero": zero}}),
+            rf"layouts\.actor\.training\.zero: zero {zero} with pp 2: .*; set zero to 0 or 1, "
+            r"or pp to 1")
+    assert evaluate(sc, PlanInput.model_validate(with_(COLOCATED, **{
+        "layouts.actor.training": {"group": "g0", "dp": 2, "pp": 2, "zero": 1}})))
+
+
 def test_experts_on_a_dense_model_are_refused():
     sc = load_scenario(None, SMALL)
     refused(sc, with_(COLOCATED, **{"layouts.actor.training": {
