@@ -128,3 +128,16 @@ def test_an_inter_model_option_the_scenario_leaves_out_is_named(grpo):
     assert outside(on_policy, whole) == [
         "inter_model: staleness 1 is not an option the search solves here "
         "(search.max_staleness 0, allow_shared_actor_critic false)"]
+
+
+def test_an_expert_tp_left_to_the_frameworks_default_is_the_layout_it_means():
+    """`etp` left out is the default the framework runs (`plan.expert_tp`: vLLM splits each
+    expert over TP without EP, Megatron trains at etp = tp): the same layout, inside."""
+    sc = load_scenario(None, SCENARIOS["grpo qwen3-30b-a3b 8×h100"])
+    given = PlanInput.model_validate(plan(sc, explain=False).model_dump())
+    gen = given.layouts["actor"]["generation"]
+    assert gen.ep == 1 and gen.etp == gen.tp > 1  # vLLM's default, written out
+    assert outside(sc, given.with_layout("actor", "generation", etp=None)) == []
+    train = given.layouts["actor"]["training"]
+    assert train.etp == train.tp  # Megatron's default, written out
+    assert outside(sc, given.with_layout("actor", "training", etp=None)) == []

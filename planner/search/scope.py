@@ -12,8 +12,9 @@ from planner.cost.iteration import Evaluation, evaluate
 from planner.cost.report import to_plan
 from planner.cost.rollout_stage import max_seqs
 from planner.cost.step import sequences
+from planner.cost.variants import LayoutVariants
 from planner.frameworks import Capabilities, capabilities
-from planner.plan import Layout, Plan, PlanInput
+from planner.plan import Layout, Plan, PlanInput, expert_tp
 from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
@@ -127,6 +128,7 @@ def bare_space(sc: Scenario, plan: PlanInput) -> Space:
 
 
 DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp", "first_stage_layers", "last_stage_layers")
+GENERATION_DEGREES = ("dp", "tp", "pp", "ep", "etp")
 OPTIONS = {"training": ("vp", "zero", "checkpointing", "micro_batch", "offload"),
            "forward": ("vp", "zero", "micro_batch", "offload")}
 """What the search varies within a shape of degrees (`DEGREES`), per kind of task (named when a
@@ -148,10 +150,10 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
     task = Task(role, kind)
     if kind == "generation":
         shapes = list(generation_shapes(space, ps, role, g, levels=kv_ladder))
-        same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k)
-                                         for k in ("dp", "tp", "pp", "ep", "etp"))]
+        same = [s for s in shapes if _degrees(s, GENERATION_DEGREES, stage)
+                == _degrees(layout, GENERATION_DEGREES, stage)]
         if not same:
-            return _degrees_off(layout, ("dp", "tp", "pp", "ep", "etp"), g)
+            return _degrees_off(layout, GENERATION_DEGREES, g)
         cap, offered = max_seqs(sc, layout), sorted({max_seqs(sc, s) for s in same})
         # a cap at or past what a replica can run (`full`) runs as the largest offered when
         # that one is too, with more sampler memory
@@ -175,7 +177,7 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
         return (f"partial rollouts with a KV cache of {kv:,} tokens: the search prices "
                 f"{sizes} tokens for this layout (no bound covers the sizes between)")
     shapes = list(SHAPES[kind](space, ps, role, g))
-    same = [s for s in shapes if all(getattr(s, k) == getattr(layout, k) for k in DEGREES)]
+    same = [s for s in shapes if _degrees(s, DEGREES, stage) == _degrees(layout, DEGREES, stage)]
     if not same:
         return _degrees_off(layout, DEGREES, g)
     if dominated(space, task, space.pools.index(ps), layout, same):
@@ -184,6 +186,12 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
     return (f"{options}{' with sequence parallelism' if layout.sp and layout.tp > 1 else ''} "
             "is not a layout the search prices with these degrees, nor as good as one in "
             "time and memory")
+
+
+def _degrees(x: Layout | LayoutVariants, names: tuple[str, ...], stage: str) -> tuple:
+    """A layout's (or shape's) degrees `names`, its expert TP as it runs `stage` (`etp` left
+    out means the framework's default, `plan.expert_tp`)."""
+    return tuple(expert_tp(x, stage) if k == "etp" else getattr(x, k) for k in names)
 
 
 def _degrees_off(layout: Layout, names: tuple[str, ...], g: int) -> str:
