@@ -128,7 +128,7 @@ def bare_space(sc: Scenario, plan: PlanInput) -> Space:
 
 
 DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp", "first_stage_layers", "last_stage_layers")
-GENERATION_DEGREES = ("dp", "tp", "pp", "ep", "etp")
+GENERATION_DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp")
 OPTIONS = {"training": ("vp", "zero", "checkpointing", "micro_batch", "offload"),
            "forward": ("vp", "zero", "micro_batch", "offload")}
 """What the search varies within a shape of degrees (`DEGREES`), per kind of task (named when a
