@@ -201,7 +201,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
     spec, gpu, w = sc.roles[role], sc.cluster.gpu, sc.workload
-    offloads = ["none"] + (["optimizer", "params", "both"] if ps.host_budget_mib else [])
+    host = bool(ps.host_budget_mib)
     # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
     sequence_parallel = space.caps is None or space.caps.sequence_parallel
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
@@ -223,7 +223,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                         stages = zeros if _shards(spec, dp * cp, tp, ep, etp) else (0,)
                         if stages not in by_zeros:
                             by_zeros[stages] = _training_options(share, pp, tuple(vps),
-                                                                 stages, tuple(offloads))
+                                                                 stages, host)
                         if (options := by_zeros[stages]) is not None:
                             yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                  sp=tp > 1 and sequence_parallel,
@@ -240,21 +240,21 @@ def _shards(spec: ModelSpec, replicas: int, tp: int, ep: int, etp: int | None) -
 
 @cache  # the same for every shape of one pipeline and data-parallel share
 def _training_options(share: float, pp: int, vps: tuple[int, ...], zeros: tuple[int, ...],
-                      offloads: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-    """A training shape's variants: vp × ZeRO × checkpointing × micro-batch × offload, the
-    micro-batches those that leave an interleaved pipeline enough (None: no vp has any) — the
-    parameters streamed from CPU memory with the optimizer on the GPU at the highest ZeRO stage
-    only (3 as DeepSpeed runs it, offload_param "valid only with stage 3"; FSDP's CPU offload
-    steps the optimizer on the CPU too: `both`): a lower stage streams the same parameters
-    and shards less (`bench/search_scope.py --shapes`: no such layout outside), and a quarter
-    of the variants stay out."""
-    alone = [o for o in offloads if o != "params"]
-    streamed = [max(zeros)] if "params" in offloads else []
+                      host: bool) -> dict[str, np.ndarray] | None:
+    """A training shape's variants: vp × ZeRO × checkpointing × micro-batch × offload (with
+    `host` memory: of the optimizer state, of both, or of the parameters alone), the
+    micro-batches those that leave an interleaved pipeline enough (None: no vp has any). The
+    parameters alone are streamed from CPU memory at the highest ZeRO stage only (3 as
+    DeepSpeed runs it, offload_param "valid only with stage 3"; FSDP's CPU offload steps the
+    optimizer on the CPU too: `both`): a lower stage streams the same parameters and shards
+    less (`bench/search_scope.py --shapes`: no such layout outside), and a quarter of the
+    variants stay out."""
+    offloads = ["none"] + (["optimizer", "both"] if host else [])
     blocks = [block for vp in vps if (sizes := interleaved_micro_batch_sizes(share, pp, vp))
               for block in [_product(vp=[vp], zero=list(zeros), checkpointing=CHECKPOINTING,
-                                     micro_batch=list(sizes), offload=alone)]
-              + ([_product(vp=[vp], zero=streamed, checkpointing=CHECKPOINTING,
-                           micro_batch=list(sizes), offload=["params"])] if streamed else [])]
+                                     micro_batch=list(sizes), offload=offloads)]
+              + ([_product(vp=[vp], zero=[max(zeros)], checkpointing=CHECKPOINTING,
+                           micro_batch=list(sizes), offload=["params"])] if host else [])]
     if not blocks:
         return None
     out = {name: np.concatenate([b[name] for b in blocks]) for name in blocks[0]}
