@@ -141,3 +141,25 @@ def test_an_expert_tp_left_to_the_frameworks_default_is_the_layout_it_means():
     train = given.layouts["actor"]["training"]
     assert train.etp == train.tp  # Megatron's default, written out
     assert outside(sc, given.with_layout("actor", "training", etp=None)) == []
+
+
+def test_a_partial_rollouts_kv_cache_left_to_fit_where_it_sits_is_named_with_when_it_is_covered():
+    """The size `evaluate` gives a partial rollout whose `kv_cache_tokens` is left out lies
+    between the ladder's sizes here: the search prices it for the options it proves optimal
+    only (`settle.py`), which the line says rather than calling the plan uncovered."""
+    sc = load_scenario(None, {**SCENARIOS[GRPO], "models.actor": "qwen2.5-7b",
+                              "workload.prompts_per_step": 128})
+    given = PlanInput.model_validate({
+        "groups": [{"name": "g0", "gpus": 4}],
+        "layouts": {"actor": {"generation": {"group": "g0", "dp": 2, "tp": 2},
+                              "training": {"group": "g0", "dp": 4, "zero": 3,
+                                           "checkpointing": "full", "offload": "optimizer"}},
+                    "reference": {"assessment": {"group": "g0", "dp": 4, "zero": 3}}},
+        "inter_model": {"placement": "colocated", "partial_rollout": True}})
+    priced = evaluated_plan(sc, given)
+    kv = priced.layouts["actor"]["generation"].kv_cache_tokens
+    assert priced.search["outside_search"] == [
+        f"layouts.actor.generation: partial rollouts with the KV cache that fits where the "
+        f"rollout sits ({kv:,} tokens): covered where `rlplan plan` chose this plan's option "
+        "(it prices that size for the options it proves optimal); otherwise it prices "
+        "278,528, 557,056, 984,566 tokens for this layout"]

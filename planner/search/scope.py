@@ -172,8 +172,9 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
         sizes = ", ".join(f"{k:,}" for k in ladder)
         if kv == kv_fits:
             return (f"partial rollouts with the KV cache that fits where the rollout sits "
-                    f"({kv:,} tokens): the search prices that size only for the options it "
-                    f"proves optimal, and otherwise {sizes} tokens for this layout")
+                    f"({kv:,} tokens): covered where `rlplan plan` chose this plan's option (it "
+                    f"prices that size for the options it proves optimal); otherwise it prices "
+                    f"{sizes} tokens for this layout")
         return (f"partial rollouts with a KV cache of {kv:,} tokens: the search prices "
                 f"{sizes} tokens for this layout (no bound covers the sizes between)")
     shapes = list(SHAPES[kind](space, ps, role, g))
