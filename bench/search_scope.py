@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.errors import InfeasibleError, InputError
 from planner.plan import PlanInput
+from planner.search import scope
 from planner.search.layouts import SHAPES
 from planner.search.scope import bare_space, evaluated_plan
 from planner.search.solve import plan
@@ -36,7 +37,7 @@ from tests.plan_mutations import SCENARIOS, SLACK_S
 OFFLOADS = ("none", "optimizer", "params", "both", "sleep")
 
 
-DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp", "sp", "first_stage_layers", "last_stage_layers")
+DEGREES = (*scope.DEGREES, "sp")  # a shape's degrees, as `evaluate` reads them
 
 
 def main() -> int:

@@ -308,9 +308,11 @@ def evaluate(sc: Scenario, plan: PlanInput) -> Evaluation:
             swap_bytes = others
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         room = kv_room_mib(held, gen_load, budget_of(gpu, sc.search.memory_headroom), swap_out)
+        given = t.layout.kv_cache_tokens
         t.layout = kv_cache_layout(on, t.layout, shadow, room, partial)
-        kv_fits = int(kv_cache_layout(on, t.layout.model_copy(update={"kv_cache_tokens": None}),
-                                      shadow, room, partial).kv_cache_tokens)
+        kv_fits = int(t.layout.kv_cache_tokens if given is None else kv_cache_layout(
+            on, t.layout.model_copy(update={"kv_cache_tokens": None}), shadow, room,
+            partial).kv_cache_tokens)
         gen_load = generation_load(on, t.layout, shadow, hybrid)
         t.memory = generation_memory(on, t.layout, shadow, hybrid)
         if not hybrid:  # a separate rollout group keeps its weights (and shadow copy)

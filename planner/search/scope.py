@@ -68,7 +68,7 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
     pools = {ps.name: ps for ps in space.pools}
     sizes = {g.name: g.gpus for g in plan.groups}
     home = {g.name: g.pool or sc.pool_list[0].name for g in plan.groups}
-    outside = []
+    outside, off_sizes = [], set()
     for group in plan.groups:
         # (a pool the scenario lacks is refused when the plan is priced)
         offered = pools[home[group.name]].sizes
@@ -76,6 +76,7 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
             where = f" of pool {group.pool}" if group.pool else ""
             outside.append(f"group {group.name}: {group.gpus} GPUs, not a size the search "
                            f"offers{where} ({spans(offered)})")
+            off_sizes.add(group.name)
     if (why := _option_outside(sc, plan, space.caps)) is not None:
         outside.append(f"inter_model: {why}")
     if len(plan.groups) > space.slots:
@@ -84,7 +85,7 @@ def evaluated(sc: Scenario, plan: PlanInput, ev: Evaluation) -> dict:
     training = {t.role: t.layout for t in ev.tasks if t.stage == "training"}
     for t in ev.tasks:
         where = f"layouts.{t.role}.{t.stage}"
-        if sizes[t.layout.group] not in pools[home[t.layout.group]].sizes:
+        if t.layout.group in off_sizes:
             continue  # its group is named already
         if t.stage == "assessment" and t.role in training:
             if t.layout != training[t.role]:
