@@ -125,7 +125,8 @@ def placement_of(groups: dict[str, set[str]]) -> str:
 
 def check_plan(sc: Scenario, plan: PlanInput) -> None:
     """Refuse (InputError, naming the field and the fix) a plan the search could not choose
-    for `sc`: a layout its model cannot run (`layout_problem`; a training or assessment
+    for `sc`: a layout its model cannot run (`layout_problem`; a rollout with context
+    parallelism, which no engine runs; a training or assessment
     pipeline split Megatron cannot run, `pipeline_split.split_problem`), a micro-batch that
     does not divide its rank's share (`micro_batch_problem`) or leaves an interleaved pipeline
     fewer than pp micro-batches (`time.interleave_problem`), ZeRO past the optimizer state in
@@ -140,6 +141,10 @@ def check_plan(sc: Scenario, plan: PlanInput) -> None:
             if spec is not None and (why := layout_problem(spec, layout)) is not None:
                 raise InputError(f"plan: layouts.{role}.{stage}: {why}; choose degrees the "
                                  "model divides into")
+            if stage == "generation" and layout.cp > 1:
+                raise InputError(f"plan: layouts.{role}.generation.cp: cp {layout.cp}: the "
+                                 "rollout engines (vLLM, SGLang) split no sequence over GPUs; "
+                                 f"set cp 1 and dp {layout.dp * layout.cp}")
             if spec is not None and stage != "generation" and (bad := split_problem(
                     spec.num_hidden_layers, layout.pp, layout.vp, layout.first_stage_layers,
                     layout.last_stage_layers)):  # a Megatron pipeline (the search's splits)

@@ -65,6 +65,15 @@ def test_zero_past_the_optimizer_state_is_refused_in_a_training_pipeline():
         "layouts.actor.training": {"group": "g0", "dp": 2, "pp": 2, "zero": 1}})))
 
 
+def test_a_rollout_with_context_parallelism_is_refused():
+    """No rollout engine (vLLM, SGLang) splits a sequence over GPUs, nor any framework's
+    rollout config: `evaluate` refuses cp > 1 in generation as the search never draws it."""
+    sc = load_scenario(None, SMALL)
+    refused(sc, with_(COLOCATED, **{"layouts.actor.generation": {"group": "g0", "dp": 2,
+                                                                 "cp": 2}}),
+            r"layouts\.actor\.generation\.cp: cp 2: .*; set cp 1 and dp 4$")
+
+
 def test_experts_on_a_dense_model_are_refused():
     sc = load_scenario(None, SMALL)
     refused(sc, with_(COLOCATED, **{"layouts.actor.training": {
