@@ -12,6 +12,7 @@ menus' holes.
 
     python bench/search_scope.py            # 6 scenarios (under a minute)
     python bench/search_scope.py --shapes   # every shape the search prices on each group (slow)
+    python bench/search_scope.py --shapes --set search.min_cp_chunk=1   # every cp offered
 """
 
 from __future__ import annotations
@@ -43,12 +44,15 @@ DEGREES = (*scope.DEGREES, "sp")  # a shape's degrees, as `evaluate` reads them
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a scenario field for every scenario (e.g. search.min_cp_chunk=1)")
     args = parser.parse_args()
+    fields = {k: int(v) if v.isdigit() else v for k, v in (x.split("=", 1) for x in args.set)}
     started = time.monotonic()
     holes: Counter = Counter()
     print(f"{'scenario':30} {'accepted':>9} {'inside':>7} {'faster':>7} {'outside':>8}")
     for name, flags in SCENARIOS.items():
-        sc = load_scenario(None, dict(flags))
+        sc = load_scenario(None, {**flags, **fields})
         best = plan(sc, explain=False)
         base = PlanInput.model_validate(best.model_dump())
         accepted = inside = faster = 0
@@ -65,7 +69,7 @@ def main() -> int:
                         space, space.pools[0], role, g)]
                 for shape, vp, zero, ckpt, mb, off in product(
                         degrees, (1, 2, 4), range(4), ("none", "selective", "full"),
-                        (1, 2, 4, 8), OFFLOADS):
+                        (1, 2, 3, 4, 8), OFFLOADS):
                     changed = base.with_layout(role, stage, vp=vp, zero=zero, micro_batch=mb,
                                                checkpointing=ckpt, offload=off, **shape)
                     try:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from planner import api
-from planner.cli.views import kv_proof_line, size_proof_line
+from planner.cli.views import cp_proof_line, kv_proof_line, size_proof_line
 from planner.search import cpsat
 from planner.search.certify import certify, kv_proof
 from planner.search.deadline import Deadline
@@ -151,6 +151,23 @@ def test_the_proof_names_the_group_sizes_it_covers():
     assert "(1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every size" in size_proof_line(large)
 
 
+def test_the_proof_names_the_context_parallelism_it_covers():
+    """cp in chunks of `search.min_cp_chunk` tokens or more, which the plan says and the view
+    names; "every cp" where no cp the GPUs allow splits the sequences finer."""
+    flags = {"algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
+             "workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
+             "workload.prompt_len": 256, "workload.response_len": 512,
+             "workload.max_response_len": 1024, "cluster.gpu": "h100-sxm",
+             "cluster.nodes": 1, "cluster.gpus_per_node": 8}
+    default = plan(load_scenario(None, flags), explain=False)
+    assert default.search["cp_proven"] == "chunks of 4096 tokens or more"
+    assert "proof: over cp in chunks of 4096 tokens or more" in cp_proof_line(default)
+    every = plan(load_scenario(None, {**flags, "search.min_cp_chunk": 1280 // 8}),
+                 explain=False)  # cp 8 in chunks of 160 tokens
+    assert every.search["cp_proven"] == "every cp" and cp_proof_line(every) is None
+    assert every.iteration_time_s <= default.iteration_time_s
+
+
 def test_with_several_pools_the_sizes_searched_are_named_by_pool():
     sc = load_scenario(None, {
         "algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
@@ -161,7 +178,8 @@ def test_with_several_pools_the_sizes_searched_are_named_by_pool():
                           {"name": "rollout", "gpu": "h20", "nodes": 9, "gpus_per_node": 8}]})
     fields = size_proof(build_space(sc), proven=True)
     assert fields == {"group_sizes_proven": "the sizes searched", "group_sizes_searched": {
-        "train": list(range(1, 9)), "rollout": slot_sizes(72, 8)}}
+        "train": list(range(1, 9)), "rollout": slot_sizes(72, 8)},
+        "cp_proven": "chunks of 4096 tokens or more"}
     assert size_proof(build_space(sc), proven=False)["group_sizes_proven"] is None
     line = size_proof_line(SimpleNamespace(status="optimal", search=fields))
     assert "(train: 1–8; rollout: 1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every" in line

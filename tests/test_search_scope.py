@@ -60,15 +60,35 @@ def test_every_memory_option_at_the_optimums_degrees_lies_in_the_search(grpo):
     assert accepted >= 40
 
 
+def test_degrees_off_the_menus_that_a_shape_on_them_matches_lie_in_the_search(grpo):
+    """cp 2 in chunks under `search.min_cp_chunk` is off the menus, but with micro-batches
+    of 2 it is no better in time or memory than a shape the search prices: inside (named
+    before the search compared a layout with every shape on its group, not those of its own
+    degrees alone)."""
+    sc, _, given = grpo
+    train = given.layouts["actor"]["training"]
+    assert (train.dp, train.cp, train.micro_batch) == (2, 1, 1)
+    cp2 = given.with_layout("actor", "training", dp=1, cp=2, micro_batch=2, zero=1)
+    assert outside(sc, cp2) == []
+    # with cp 2 on the menus (its chunks allowed), its even micro-batches are not: the shape
+    # with dp 2 and micro-batches of 1 does as well (`layouts._odd`)
+    assert outside(load_scenario(None, {**SCENARIOS[GRPO], "search.min_cp_chunk": 1}),
+                   cp2) == []
+
+
 def test_degrees_caps_and_kv_sizes_off_the_menus_are_named(grpo):
     sc, _, given = grpo
     train = given.layouts["actor"]["training"]
     assert train.cp == 1 and train.dp % 2 == 0
-    # cp 2 splits these 4,352-token sequences into chunks under `layouts.MIN_CP_CHUNK`
-    g = next(x.gpus for x in given.groups if x.name == train.group)
-    (line,) = outside(sc, given.with_layout("actor", "training", dp=train.dp // 2, cp=2))
-    assert line.startswith(f"layouts.actor.training: dp {train.dp // 2}, tp {train.tp}, pp 1, "
-                           f"cp 2, ep 1 is not a shape the search prices on {g} GPUs")
+    # cp 2 splits these 4,352-token sequences into chunks under `search.min_cp_chunk`; with
+    # it lowered to the chunk, the search prices the layout
+    cp2 = given.with_layout("actor", "training", dp=train.dp // 2, cp=2)
+    assert outside(sc, cp2) == [
+        "layouts.actor.training: cp 2 splits the 4,352-token sequences into chunks of 2,176 "
+        "tokens, under search.min_cp_chunk (4,096); set it to 2,176 or less for the search to "
+        "price such layouts"]
+    assert outside(load_scenario(None, {**SCENARIOS[GRPO], "search.min_cp_chunk": 2176}),
+                   cp2) == []
     gen = given.layouts["actor"]["generation"]
     assert given.inter_model.partial_rollout and gen.kv_cache_tokens is not None
     (line,) = outside(sc, given.with_kv_cache(gen.kv_cache_tokens - 1))

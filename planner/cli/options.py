@@ -86,6 +86,9 @@ TimeLimit = Annotated[float | None, _opt("Solver time limit in seconds.")]
 MemoryHeadroom = Annotated[float | None, _opt(
     "Fraction of each GPU's capacity a plan leaves free (default 0.05; 0 = the full "
     "capacity).")]
+MinCpChunk = Annotated[int | None, _opt(
+    "Shortest chunk (tokens) of the longest sequence the search splits over context-parallel "
+    "ranks (default 4096; 1 searches every cp, slower on large clusters).")]
 Framework = Annotated[str | None, _opt(
     "The framework the plan is for: verl, openrlhf, deepspeed, megatron or nemo-rl, optionally "
     "@VERSION (default the newest preset): search only what it runs, priced as it runs it.")]
@@ -123,7 +126,8 @@ OPTIONS: dict[str, Any] = {
     "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
-    "memory_headroom": MemoryHeadroom, "time_limit": TimeLimit, "framework": Framework,
+    "memory_headroom": MemoryHeadroom, "min_cp_chunk": MinCpChunk, "time_limit": TimeLimit,
+    "framework": Framework,
 }
 assert OPTIONS.keys() == SCENARIO_FLAGS.keys(), "a scenario field without its flag"
 

@@ -173,9 +173,8 @@ def show_plan(plan: Plan, title: str) -> None:
     console.print(f"lower bounds: all FLOPs at peak {b['compute_s']:.2f} s "
                   f"({it / b['compute_s']:.1f}× from it){decode}")
     console.print(memory_line(plan))
-    for proof in (kv_proof_line(plan), size_proof_line(plan)):
-        if proof is not None:
-            console.print(proof)
+    for proof in proof_lines(plan):
+        console.print(proof)
     for line in framework_lines(plan):
         console.print(line)
     explanation = plan.explanation
@@ -294,6 +293,23 @@ def size_proof_line(plan: Plan) -> str | None:
             "; ".join(f"{pool}: {spans(sizes)}" for pool, sizes in searched.items()))
     return (f"proof: over the group sizes searched ({menu}), not every size a group may take "
             f"(search.group_sizes_searched)")
+
+
+def cp_proof_line(plan: Plan) -> str | None:
+    """A proven optimum over context parallelism in chunks of `search.min_cp_chunk` tokens or
+    more, not every cp a layout may take (`search.cp_proven`)."""
+    chunks = (plan.search or {}).get("cp_proven")
+    if plan.status != "optimal" or chunks in (None, "every cp"):
+        return None
+    return (f"proof: over cp in {chunks}, not every cp a layout may take "
+            "(search.cp_proven; search.min_cp_chunk: 1 searches every cp)")
+
+
+def proof_lines(plan: Plan) -> list[str]:
+    """What a plan's proof leaves out, one line each (KV sizes, group sizes, cp) — or, for an
+    evaluated plan, what puts it outside the search (`size_proof_line`)."""
+    return [line for line in (kv_proof_line(plan), size_proof_line(plan), cp_proof_line(plan))
+            if line is not None]
 
 
 def memory_line(plan: Plan) -> str:

@@ -13,12 +13,11 @@ from planner.cli.baseline import baseline_lines
 from planner.cli.views import (
     PARTS,
     cost_words,
-    kv_proof_line,
     memory_line,
     offload_lines,
+    proof_lines,
     regime_sentence,
     search_line,
-    size_proof_line,
 )
 from planner.cost.iteration import BREAKDOWN_KEYS
 from planner.errors import InputError
@@ -67,7 +66,7 @@ def summary(plan: Plan) -> str:
         pairs.append(("framework", plan.framework))
     pairs += [(f"{stage} precision", words) for stage, words in plan.precision.items()]
     cut = search_line(plan)
-    proofs = [line for line in (kv_proof_line(plan), size_proof_line(plan)) if line]
+    proofs = proof_lines(plan)
     return section("summary", SECTIONS["summary"], facts(pairs),
                    para(cut, "warning") if cut else "", *map(para, proofs))
 

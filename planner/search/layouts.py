@@ -12,7 +12,13 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   2 … `MAX_VP` with pp > 1 — where pp divides the layers, pp·vp dividing them; where it does
   not, the most chunks Megatron interleaves the split into — and at least pp micro-batches per
   step);
-- cp a power of two dividing the longest sequence into chunks of ≥ `MIN_CP_CHUNK` tokens;
+- cp a power of two splitting the longest sequence into chunks of `search.min_cp_chunk`
+  tokens or more (`_cp_options`; 1 offers every cp), in training and forwards, with odd
+  micro-batches only where cp > 1: micro-batches of b = 2k sequences over cp ranks hold and
+  run what b/2 do over cp/2 ranks with twice the data-parallel ranks (the same tokens per
+  micro-batch and micro-batches per step), with a longer ring to pass K/V around (`_odd`).
+  What cp buys is micro-batches finer than one sequence — a smaller bubble, fewer
+  activations — however short its chunks;
 - ep dividing the experts and dp·cp·tp (MoE only);
 - micro-batches: every size dividing each rank's share (of a mini-batch in training, of the
   step's batch in a forward; `legality.micro_batch_sizes`, the rule `evaluate` checks): fewer,
@@ -60,6 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from planner.search.candidate import Space
+    from planner.specs.scenario import Scenario
 
     KvSizes = Callable[[Space, PoolSpace, LayoutVariants], list[int]]
 
@@ -68,9 +75,6 @@ MAX_PP = 16
 
 
 MAX_VP = 4  # interleaved chunks per rank: the bubble's gain (1 − 1/vp) flattens past 4
-
-
-MIN_CP_CHUNK = 4096
 
 
 CHECKPOINTING = ("none", "selective", "full")
@@ -123,6 +127,14 @@ def _pow2_divisors(n: int, cap: int) -> list[int]:
 
 def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
     return [tp for tp in _pow2_divisors(g, scale_up) if tp_problem(spec, tp) is None]
+
+
+def _cp_options(sc: Scenario, ranks: int) -> list[int]:
+    """Context parallelism on `ranks` = g/(tp·pp) GPUs: the powers of two dividing them that
+    split the longest sequence into chunks of `search.min_cp_chunk` tokens or more (cp 1
+    always)."""
+    return [c for c in _pow2_divisors(ranks, ranks)
+            if c == 1 or sc.workload.max_seq_len / c >= sc.search.min_cp_chunk]
 
 
 def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:
@@ -200,7 +212,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
     one shape, so fewer shapes to price), with the micro-batch sizes that leave at least pp
     micro-batches per step (`time.interleave_problem`)."""
     sc = ps.scenario
-    spec, gpu, w = sc.roles[role], sc.cluster.gpu, sc.workload
+    spec, gpu = sc.roles[role], sc.cluster.gpu
     host = bool(ps.host_budget_mib)
     # AutoTP (OpenRLHF, DeepSpeed) has no sequence parallelism (`Capabilities`)
     sequence_parallel = space.caps is None or space.caps.sequence_parallel
@@ -209,11 +221,10 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
             pipelines = _pipelines(spec.num_hidden_layers, pp, MAX_VP)
             if not pipelines:
                 continue
-            for cp in (c for c in _pow2_divisors(g // (tp * pp), g) if c == 1
-                       or (w.max_seq_len % c == 0 and w.max_seq_len // c >= MIN_CP_CHUNK)):
+            for cp in _cp_options(sc, g // (tp * pp)):
                 dp = g // (tp * pp * cp)
                 share = rank_share(sc, "training", dp)
-                if not micro_batch_sizes(share):
+                if not _odd(micro_batch_sizes(share), cp):
                     continue
                 zeros = tuple(z for z in range(4) if zero_problem(pp, z) is None)
                 # the interleavings of one split priced together: vp is a variant (`variants`)
@@ -223,7 +234,7 @@ def _training_shapes(space: Space, ps: PoolSpace, role: str, g: int
                         stages = zeros if _shards(spec, dp * cp, tp, ep, etp) else (0,)
                         if stages not in by_zeros:
                             by_zeros[stages] = _training_options(share, pp, tuple(vps),
-                                                                 stages, host)
+                                                                 stages, host, cp > 1)
                         if (options := by_zeros[stages]) is not None:
                             yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
                                                  sp=tp > 1 and sequence_parallel,
@@ -240,7 +251,7 @@ def _shards(spec: ModelSpec, replicas: int, tp: int, ep: int, etp: int | None) -
 
 @cache  # the same for every shape of one pipeline and data-parallel share
 def _training_options(share: float, pp: int, vps: tuple[int, ...], zeros: tuple[int, ...],
-                      host: bool) -> dict[str, np.ndarray] | None:
+                      host: bool, odd: bool) -> dict[str, np.ndarray] | None:
     """A training shape's variants: vp × ZeRO × checkpointing × micro-batch × offload (with
     `host` memory: of the optimizer state, of both, or of the parameters alone), the
     micro-batches those that leave an interleaved pipeline enough (None: no vp has any). The
@@ -248,9 +259,10 @@ def _training_options(share: float, pp: int, vps: tuple[int, ...], zeros: tuple[
     DeepSpeed runs it, offload_param "valid only with stage 3"; FSDP's CPU offload steps the
     optimizer on the CPU too: `both`): a lower stage streams the same parameters and shards
     less (`bench/search_scope.py --shapes`: no such layout outside), and a quarter of the
-    variants stay out."""
+    variants stay out. `odd`: the odd micro-batches only (cp > 1, `_odd`)."""
     offloads = ["none"] + (["optimizer", "both"] if host else [])
-    blocks = [block for vp in vps if (sizes := interleaved_micro_batch_sizes(share, pp, vp))
+    blocks = [block for vp in vps
+              if (sizes := _odd(interleaved_micro_batch_sizes(share, pp, vp), 2 if odd else 1))
               for block in [_product(vp=[vp], zero=list(zeros), checkpointing=CHECKPOINTING,
                                      micro_batch=list(sizes), offload=offloads)]
               + ([_product(vp=[vp], zero=[max(zeros)], checkpointing=CHECKPOINTING,
@@ -261,6 +273,15 @@ def _training_options(share: float, pp: int, vps: tuple[int, ...], zeros: tuple[
     for array in out.values():
         array.flags.writeable = False  # shared by every shape that asks (`cache`)
     return out
+
+
+def _odd(micro_batches: tuple[int, ...], cp: int) -> tuple[int, ...]:
+    """The micro-batches a shape with context parallelism `cp` offers: all at cp 1, the odd
+    ones past it — b = 2k sequences in chunks over cp ranks are the tokens, activations and
+    micro-batch count of k over cp/2 ranks with twice the data-parallel ranks (a shape the
+    search offers, with ZeRO sharding and gradients over the same dp·cp ranks) plus a longer
+    K/V ring, so never faster nor smaller (`tests/test_search_scope.py` checks it)."""
+    return micro_batches if cp == 1 else tuple(b for b in micro_batches if b % 2)
 
 
 Split = tuple[int | None, int | None]
@@ -289,8 +310,9 @@ def _by_split(pipelines: list[tuple[int, Split]]) -> dict[Split, list[int]]:
 
 def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
                     ) -> Iterator[LayoutVariants]:
-    """A frozen model's forward: tp, pp (with its split, `_pipelines`), ep, etp; the variants
-    are ZeRO and offload × micro-batch (every size dividing the rank's share): whole weights
+    """A frozen model's forward: tp, pp (with its split, `_pipelines`), cp (as in training), ep,
+    etp; the variants are ZeRO and offload × micro-batch (every size dividing the rank's
+    share, `_odd` past cp 1): whole weights
     (ZeRO-0) resident or, with host memory, asleep outside the stage (an inference engine's
     sleep mode, verl's Megatron reference); sharded (ZeRO-3, FSDP or DeepSpeed) resident or
     streamed in from CPU memory for each micro-batch (FSDP's CPUOffload, DeepSpeed's
@@ -302,16 +324,18 @@ def _forward_shapes(space: Space, ps: PoolSpace, role: str, g: int
     for tp in _tp_options(spec, g, gpu.scale_up_gpus):
         for pp in _pow2_divisors(g // tp, MAX_PP):
             for _, (first, last) in _pipelines(spec.num_hidden_layers, pp, 1):
-                dp = g // (tp * pp)
-                if not (micro_batches := list(micro_batch_sizes(rank_share(sc, "assessment", dp)))):
-                    continue
-                for ep, etp in _expert_layouts(spec, dp * tp, tp):
-                    options = _forward_variants(_shards(spec, dp, tp, ep, etp), micro_batches,
-                                                host)
-                    yield LayoutVariants(dp=dp, tp=tp, pp=pp, ep=ep, etp=etp,
-                                         sp=tp > 1 and sequence_parallel,
-                                         first_stage_layers=first, last_stage_layers=last,
-                                         **options)
+                for cp in _cp_options(sc, g // (tp * pp)):
+                    dp = g // (tp * pp * cp)
+                    micro_batches = _odd(micro_batch_sizes(rank_share(sc, "assessment", dp)), cp)
+                    if not micro_batches:
+                        continue
+                    for ep, etp in _expert_layouts(spec, dp * cp * tp, tp):
+                        options = _forward_variants(_shards(spec, dp * cp, tp, ep, etp),
+                                                    list(micro_batches), host)
+                        yield LayoutVariants(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+                                             sp=tp > 1 and sequence_parallel,
+                                             first_stage_layers=first, last_stage_layers=last,
+                                             **options)
 
 
 def _forward_variants(shards: bool, micro_batches: list[int], host: bool

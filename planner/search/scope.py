@@ -26,19 +26,25 @@ from planner.specs.scenario import Scenario
 
 
 def size_proof(space: Space, proven: bool) -> dict:
-    """The plan's `search` fields on the group sizes its proof covers: `group_sizes_proven`
-    "every size" (every size a group may take on each pool that the framework runs, if one is
-    named), "the sizes searched" (past `layouts.EVERY_GPU_COUNT` GPUs a pool offers fewer:
-    `group_sizes_searched` lists them — by pool name with several pools, as the plan's groups
-    name theirs) or None (no proof)."""
+    """The plan's `search` fields on the group sizes and context parallelism its proof covers:
+    `group_sizes_proven` "every size" (every size a group may take on each pool that the
+    framework runs, if one is named), "the sizes searched" (past `layouts.EVERY_GPU_COUNT`
+    GPUs a pool offers fewer: `group_sizes_searched` lists them — by pool name with several
+    pools, as the plan's groups name theirs) or None (no proof); `cp_proven` "every cp" or
+    "chunks of N tokens or more" (`search.min_cp_chunk` leaves shorter ones out) or None."""
     every = all(pool.sizes == [s for s in range(1, pool.total_gpus + 1) if space.caps is None
                                or space.caps.size_ok(s, pool.scenario.cluster.gpus_per_node)]
                 for pool in space.pools)
     searched = ([] if every else list(space.pools[0].sizes) if len(space.pools) == 1
                 else {pool.name: list(pool.sizes) for pool in space.pools})
+    sc = space.scenario
+    widest = 1 << (sc.total_gpus.bit_length() - 1)  # the most ranks a cp can take
+    every_cp = sc.workload.max_seq_len / widest >= sc.search.min_cp_chunk
     return {"group_sizes_proven": (None if not proven else "every size" if every
                                    else "the sizes searched"),
-            "group_sizes_searched": searched}
+            "group_sizes_searched": searched,
+            "cp_proven": (None if not proven else "every cp" if every_cp
+                          else f"chunks of {sc.search.min_cp_chunk} tokens or more")}
 
 
 def framework_caps(sc: Scenario) -> Capabilities | None:
@@ -129,7 +135,7 @@ def bare_space(sc: Scenario, plan: PlanInput) -> Space:
 
 
 DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp", "first_stage_layers", "last_stage_layers")
-GENERATION_DEGREES = ("dp", "tp", "pp", "cp", "ep", "etp")
+GENERATION_DEGREES = ("dp", "tp", "pp", "ep", "etp")  # cp: 1 (`legality.check_plan`)
 OPTIONS = {"training": ("vp", "zero", "checkpointing", "micro_batch", "offload"),
            "forward": ("vp", "zero", "micro_batch", "offload")}
 """What the search varies within a shape of degrees (`DEGREES`), per kind of task (named when a
@@ -145,7 +151,8 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
     rollouts (past it nothing waits, or it does not fit); any KV cache without them (its
     gaps are bounded, `kv.kv_bounds`); a cap on running sequences no replica fills (as the
     largest offered, where that one is not filled either); a training or forward layout no
-    better in any number the search prices than one it enumerates (`space.dominated`)."""
+    better in any number the search prices than one it enumerates on the group, whatever its
+    degrees (`space.dominated`)."""
     sc = ps.scenario
     kind = "forward" if stage == "assessment" else stage
     task = Task(role, kind)
@@ -179,11 +186,18 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
         return (f"partial rollouts with a KV cache of {kv:,} tokens: the search prices "
                 f"{sizes} tokens for this layout (no bound covers the sizes between)")
     shapes = list(SHAPES[kind](space, ps, role, g))
-    same = [s for s in shapes if _degrees(s, DEGREES, stage) == _degrees(layout, DEGREES, stage)]
-    if not same:
-        return _degrees_off(layout, DEGREES, g)
-    if dominated(space, task, space.pools.index(ps), layout, same):
+    mine = _degrees(layout, DEGREES, stage)
+    same = [s for s in shapes if _degrees(s, DEGREES, stage) == mine]
+    # any shape on the group may do as well (its own degrees first: most often one does);
+    # degrees off the menus are covered that way too
+    if dominated(space, task, space.pools.index(ps), layout,
+                 same + [s for s in shapes if _degrees(s, DEGREES, stage) != mine]):
         return None
+    if not same:
+        if (short := _cp_short(sc, layout)) is not None:
+            return short
+        return _degrees_off(layout, DEGREES, g, ", nor as good as one it prices in time and "
+                            "memory")
     options = ", ".join(f"{k} {getattr(layout, k)}" for k in OPTIONS[kind])
     return (f"{options}{' with sequence parallelism' if layout.sp and layout.tp > 1 else ''} "
             "is not a layout the search prices with these degrees, nor as good as one in "
@@ -196,9 +210,22 @@ def _degrees(x: Layout | LayoutVariants, names: tuple[str, ...], stage: str) -> 
     return tuple(expert_tp(x, stage) if k == "etp" else getattr(x, k) for k in names)
 
 
-def _degrees_off(layout: Layout, names: tuple[str, ...], g: int) -> str:
-    """The words for degrees the search does not enumerate on `g` GPUs."""
+def _cp_short(sc: Scenario, layout: Layout) -> str | None:
+    """The words for a cp the search leaves out by `search.min_cp_chunk` (None: it does not):
+    what it takes for the search to price it."""
+    chunk = sc.workload.max_seq_len / layout.cp
+    if layout.cp == 1 or chunk >= sc.search.min_cp_chunk:
+        return None
+    return (f"cp {layout.cp} splits the {sc.workload.max_seq_len:,}-token sequences into "
+            f"chunks of {chunk:,.0f} tokens, under search.min_cp_chunk "
+            f"({sc.search.min_cp_chunk:,}); set it to {math.floor(chunk):,} or less for the "
+            "search to price such layouts")
+
+
+def _degrees_off(layout: Layout, names: tuple[str, ...], g: int, beaten: str = "") -> str:
+    """The words for degrees the search does not enumerate on `g` GPUs (`beaten`: what was
+    compared besides)."""
     given = ", ".join(f"{k} {getattr(layout, k)}" for k in names
                       if getattr(layout, k) is not None)
     return (f"{given} is not a shape the search prices on {g} GPUs (powers of two, the "
-            "pipeline splits it offers)")
+            f"pipeline splits it offers){beaten}")

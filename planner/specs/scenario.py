@@ -43,6 +43,12 @@ peaks (README "What the memory figure means"), and allocator fragmentation and f
 buffers that it does not count grow with the run: a plan at 99-100% of the capacity (79.7 of
 80 GiB, issue 23) is one a real run may not survive. `--memory-headroom 0` checks against the
 full capacity, as the published runs the calibration benches price ran."""
+DEFAULT_MIN_CP_CHUNK = 4096
+"""`search.min_cp_chunk` unless the scenario says: context parallelism is searched in chunks of
+4,096 tokens or more. Shorter chunks can win (finer micro-batches shrink a pipeline's bubble:
+PPO with four 70B roles on 1,024 H100s, 5,120-token sequences, prices 1.95% faster at cp 4 in
+1,280-token chunks), but searching every cp took that search from 1.8 to 5.7 s
+(`bench/cp_chunks.py`; README "Context parallelism")."""
 SAME_AS_ACTOR = "actor"
 NONE = "none"
 VERIFIER = "verifier"
@@ -75,6 +81,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "target_tokens_per_s": "search.target_tokens_per_s",
     "max_staleness": "search.max_staleness",
     "memory_headroom": "search.memory_headroom",
+    "min_cp_chunk": "search.min_cp_chunk",
     "time_limit": "search.time_limit_s",
     "framework": "framework",
 }
@@ -111,6 +118,12 @@ class SearchInput(BaseModel):
         "profile's runtime reserve (planner/cost/fit.py budget_of); 0 plans up to the full "
         "capacity")
     allow_shared_actor_critic: bool = False
+    min_cp_chunk: int = Field(
+        DEFAULT_MIN_CP_CHUNK, ge=1, le=lim.MAX_SEQUENCE_TOKENS,
+        description="the shortest chunk (tokens) of the longest sequence the search splits "
+        "over context-parallel ranks: cp where max_seq_len / cp is at least this; 1 searches "
+        "every cp (the proof then covers every cp `evaluate` accepts; slower on large "
+        "clusters)")
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
 
