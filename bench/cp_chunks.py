@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from search_speed import PPO_1024  # bench/search_speed.py
 
 from planner.search.solve import plan
-from planner.specs.scenario import DEFAULT_MIN_CP_CHUNK, load_scenario
+from planner.specs.scenario import load_scenario
+from planner.specs.search import DEFAULT_MIN_CP_CHUNK
 
 ROOT = Path(__file__).resolve().parents[1]
 

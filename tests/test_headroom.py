@@ -8,7 +8,7 @@ import json
 
 from planner.cost.fit import budget_of
 from planner.specs.hardware import load_profile
-from planner.specs.scenario import DEFAULT_MEMORY_HEADROOM
+from planner.specs.search import DEFAULT_MEMORY_HEADROOM
 from tests.conftest import REPO, grpo_scenario
 
 PLAN = {"groups": [{"name": "g0", "gpus": 8}],
