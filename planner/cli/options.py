@@ -89,6 +89,10 @@ MemoryHeadroom = Annotated[float | None, _opt(
 MinCpChunk = Annotated[int | None, _opt(
     "Shortest chunk (tokens) of the longest sequence the search splits over context-parallel "
     "ranks (default 4096; 1 searches every cp, slower on large clusters).")]
+EveryPp = Annotated[bool | None, typer.Option(
+    "--every-pp/--pow2-pp", help="Search every pipeline degree dividing a group's GPUs, not its "
+    "powers of two alone (default: powers of two; slower on large clusters).",
+    rich_help_panel=_PANEL, show_default=False)]
 Framework = Annotated[str | None, _opt(
     "The framework the plan is for: verl, openrlhf, deepspeed, megatron or nemo-rl, optionally "
     "@VERSION (default the newest preset): search only what it runs, priced as it runs it.")]
@@ -126,8 +130,8 @@ OPTIONS: dict[str, Any] = {
     "nodes": Nodes,
     "gpus_per_node": GpusPerNode, "price": Price, "objective": Objective,
     "target_tokens_per_s": TargetTokensPerS, "max_staleness": MaxStaleness,
-    "memory_headroom": MemoryHeadroom, "min_cp_chunk": MinCpChunk, "time_limit": TimeLimit,
-    "framework": Framework,
+    "memory_headroom": MemoryHeadroom, "min_cp_chunk": MinCpChunk, "every_pp": EveryPp,
+    "time_limit": TimeLimit, "framework": Framework,
 }
 assert OPTIONS.keys() == SCENARIO_FLAGS.keys(), "a scenario field without its flag"
 

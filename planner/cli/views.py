@@ -295,21 +295,26 @@ def size_proof_line(plan: Plan) -> str | None:
             f"(search.group_sizes_searched)")
 
 
-def cp_proof_line(plan: Plan) -> str | None:
-    """A proven optimum over context parallelism in chunks of `search.min_cp_chunk` tokens or
-    more, not every cp a layout may take (`search.cp_proven`)."""
-    chunks = (plan.search or {}).get("cp_proven")
-    if plan.status != "optimal" or chunks in (None, "every cp"):
+def degrees_proof_line(plan: Plan) -> str | None:
+    """A proven optimum over pp in powers of two (`search.pp_proven`) and cp in chunks of
+    `search.min_cp_chunk` tokens or more (`search.cp_proven`), not every degree a layout may
+    take: which, and the setting that widens each."""
+    search = plan.search or {}
+    pp, cp = search.get("pp_proven"), search.get("cp_proven")
+    parts = ([f"pp in {pp} (search.every_pp, --every-pp: every divisor)"]
+             if pp and pp.startswith("powers") else [])
+    parts += ([f"cp in {cp} (search.min_cp_chunk: 1 searches every cp)"]
+              if cp and cp != "every cp" else [])
+    if plan.status != "optimal" or not parts:
         return None
-    return (f"proof: over cp in {chunks}, not every cp a layout may take "
-            "(search.cp_proven; search.min_cp_chunk: 1 searches every cp)")
+    return f"proof: over {'; '.join(parts)}, not every degree a layout may take"
 
 
 def proof_lines(plan: Plan) -> list[str]:
-    """What a plan's proof leaves out, one line each (KV sizes, group sizes, cp) — or, for an
+    """What a plan's proof leaves out, one line each (KV sizes, group sizes, degrees) — or, for an
     evaluated plan, what puts it outside the search (`size_proof_line`)."""
-    return [line for line in (kv_proof_line(plan), size_proof_line(plan), cp_proof_line(plan))
-            if line is not None]
+    return [line for line in (kv_proof_line(plan), size_proof_line(plan),
+                               degrees_proof_line(plan)) if line is not None]
 
 
 def memory_line(plan: Plan) -> str:

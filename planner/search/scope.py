@@ -18,7 +18,7 @@ from planner.plan import Layout, Plan, PlanInput, expert_tp
 from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
-from planner.search.layouts import SHAPES, generation_shapes
+from planner.search.layouts import MAX_PP, SHAPES, generation_shapes
 from planner.search.option import Option, options, staleness_that_matters
 from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
@@ -31,7 +31,9 @@ def size_proof(space: Space, proven: bool) -> dict:
     framework runs, if one is named), "the sizes searched" (past `layouts.EVERY_GPU_COUNT`
     GPUs a pool offers fewer: `group_sizes_searched` lists them — by pool name with several
     pools, as the plan's groups name theirs) or None (no proof); `cp_proven` "every cp" or
-    "chunks of N tokens or more" (`search.min_cp_chunk` leaves shorter ones out) or None."""
+    "chunks of N tokens or more" (`search.min_cp_chunk` leaves shorter ones out) or None;
+    `pp_proven` "powers of two up to 16" or, with `search.every_pp`, "divisors up to 16"
+    (`layouts.MAX_PP`; of a group's GPUs over tp) or None."""
     every = all(pool.sizes == [s for s in range(1, pool.total_gpus + 1) if space.caps is None
                                or space.caps.size_ok(s, pool.scenario.cluster.gpus_per_node)]
                 for pool in space.pools)
@@ -44,7 +46,10 @@ def size_proof(space: Space, proven: bool) -> dict:
                                    else "the sizes searched"),
             "group_sizes_searched": searched,
             "cp_proven": (None if not proven else "every cp" if every_cp
-                          else f"chunks of {sc.search.min_cp_chunk} tokens or more")}
+                          else f"chunks of {sc.search.min_cp_chunk} tokens or more"),
+            "pp_proven": (None if not proven else
+                          f"{'divisors' if sc.search.every_pp else 'powers of two'} up to "
+                          f"{MAX_PP}")}
 
 
 def framework_caps(sc: Scenario) -> Capabilities | None:
@@ -194,7 +199,7 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
                  same + [s for s in shapes if _degrees(s, DEGREES, stage) != mine]):
         return None
     if not same:
-        if (short := _cp_short(sc, layout)) is not None:
+        if (short := _cp_short(sc, layout) or _pp_off(sc, layout)) is not None:
             return short
         return _degrees_off(layout, DEGREES, g, ", nor as good as one it prices in time and "
                             "memory")
@@ -220,6 +225,14 @@ def _cp_short(sc: Scenario, layout: Layout) -> str | None:
             f"chunks of {chunk:,.0f} tokens, under search.min_cp_chunk "
             f"({sc.search.min_cp_chunk:,}); set it to {math.floor(chunk):,} or less for the "
             "search to price such layouts")
+
+
+def _pp_off(sc: Scenario, layout: Layout) -> str | None:
+    """The words for a pp the search leaves out as not a power of two (None: it does not)."""
+    if sc.search.every_pp or layout.pp & (layout.pp - 1) == 0 or layout.pp > MAX_PP:
+        return None
+    return (f"pp {layout.pp} is not a power of two: search.every_pp (--every-pp) searches "
+            "every pp dividing a group's GPUs")
 
 
 def _degrees_off(layout: Layout, names: tuple[str, ...], g: int, beaten: str = "") -> str:

@@ -69,6 +69,7 @@ SCENARIO_FLAGS: dict[str, str] = {
     "max_staleness": "search.max_staleness",
     "memory_headroom": "search.memory_headroom",
     "min_cp_chunk": "search.min_cp_chunk",
+    "every_pp": "search.every_pp",
     "time_limit": "search.time_limit_s",
     "framework": "framework",
 }

@@ -21,7 +21,7 @@ DEFAULT_MIN_CP_CHUNK = 4096
 4,096 tokens or more. Shorter chunks can win (finer micro-batches shrink a pipeline's bubble:
 PPO with four 70B roles on 1,024 H100s, 5,120-token sequences, prices 1.95% faster at cp 4 in
 1,280-token chunks), but searching every cp took that search from 1.8 to 5.7 s
-(`bench/cp_chunks.py`; README "Context parallelism")."""
+(`bench/menus.py --widen cp`; README "Context parallelism")."""
 
 
 class SearchInput(BaseModel):
@@ -46,5 +46,8 @@ class SearchInput(BaseModel):
         "over context-parallel ranks: cp where max_seq_len / cp is at least this; 1 searches "
         "every cp (the proof then covers every cp `evaluate` accepts; slower on large "
         "clusters)")
+    every_pp: bool = Field(
+        False, description="search every pipeline degree dividing a group's GPUs in training "
+        "and forwards, not its powers of two alone (slower on large clusters)")
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
