@@ -26,7 +26,7 @@ from planner.specs.scenario import Scenario
 
 
 def size_proof(space: Space, proven: bool) -> dict:
-    """The plan's `search` fields on the group sizes and context parallelism its proof covers:
+    """The plan's `search` fields on the group sizes and degrees (cp, pp) its proof covers:
     `group_sizes_proven` "every size" (every size a group may take on each pool that the
     framework runs, if one is named), "the sizes searched" (past `layouts.EVERY_GPU_COUNT`
     GPUs a pool offers fewer: `group_sizes_searched` lists them — by pool name with several
