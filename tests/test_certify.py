@@ -5,6 +5,7 @@ the group sizes it is proven over."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -173,6 +174,21 @@ def test_the_proof_names_the_degrees_it_covers():
     assert every.search["cp_proven"] == "every cp"
     assert every.search["pp_proven"] == "divisors up to 16" and degrees_proof_line(every) is None
     assert every.iteration_time_s <= default.iteration_time_s
+
+
+def test_the_degree_settings_are_flags_and_bad_values_one_error_line(cli, write):
+    sc = write("s.yaml", {
+        "algorithm": "grpo", "models": {"actor": "qwen2.5-0.5b", "reference": "actor"},
+        "workload": {"prompts_per_step": 16, "samples_per_prompt": 4, "prompt_len": 256,
+                     "response_len": 512, "max_response_len": 1024},
+        "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8}})
+    done = cli("plan", str(sc), "--every-pp", "--min-cp-chunk", "1", "--json")
+    assert done.exit_code == 0, done.stderr
+    search = json.loads(done.stdout)["search"]
+    assert (search["pp_proven"], search["cp_proven"]) == ("divisors up to 16", "every cp")
+    bad = cli("plan", str(sc), "--min-cp-chunk", "0")
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "search.min_cp_chunk" in bad.stderr and "--min-cp-chunk" in bad.stderr
 
 
 def test_every_pp_finds_a_pipeline_of_three_stages_the_powers_of_two_leave_out():

@@ -130,22 +130,29 @@ def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
     return [tp for tp in _pow2_divisors(g, scale_up) if tp_problem(spec, tp) is None]
 
 
-def _pp_options(sc: Scenario, ranks: int) -> list[int]:
-    """Pipeline stages on `ranks` = g/tp GPUs, at most `MAX_PP`: the powers of two dividing
-    them, or with `search.every_pp` every divisor (pp 3 on 48 GPUs at tp 4: the shipped PPO
+def pp_offered(sc: Scenario, pp: int) -> bool:
+    """Whether the search draws `pp` stages (where they divide the GPUs, up to `MAX_PP`): a
+    power of two, or with `search.every_pp` any (pp 3 on 48 GPUs at tp 4: the shipped PPO
     example has a plan 8.6% faster there, README "Pipeline degrees that are not powers
     of two")."""
-    if sc.search.every_pp:
-        return [p for p in range(1, min(ranks, MAX_PP) + 1) if ranks % p == 0]
-    return _pow2_divisors(ranks, MAX_PP)
+    return pp <= MAX_PP and (sc.search.every_pp or pp & (pp - 1) == 0)
+
+
+def cp_offered(sc: Scenario, cp: int) -> bool:
+    """Whether the search draws context parallelism `cp` (a power of two, where it divides the
+    GPUs): cp 1, or chunks of the longest sequence of `search.min_cp_chunk` tokens or more."""
+    return cp == 1 or (cp & (cp - 1) == 0
+                       and sc.workload.max_seq_len / cp >= sc.search.min_cp_chunk)
+
+
+def _pp_options(sc: Scenario, ranks: int) -> list[int]:
+    """Pipeline stages on `ranks` = g/tp GPUs (`pp_offered`)."""
+    return [p for p in range(1, min(ranks, MAX_PP) + 1) if ranks % p == 0 and pp_offered(sc, p)]
 
 
 def _cp_options(sc: Scenario, ranks: int) -> list[int]:
-    """Context parallelism on `ranks` = g/(tp·pp) GPUs: the powers of two dividing them that
-    split the longest sequence into chunks of `search.min_cp_chunk` tokens or more (cp 1
-    always)."""
-    return [c for c in _pow2_divisors(ranks, ranks)
-            if c == 1 or sc.workload.max_seq_len / c >= sc.search.min_cp_chunk]
+    """Context parallelism on `ranks` = g/(tp·pp) GPUs (`cp_offered`)."""
+    return [c for c in _pow2_divisors(ranks, ranks) if cp_offered(sc, c)]
 
 
 def _ep_options(spec: ModelSpec, ranks: int) -> list[int]:

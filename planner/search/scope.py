@@ -18,7 +18,7 @@ from planner.plan import Layout, Plan, PlanInput, expert_tp
 from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
-from planner.search.layouts import MAX_PP, SHAPES, generation_shapes
+from planner.search.layouts import MAX_PP, SHAPES, cp_offered, generation_shapes, pp_offered
 from planner.search.option import Option, options, staleness_that_matters
 from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
@@ -40,8 +40,7 @@ def size_proof(space: Space, proven: bool) -> dict:
     searched = ([] if every else list(space.pools[0].sizes) if len(space.pools) == 1
                 else {pool.name: list(pool.sizes) for pool in space.pools})
     sc = space.scenario
-    widest = 1 << (sc.total_gpus.bit_length() - 1)  # the most ranks a cp can take
-    every_cp = sc.workload.max_seq_len / widest >= sc.search.min_cp_chunk
+    every_cp = cp_offered(sc, 1 << (sc.total_gpus.bit_length() - 1))  # the widest cp
     return {"group_sizes_proven": (None if not proven else "every size" if every
                                    else "the sizes searched"),
             "group_sizes_searched": searched,
@@ -191,12 +190,12 @@ def _layout_outside(space: Space, ps: PoolSpace, role: str, stage: str, layout: 
         return (f"partial rollouts with a KV cache of {kv:,} tokens: the search prices "
                 f"{sizes} tokens for this layout (no bound covers the sizes between)")
     shapes = list(SHAPES[kind](space, ps, role, g))
-    mine = _degrees(layout, DEGREES, stage)
-    same = [s for s in shapes if _degrees(s, DEGREES, stage) == mine]
+    mine = [_degrees(s, DEGREES, stage) == _degrees(layout, DEGREES, stage) for s in shapes]
+    same = [s for s, m in zip(shapes, mine, strict=True) if m]
     # any shape on the group may do as well (its own degrees first: most often one does);
     # degrees off the menus are covered that way too
     if dominated(space, task, space.pools.index(ps), layout,
-                 same + [s for s in shapes if _degrees(s, DEGREES, stage) != mine]):
+                 same + [s for s, m in zip(shapes, mine, strict=True) if not m]):
         return None
     if not same:
         if (short := _cp_short(sc, layout) or _pp_off(sc, layout)) is not None:
@@ -216,11 +215,11 @@ def _degrees(x: Layout | LayoutVariants, names: tuple[str, ...], stage: str) -> 
 
 
 def _cp_short(sc: Scenario, layout: Layout) -> str | None:
-    """The words for a cp the search leaves out by `search.min_cp_chunk` (None: it does not):
-    what it takes for the search to price it."""
-    chunk = sc.workload.max_seq_len / layout.cp
-    if layout.cp == 1 or chunk >= sc.search.min_cp_chunk:
+    """The words for a cp the search leaves out by `search.min_cp_chunk` (None: it does not,
+    `layouts.cp_offered`): what it takes for the search to price it."""
+    if cp_offered(sc, layout.cp) or layout.cp & (layout.cp - 1):
         return None
+    chunk = sc.workload.max_seq_len / layout.cp
     return (f"cp {layout.cp} splits the {sc.workload.max_seq_len:,}-token sequences into "
             f"chunks of {chunk:,.0f} tokens, under search.min_cp_chunk "
             f"({sc.search.min_cp_chunk:,}); set it to {math.floor(chunk):,} or less for the "
@@ -228,8 +227,9 @@ def _cp_short(sc: Scenario, layout: Layout) -> str | None:
 
 
 def _pp_off(sc: Scenario, layout: Layout) -> str | None:
-    """The words for a pp the search leaves out as not a power of two (None: it does not)."""
-    if sc.search.every_pp or layout.pp & (layout.pp - 1) == 0 or layout.pp > MAX_PP:
+    """The words for a pp the search leaves out as not a power of two (None: it does not,
+    `layouts.pp_offered`, or it is past `layouts.MAX_PP`, which no setting widens)."""
+    if pp_offered(sc, layout.pp) or layout.pp > MAX_PP:
         return None
     return (f"pp {layout.pp} is not a power of two: search.every_pp (--every-pp) searches "
             "every pp dividing a group's GPUs")
