@@ -233,8 +233,10 @@ def test_memory_binds_only_near_its_limit(cli):
 
 
 def test_idle_gpus_are_explained():
+    # pp in powers of two: 6 GPUs take dp 6 (or 3 at tp 2) alone, which 16 sequences do not
+    # split over evenly (every pp would give pp 3, dp 2)
     sc = small(algorithm="grpo", **{"workload.samples_per_prompt": 2,
-                                    "cluster.gpus_per_node": 6})
+                                    "cluster.gpus_per_node": 6, "search.every_pp": False})
     space = build_space(sc)
     assert idle_gpus(sc, space, 6) is None
     why = idle_gpus(sc, space, 4)

@@ -153,9 +153,9 @@ def test_the_proof_names_the_group_sizes_it_covers():
 
 
 def test_the_proof_names_the_degrees_it_covers():
-    """pp in powers of two and cp in chunks of `search.min_cp_chunk` tokens or more, which the
-    plan says and the view names; "every cp" where no cp the GPUs allow splits the sequences
-    finer, every divisor with `search.every_pp`."""
+    """pp in every divisor (up to 16; powers of two alone with `search.every_pp` false) and
+    cp in chunks of `search.min_cp_chunk` tokens or more, which the plan says and the view
+    names; "every cp" where no cp the GPUs allow splits the sequences finer."""
     flags = {"algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
              "workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
              "workload.prompt_len": 256, "workload.response_len": 512,
@@ -163,17 +163,21 @@ def test_the_proof_names_the_degrees_it_covers():
              "cluster.nodes": 1, "cluster.gpus_per_node": 8}
     default = plan(load_scenario(None, flags), explain=False)
     assert default.search["cp_proven"] == "chunks of 4096 tokens or more"
-    assert default.search["pp_proven"] == "powers of two up to 16"
+    assert default.search["pp_proven"] == "divisors up to 16"
     assert degrees_proof_line(default) == (
-        "proof: over pp in powers of two up to 16 (search.every_pp, --every-pp: every "
-        "divisor); cp in chunks of 4096 tokens or more (search.min_cp_chunk: 1 searches every "
+        "proof: over cp in chunks of 4096 tokens or more (search.min_cp_chunk: 1 searches every "
         "cp), not every degree a layout may take")
-    every = plan(load_scenario(None, {**flags, "search.min_cp_chunk": 1280 // 8,
-                                      "search.every_pp": True}),
+    pow2 = plan(load_scenario(None, {**flags, "search.every_pp": False}), explain=False)
+    assert pow2.search["pp_proven"] == "powers of two up to 16"
+    assert degrees_proof_line(pow2) == (
+        "proof: over pp in powers of two up to 16 (search.every_pp: false; --every-pp searches "
+        "every divisor); cp in chunks of 4096 tokens or more (search.min_cp_chunk: 1 searches "
+        "every cp), not every degree a layout may take")
+    every = plan(load_scenario(None, {**flags, "search.min_cp_chunk": 1280 // 8}),
                  explain=False)  # cp 8 in chunks of 160 tokens
     assert every.search["cp_proven"] == "every cp"
     assert every.search["pp_proven"] == "divisors up to 16" and degrees_proof_line(every) is None
-    assert every.iteration_time_s <= default.iteration_time_s
+    assert every.iteration_time_s <= default.iteration_time_s <= pow2.iteration_time_s
 
 
 def test_the_degree_settings_are_flags_and_bad_values_one_error_line(cli, write):
@@ -186,6 +190,8 @@ def test_the_degree_settings_are_flags_and_bad_values_one_error_line(cli, write)
     assert done.exit_code == 0, done.stderr
     search = json.loads(done.stdout)["search"]
     assert (search["pp_proven"], search["cp_proven"]) == ("divisors up to 16", "every cp")
+    pow2 = cli("plan", str(sc), "--pow2-pp", "--json")
+    assert json.loads(pow2.stdout)["search"]["pp_proven"] == "powers of two up to 16"
     bad = cli("plan", str(sc), "--min-cp-chunk", "0")
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "search.min_cp_chunk" in bad.stderr and "--min-cp-chunk" in bad.stderr
@@ -193,14 +199,15 @@ def test_the_degree_settings_are_flags_and_bad_values_one_error_line(cli, write)
 
 def test_every_pp_finds_a_pipeline_of_three_stages_the_powers_of_two_leave_out():
     """GRPO with Llama-3.1-70B on two nodes of 6 H100s: the actor trains at pp 3 (tp 2, dp 2)
-    0.9% faster than the optimum over powers of two (91.63 s there, tp 4 dp 3)."""
+    0.9% faster than the optimum over powers of two (`search.every_pp` false: 91.63 s, tp 4
+    dp 3)."""
     flags = {"algorithm": "grpo", "models.actor": "llama-3.1-70b", "models.reference": "actor",
              "workload.prompts_per_step": 24, "workload.samples_per_prompt": 4,
              "workload.prompt_len": 256, "workload.response_len": 1024,
              "workload.max_response_len": 4096, "cluster.gpu": "h100-sxm", "cluster.nodes": 2,
              "cluster.gpus_per_node": 6}
-    pow2 = plan(load_scenario(None, flags), explain=False)
-    every = plan(load_scenario(None, {**flags, "search.every_pp": True}), explain=False)
+    pow2 = plan(load_scenario(None, {**flags, "search.every_pp": False}), explain=False)
+    every = plan(load_scenario(None, flags), explain=False)
     assert every.layouts["actor"]["training"].pp == 3
     assert every.iteration_time_s < pow2.iteration_time_s
     assert all(lay.pp & (lay.pp - 1) == 0 for stages in pow2.layouts.values()
@@ -218,7 +225,7 @@ def test_with_several_pools_the_sizes_searched_are_named_by_pool():
     fields = size_proof(build_space(sc), proven=True)
     assert fields == {"group_sizes_proven": "the sizes searched", "group_sizes_searched": {
         "train": list(range(1, 9)), "rollout": slot_sizes(72, 8)},
-        "cp_proven": "chunks of 4096 tokens or more", "pp_proven": "powers of two up to 16"}
+        "cp_proven": "chunks of 4096 tokens or more", "pp_proven": "divisors up to 16"}
     assert size_proof(build_space(sc), proven=False)["group_sizes_proven"] is None
     line = size_proof_line(SimpleNamespace(status="optimal", search=fields))
     assert "(train: 1–8; rollout: 1–8, 16, 24, 32, 40, 48, 56, 64, 72), not every" in line

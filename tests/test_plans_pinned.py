@@ -11,7 +11,11 @@ plan trains on larger micro-batches); 2026-12-02, under partial rollouts the sea
 running sequences above the share (`kv.concurrency_caps`): the one-step-off what-ifs, whose
 best plans have partial rollouts, cut 28.4% (grpo-1.5b-8gpu, was 11.2%: max_num_seqs 512 for
 a share of 128) and 70.5% (ppo-0.5b-16gpu, was 52.8%: 128 for 32); the base plans are
-unchanged."""
+unchanged. 2026-12-03, the search draws every pp dividing a group's GPUs (`search.every_pp`
+on by default): grpo-7b-4gpu-verl's one-step-off what-if cuts 9.3% (was +18.5%: the actor
+trains on 3 GPUs at pp 3, layers 9/10/9, beside a 1-GPU rollout); and ties at the optimum go
+to the least recomputation (`cpsat.usual`): ppo-0.5b-16gpu's critic trains with selective
+recomputation, not full, at the same objective."""
 
 from __future__ import annotations
 

@@ -186,18 +186,19 @@ def test_a_partial_rollouts_kv_cache_left_to_fit_where_it_sits_is_named_with_whe
 
 
 def test_a_pipeline_degree_not_a_power_of_two_is_named_with_its_fix():
-    """Two nodes of 6 H100s: pp 3 is off the menus (powers of two) and named with the setting
-    that searches it; with `search.every_pp` the same plan lies inside."""
+    """Two nodes of 6 H100s: the optimum trains at pp 3, which powers of two alone
+    (`search.every_pp` false) leave out: named there with the setting that searches it; with
+    the default the same plan lies inside."""
     flags = {"algorithm": "grpo", "models.actor": "llama-3.1-70b", "models.reference": "actor",
              "workload.prompts_per_step": 24, "workload.samples_per_prompt": 4,
              "workload.prompt_len": 256, "workload.response_len": 1024,
              "workload.max_response_len": 4096, "cluster.gpu": "h100-sxm", "cluster.nodes": 2,
              "cluster.gpus_per_node": 6}
-    every = load_scenario(None, {**flags, "search.every_pp": True})
+    every = load_scenario(None, flags)
     best = PlanInput.model_validate(plan(every, explain=False).model_dump())
     train = best.layouts["actor"]["training"]
     assert train.pp == 3
-    assert outside(load_scenario(None, flags), best) == [
-        "layouts.actor.training: pp 3 is not a power of two: search.every_pp (--every-pp) "
-        "searches every pp dividing a group's GPUs"]
+    assert outside(load_scenario(None, {**flags, "search.every_pp": False}), best) == [
+        "layouts.actor.training: pp 3 is not a power of two, and search.every_pp is false: "
+        "set it true (--every-pp) to search every pp dividing a group's GPUs"]
     assert outside(every, best) == []

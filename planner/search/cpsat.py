@@ -419,17 +419,19 @@ def _weighted(terms: Iterable[tuple[cp_model.IntVar, int]]) -> cp_model.LinearEx
 
 
 ZERO_STAGES = 4
+RECOMPUTE = {"none": 0, "selective": 1, "full": 2}  # least recomputation first
 MAX_TASKS = 5  # actor generation and training, critic, reference, reward
 
 
 def usual(layout) -> int:
     """How far a layout is from what people run, for breaking ties between plans of equal
     objective: its model parallelism (tp·pp·cp, so on a given group the most data
-    parallelism) first, then its ZeRO stage — weighted so that one step less model parallelism
-    anywhere outweighs every task's ZeRO stage together. (Then no frozen model offloads that
-    need not: `choice.resident_twins`, after the solve.)"""
-    return ((layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS
-            + layout.zero)
+    parallelism) first, then its ZeRO stage, then its recomputation (none, selective, full) —
+    weighted so that one step of each anywhere outweighs every task's steps of the next
+    together. (Then no frozen model offloads that need not: `choice.resident_twins`, after
+    the solve.)"""
+    zero = (layout.tp * layout.pp * layout.cp - 1) * ZERO_STAGES * MAX_TASKS + layout.zero
+    return zero * len(RECOMPUTE) * MAX_TASKS + RECOMPUTE[layout.checkpointing]
 
 
 def new_solver(time_limit_s: float, workers: int, seed: int) -> cp_model.CpSolver:

@@ -6,7 +6,8 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   (training and forwards: it splits the element-wise kernels' traffic and the activations over
   TP and adds no communication in the model, so a layout without it is never faster nor
   smaller — unless the framework does not run it, `Capabilities.sequence_parallel`);
-- pp a power of two (every divisor of the GPUs with `search.every_pp`), at most `MAX_PP`:
+- pp any divisor of the GPUs (a power of two alone with `search.every_pp` false), at most
+  `MAX_PP`:
   dividing the layers (Megatron's even split), or, where it does not, with the one uneven
   split `pipeline_split.offered_split` gives (first/last-stage layer counts, the middle
   stages even); in training, vp interleaved chunks per rank (1, or
@@ -131,10 +132,9 @@ def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
 
 
 def pp_offered(sc: Scenario, pp: int) -> bool:
-    """Whether the search draws `pp` stages (where they divide the GPUs, up to `MAX_PP`): a
-    power of two, or with `search.every_pp` any (pp 3 on 48 GPUs at tp 4: the shipped PPO
-    example has a plan 8.6% faster there, README "Pipeline degrees that are not powers
-    of two")."""
+    """Whether the search draws `pp` stages (where they divide the GPUs, up to `MAX_PP`): any,
+    or with `search.every_pp` false a power of two alone (pp 3 on 48 GPUs at tp 4: the
+    shipped PPO example's optimum is 8.6% faster there, README "Pipeline degrees")."""
     return pp <= MAX_PP and (sc.search.every_pp or pp & (pp - 1) == 0)
 
 

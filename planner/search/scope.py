@@ -32,8 +32,8 @@ def size_proof(space: Space, proven: bool) -> dict:
     GPUs a pool offers fewer: `group_sizes_searched` lists them — by pool name with several
     pools, as the plan's groups name theirs) or None (no proof); `cp_proven` "every cp" or
     "chunks of N tokens or more" (`search.min_cp_chunk` leaves shorter ones out) or None;
-    `pp_proven` "powers of two up to 16" or, with `search.every_pp`, "divisors up to 16"
-    (`layouts.MAX_PP`; of a group's GPUs over tp) or None."""
+    `pp_proven` "divisors up to 16" (`layouts.MAX_PP`; of a group's GPUs over tp) or, with
+    `search.every_pp` false, "powers of two up to 16"; or None."""
     every = all(pool.sizes == [s for s in range(1, pool.total_gpus + 1) if space.caps is None
                                or space.caps.size_ok(s, pool.scenario.cluster.gpus_per_node)]
                 for pool in space.pools)
@@ -231,8 +231,8 @@ def _pp_off(sc: Scenario, layout: Layout) -> str | None:
     `layouts.pp_offered`, or it is past `layouts.MAX_PP`, which no setting widens)."""
     if pp_offered(sc, layout.pp) or layout.pp > MAX_PP:
         return None
-    return (f"pp {layout.pp} is not a power of two: search.every_pp (--every-pp) searches "
-            "every pp dividing a group's GPUs")
+    return (f"pp {layout.pp} is not a power of two, and search.every_pp is false: set it "
+            "true (--every-pp) to search every pp dividing a group's GPUs")
 
 
 def _degrees_off(layout: Layout, names: tuple[str, ...], g: int, beaten: str = "") -> str:

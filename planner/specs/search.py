@@ -47,7 +47,8 @@ class SearchInput(BaseModel):
         "every cp (the proof then covers every cp `evaluate` accepts; slower on large "
         "clusters)")
     every_pp: bool = Field(
-        False, description="search every pipeline degree dividing a group's GPUs in training "
-        "and forwards, not its powers of two alone (slower on large clusters)")
+        True, description="search every pipeline degree dividing a group's GPUs (up to 16) in "
+        "training and forwards; false: its powers of two alone (faster on large clusters; the "
+        "proof then covers those)")
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
