@@ -1,11 +1,11 @@
 """What the search's menus leave out of the proof, and what widening them costs.
 
-For each scenario, `rlplan plan`'s search (`plan(explain=False)`, in this process) at the
-default menus and widened — `--widen cp`: `search.min_cp_chunk` 1 (every cp the GPUs allow,
-not chunks of 4,096 tokens or more); `--widen pp`: `search.every_pp` (every pipeline degree
-dividing a group's GPUs, not its powers of two) — the plan of each (its status printed:
-OPTIMAL unless the time limit cut it), the gain, the search's wall time (median of
-`--runs`), and the widened layouts of the faster plan.
+For each scenario, `rlplan plan`'s search (`plan(explain=False)`, in this process) at narrow
+menus and widened — `--widen cp`: `search.min_cp_chunk` 4,096 (the default) against 1 (every
+cp the GPUs allow); `--widen pp`: `search.every_pp` false (powers of two) against true (every
+pipeline degree dividing a group's GPUs, the default since 2026-12-03) — the plan of each (its
+status printed: OPTIMAL unless the time limit cut it), the gain, the search's wall time
+(median of `--runs`), and the widened layouts of the faster plan.
 Scenarios: the 1,024-GPU PPO case of `bench/search_speed.py`, the shipped PPO example (four 70B
 roles on 128 H100s), and a grid of 48 small ones (GRPO and PPO with a 7B, 8B or 14B actor, 0.5B
 critic and reward, on 4 or 8 A100-40GB or H100 GPUs, 16 prompts × 4, prompt 256, response
@@ -60,14 +60,15 @@ WIDEN = {"cp": ({"search.min_cp_chunk": DEFAULT_MIN_CP_CHUNK}, {"search.min_cp_c
 """The default menus and the widened ones, as scenario fields."""
 
 
-def widened(lay) -> bool:
+def widened(lay, what: str) -> bool:
     """Whether a layout uses what the widened menus add (cp > 1, or pp not a power of two)."""
-    return lay.cp > 1 or lay.pp & (lay.pp - 1) != 0
+    return lay.cp > 1 if what == "cp" else lay.pp & (lay.pp - 1) != 0
 
 
-def searched(path: Path | None, flags: dict, runs: int) -> tuple[float, float, dict]:
+def searched(path: Path | None, flags: dict, runs: int, what: str
+             ) -> tuple[float, float, dict]:
     """The proven optimum (s), the median wall time of its search (s), and the plan's layouts
-    with cp > 1 or pp not a power of two (role.stage → cp, pp, micro-batch)."""
+    with what widening `what` adds (role.stage → cp, pp, micro-batch)."""
     sc = load_scenario(path, flags)
     walls = []
     for _ in range(runs):
@@ -76,7 +77,7 @@ def searched(path: Path | None, flags: dict, runs: int) -> tuple[float, float, d
         walls.append(time.monotonic() - started)
     odd = {f"{role}.{stage}": (lay.cp, lay.pp, lay.micro_batch)
            for role, stages in best.layouts.items() for stage, lay in stages.items()
-           if widened(lay)}
+           if widened(lay, what)}
     return best.iteration_time_s, statistics.median(walls), {**odd, "status":
                                                             best.search["status"]}
 
@@ -96,13 +97,13 @@ def main() -> int:
                   ("PPO example (4×70B, 128 H100s)", ROOT / "examples/ppo-llama-3.1-70b.yaml",
                    {})])
         cases += [(name, None, flags) for name, flags in grid()]
-        print(f"{'scenario':46} {'default s':>10} {'search s':>9} {'widened s':>11} "
+        print(f"{'scenario':46} {'narrow s':>10} {'search s':>9} {'widened s':>11} "
               f"{'search s':>9} {'gain':>7}  widened layouts (cp, pp, micro-batch), status")
         narrow, wide = WIDEN[args.widen]
         gains = []
         for name, path, flags in cases:
-            base = searched(path, {**flags, **narrow}, args.runs)
-            every = searched(path, {**flags, **wide}, args.runs)
+            base = searched(path, {**flags, **narrow}, args.runs, args.widen)
+            every = searched(path, {**flags, **wide}, args.runs, args.widen)
             gain = every[0] / base[0] - 1
             gains.append(gain)
             print(f"{name:46} {base[0]:10.3f} {base[1]:9.2f} {every[0]:11.3f} {every[1]:9.2f} "

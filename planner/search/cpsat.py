@@ -556,9 +556,8 @@ def _near(space: Space, start: Choice | None, deadline: Deadline) -> Choice | No
     task's `NEAR_EACH` fastest and `NEAR_EACH` smallest priced candidates per group shape (a
     few hundred; a tenth of the model or less), in a quarter of the time left (None: none in
     it). Its score is a limit the whole model is proven under (`_limited`): the optima of the
-    large spaces are found in the small one, and CP-SAT's time goes on proving them (PPO
-    with four 70B roles on 128 H100s: the first options' solves 1.6–1.9× faster, a one-off
-    probe)."""
+    large spaces are found in the small one, and CP-SAT's time goes on proving them (the
+    shipped PPO example's options, solved alone: 1.5–2.7× less CPU time, a one-off probe)."""
     few = {}
     for key, cands in space.candidates.items():
         priced = [c for c in cands if not c.bound]
