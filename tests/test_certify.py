@@ -16,7 +16,7 @@ from planner.search import cpsat
 from planner.search.certify import certify, kv_proof
 from planner.search.deadline import Deadline
 from planner.search.kv import kv_ladder, kv_levels, rollout_of
-from planner.search.layouts import slot_sizes
+from planner.search.layouts import pp_offered, slot_sizes
 from planner.search.option import Outcome, options
 from planner.search.scope import size_proof
 from planner.search.solve import plan
@@ -170,7 +170,7 @@ def test_the_proof_names_the_degrees_it_covers():
     pow2 = plan(load_scenario(None, {**flags, "search.every_pp": False}), explain=False)
     assert pow2.search["pp_proven"] == "powers of two up to 16"
     assert degrees_proof_line(pow2) == (
-        "proof: over pp in powers of two up to 16 (search.every_pp: false; --every-pp searches "
+        "proof: over pp in powers of two up to 16 (search.every_pp: true, --every-pp, searches "
         "every divisor); cp in chunks of 4096 tokens or more (search.min_cp_chunk: 1 searches "
         "every cp), not every degree a layout may take")
     every = plan(load_scenario(None, {**flags, "search.min_cp_chunk": 1280 // 8}),
@@ -178,6 +178,22 @@ def test_the_proof_names_the_degrees_it_covers():
     assert every.search["cp_proven"] == "every cp"
     assert every.search["pp_proven"] == "divisors up to 16" and degrees_proof_line(every) is None
     assert every.iteration_time_s <= default.iteration_time_s <= pow2.iteration_time_s
+
+
+def test_every_pp_is_searched_on_up_to_128_gpus_unless_the_scenario_says():
+    """Unset, `search.every_pp` means every pp on clusters of up to 128 GPUs (the shipped PPO
+    example's 16 nodes) and powers of two on larger ones; either value holds everywhere."""
+    flags = {"algorithm": "grpo", "models.actor": "qwen2.5-7b", "models.reference": "actor",
+             "workload.prompts_per_step": 64, "workload.samples_per_prompt": 4,
+             "workload.prompt_len": 256, "workload.response_len": 512,
+             "cluster.gpu": "h100-sxm", "cluster.gpus_per_node": 8}
+    for nodes, every in ((16, True), (17, False)):
+        sc = load_scenario(None, {**flags, "cluster.nodes": nodes})
+        assert (pp_offered(sc, 3), pp_offered(sc, 4)) == (every, True)
+        for chosen in (True, False):
+            sc = load_scenario(None, {**flags, "cluster.nodes": nodes,
+                                      "search.every_pp": chosen})
+            assert pp_offered(sc, 3) is chosen
 
 
 def test_the_degree_settings_are_flags_and_bad_values_one_error_line(cli, write):

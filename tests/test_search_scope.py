@@ -200,5 +200,5 @@ def test_a_pipeline_degree_not_a_power_of_two_is_named_with_its_fix():
     assert train.pp == 3
     assert outside(load_scenario(None, {**flags, "search.every_pp": False}), best) == [
         "layouts.actor.training: pp 3 is not a power of two, and search.every_pp is false: "
-        "set it true (--every-pp) to search every pp dividing a group's GPUs"]
+        "set search.every_pp true (--every-pp) to search every pp dividing a group's GPUs"]
     assert outside(every, best) == []

@@ -90,8 +90,9 @@ MinCpChunk = Annotated[int | None, _opt(
     "Shortest chunk (tokens) of the longest sequence the search splits over context-parallel "
     "ranks (default 4096; 1 searches every cp, slower on large clusters).")]
 EveryPp = Annotated[bool | None, typer.Option(
-    "--every-pp/--pow2-pp", help="Search every pipeline degree dividing a group's GPUs (the "
-    "default), or its powers of two alone (faster on large clusters; the proof covers those).",
+    "--every-pp/--pow2-pp", help="Search every pipeline degree dividing a group's GPUs, or its "
+    "powers of two alone (faster; the proof covers those). Default: every pp on clusters of up "
+    "to 128 GPUs, powers of two on larger ones.",
     rich_help_panel=_PANEL, show_default=False)]
 Framework = Annotated[str | None, _opt(
     "The framework the plan is for: verl, openrlhf, deepspeed, megatron or nemo-rl, optionally "

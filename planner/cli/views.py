@@ -296,12 +296,13 @@ def size_proof_line(plan: Plan) -> str | None:
 
 
 def degrees_proof_line(plan: Plan) -> str | None:
-    """A proven optimum over pp in powers of two (`search.pp_proven`: `search.every_pp`
-    false) and cp in chunks of `search.min_cp_chunk` tokens or more (`search.cp_proven`), not
-    every degree a layout may take: which, and the setting that widens each."""
+    """A proven optimum over pp in powers of two (`search.pp_proven`: a large cluster, or
+    `search.every_pp` false) and cp in chunks of `search.min_cp_chunk` tokens or more
+    (`search.cp_proven`), not every degree a layout may take: which, and the setting that
+    widens each."""
     search = plan.search or {}
     pp, cp = search.get("pp_proven"), search.get("cp_proven")
-    parts = ([f"pp in {pp} (search.every_pp: false; --every-pp searches every divisor)"]
+    parts = ([f"pp in {pp} (search.every_pp: true, --every-pp, searches every divisor)"]
              if pp and pp.startswith("powers") else [])
     parts += ([f"cp in {cp} (search.min_cp_chunk: 1 searches every cp)"]
               if cp and cp != "every cp" else [])

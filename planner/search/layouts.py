@@ -6,8 +6,8 @@ Legal layouts (DESIGN.md convention g = dp·tp·pp·cp, ep carved out of dp·cp�
   (training and forwards: it splits the element-wise kernels' traffic and the activations over
   TP and adds no communication in the model, so a layout without it is never faster nor
   smaller — unless the framework does not run it, `Capabilities.sequence_parallel`);
-- pp any divisor of the GPUs (a power of two alone with `search.every_pp` false), at most
-  `MAX_PP`:
+- pp any divisor of the GPUs (a power of two alone on clusters of more than
+  `EVERY_PP_GPU_COUNT` GPUs or with `search.every_pp` false, `every_pp`), at most `MAX_PP`:
   dividing the layers (Megatron's even split), or, where it does not, with the one uneven
   split `pipeline_split.offered_split` gives (first/last-stage layer counts, the middle
   stages even); in training, vp interleaved chunks per rank (1, or
@@ -131,11 +131,26 @@ def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
     return [tp for tp in _pow2_divisors(g, scale_up) if tp_problem(spec, tp) is None]
 
 
+EVERY_PP_GPU_COUNT = 128
+"""Clusters of up to this many GPUs search every pp dividing a group's GPUs unless
+`search.every_pp` says otherwise; larger ones its powers of two. Every pp found the shipped PPO
+example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.4× as long; on the
+1,024-GPU PPO case of `bench/search_speed.py` no faster plan, the search 1.4× as long (2.3 →
+3.2 s), the command 5.9 → 7.1 s (README "Pipeline degrees")."""
+
+
+def every_pp(sc: Scenario) -> bool:
+    """Whether the search draws every pp dividing a group's GPUs (else its powers of two):
+    `search.every_pp`, or unset, on clusters of up to `EVERY_PP_GPU_COUNT` GPUs."""
+    chosen = sc.search.every_pp
+    return sc.total_gpus <= EVERY_PP_GPU_COUNT if chosen is None else chosen
+
+
 def pp_offered(sc: Scenario, pp: int) -> bool:
-    """Whether the search draws `pp` stages (where they divide the GPUs, up to `MAX_PP`): any,
-    or with `search.every_pp` false a power of two alone (pp 3 on 48 GPUs at tp 4: the
-    shipped PPO example's optimum is 8.6% faster there, README "Pipeline degrees")."""
-    return pp <= MAX_PP and (sc.search.every_pp or pp & (pp - 1) == 0)
+    """Whether the search draws `pp` stages (where they divide the GPUs, up to `MAX_PP`): any
+    (`every_pp`: pp 3 on 48 GPUs at tp 4 is the shipped PPO example's optimum, 8.6% faster than
+    over powers of two), or a power of two."""
+    return pp <= MAX_PP and (every_pp(sc) or pp & (pp - 1) == 0)
 
 
 def cp_offered(sc: Scenario, cp: int) -> bool:

@@ -18,7 +18,15 @@ from planner.plan import Layout, Plan, PlanInput, expert_tp
 from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
-from planner.search.layouts import MAX_PP, SHAPES, cp_offered, generation_shapes, pp_offered
+from planner.search.layouts import (
+    EVERY_PP_GPU_COUNT,
+    MAX_PP,
+    SHAPES,
+    cp_offered,
+    every_pp,
+    generation_shapes,
+    pp_offered,
+)
 from planner.search.option import Option, options, staleness_that_matters
 from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
@@ -32,8 +40,8 @@ def size_proof(space: Space, proven: bool) -> dict:
     GPUs a pool offers fewer: `group_sizes_searched` lists them — by pool name with several
     pools, as the plan's groups name theirs) or None (no proof); `cp_proven` "every cp" or
     "chunks of N tokens or more" (`search.min_cp_chunk` leaves shorter ones out) or None;
-    `pp_proven` "divisors up to 16" (`layouts.MAX_PP`; of a group's GPUs over tp) or, with
-    `search.every_pp` false, "powers of two up to 16"; or None."""
+    `pp_proven` "divisors up to 16" (`layouts.MAX_PP`; of a group's GPUs over tp) or "powers
+    of two up to 16" (`layouts.every_pp`); or None."""
     every = all(pool.sizes == [s for s in range(1, pool.total_gpus + 1) if space.caps is None
                                or space.caps.size_ok(s, pool.scenario.cluster.gpus_per_node)]
                 for pool in space.pools)
@@ -47,7 +55,7 @@ def size_proof(space: Space, proven: bool) -> dict:
             "cp_proven": (None if not proven else "every cp" if every_cp
                           else f"chunks of {sc.search.min_cp_chunk} tokens or more"),
             "pp_proven": (None if not proven else
-                          f"{'divisors' if sc.search.every_pp else 'powers of two'} up to "
+                          f"{'divisors' if every_pp(sc) else 'powers of two'} up to "
                           f"{MAX_PP}")}
 
 
@@ -231,8 +239,10 @@ def _pp_off(sc: Scenario, layout: Layout) -> str | None:
     `layouts.pp_offered`, or it is past `layouts.MAX_PP`, which no setting widens)."""
     if pp_offered(sc, layout.pp) or layout.pp > MAX_PP:
         return None
-    return (f"pp {layout.pp} is not a power of two, and search.every_pp is false: set it "
-            "true (--every-pp) to search every pp dividing a group's GPUs")
+    why = ("search.every_pp is false" if sc.search.every_pp is False else
+           f"on more than {EVERY_PP_GPU_COUNT} GPUs the search draws powers of two")
+    return (f"pp {layout.pp} is not a power of two, and {why}: set search.every_pp true "
+            "(--every-pp) to search every pp dividing a group's GPUs")
 
 
 def _degrees_off(layout: Layout, names: tuple[str, ...], g: int, beaten: str = "") -> str:

@@ -46,9 +46,9 @@ class SearchInput(BaseModel):
         "over context-parallel ranks: cp where max_seq_len / cp is at least this; 1 searches "
         "every cp (the proof then covers every cp `evaluate` accepts; slower on large "
         "clusters)")
-    every_pp: bool = Field(
-        True, description="search every pipeline degree dividing a group's GPUs (up to 16) in "
-        "training and forwards; false: its powers of two alone (faster on large clusters; the "
-        "proof then covers those)")
+    every_pp: bool | None = Field(
+        None, description="search every pipeline degree dividing a group's GPUs (up to 16) in "
+        "training and forwards; false: its powers of two alone (faster; the proof then covers "
+        "those); unset: every pp on clusters of up to 128 GPUs, powers of two on larger ones")
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
