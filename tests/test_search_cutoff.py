@@ -125,6 +125,33 @@ def test_plan_is_the_same_with_and_without_the_shortcuts(monkeypatch):
     assert fast.explanation["alternatives"]
 
 
+def test_an_option_its_share_cut_short_gets_the_time_the_others_left(monkeypatch):
+    """The first option solved stops at its share, FEASIBLE (as on a slow machine); once every
+    option has had its share it is solved again, and the search answers its proven optimum."""
+    sc = load_scenario(None, {
+        "algorithm": "grpo", "models.actor": "qwen2.5-0.5b", "models.reference": "actor",
+        "workload.prompts_per_step": 16, "workload.samples_per_prompt": 4,
+        "workload.prompt_len": 256, "workload.response_len": 512, "cluster.gpu": "h100-sxm",
+        "cluster.nodes": 1, "cluster.gpus_per_node": 4, "search.max_staleness": 1})
+    allowed = options(sc, 1, False)
+    plain_solve, calls = cpsat.solve, []
+
+    def first_cut_short(space, limit, *args, **kwargs):
+        result = plain_solve(space, limit, *args, **kwargs)
+        calls.append(space)
+        if len(calls) == 1:  # its share ran out: the plan it had, no proof
+            assert result.status == "OPTIMAL"
+            return cpsat.Result("FEASIBLE", result.choice, result.objective, None,
+                                result.wall_s, result.variables)
+        return result
+
+    monkeypatch.setattr(cpsat, "solve", first_cut_short)
+    outcomes = search._search(sc, allowed, search.Deadline.after(120), 1)
+    cut = next(o for o in outcomes if o.space is calls[0])
+    assert calls.count(calls[0]) == 2 and cut.result.status in cpsat.SETTLED
+    assert all(o.result.status in cpsat.SETTLED for o in outcomes)
+
+
 def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
     """`plan` pins (re-solves for the canonical plan) only the options it shows: each shown
     one gets the plain solve's plan; the other proven optima keep the plan CP-SAT found."""

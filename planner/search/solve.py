@@ -141,6 +141,27 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
             if cut else None)
     theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
+
+    def settle(i: int, share: Deadline, result: cpsat.Result | None, limit: int | None,
+               seeds: list[Choice]) -> None:
+        """Option i's outcome: `result`, else solved by `share`; priced and solved again
+        counting host memory where it may bind (`host.py`)."""
+        if least_found and (either := least_found.get()) is not None:
+            limit = either if limit is None else min(limit, either)
+        for _ in range(2):
+            if result is None:
+                result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
+                                     pin=False)
+                if least_found and result.status == "OPTIMAL":
+                    least_found.lower(result.objective)
+            if not host_may_bind(spaces[i], result):
+                break
+            spaces[i], result = counted(spaces[i], share), None
+        out[i] = Outcome(opts[i], result, spaces[i])
+        if solved is not None:
+            optima = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
+            solved(out[i], optima)
+
     for n, i in enumerate(order):
         if progress:
             progress(f"{what} {n + 1} of {len(opts)}: {opts[i].describe()}")
@@ -157,21 +178,16 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                 ok, answer = tail.result(aside.wait_s(share))
                 theirs = answer if ok else {}
             result = theirs.get(n) if least_found else last.as_if_last(theirs.get(n), limit)
-        if least_found and (either := least_found.get()) is not None:
-            limit = either if limit is None else min(limit, either)
-        for _ in range(2):  # the second time priced again, host memory counted (`host.py`)
-            if result is None:
-                result = cpsat.solve(spaces[i], share, workers, cutoff=limit, seeds=seeds,
-                                     pin=False)
-                if least_found and result.status == "OPTIMAL":
-                    least_found.lower(result.objective)
-            if not host_may_bind(spaces[i], result):
-                break
-            spaces[i], result = counted(spaces[i], share), None
-        out[i] = Outcome(opts[i], result, spaces[i])
-        if solved is not None:
-            solved(out[i], found + ([out[i].result.objective]
-                                    if out[i].result.status == "OPTIMAL" else []))
+        settle(i, share, result, limit, seeds)
+    # options their share cut short get, in turn, what the others left (their plans seeds)
+    short = [i for i in order if out[i].result.status not in cpsat.SETTLED]
+    for n, i in enumerate(short):
+        if deadline.left() < cpsat.MIN_MODEL_S:
+            break
+        found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
+        seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
+        settle(i, deadline.sooner(deadline.share(len(short) - n)), None, cutoff(found, worse),
+               seeds)
     return [out[i] for i in range(len(opts))]
 
 
