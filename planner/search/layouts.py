@@ -134,9 +134,10 @@ def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
 EVERY_PP_GPU_COUNT = 128
 """Clusters of up to this many GPUs search every pp dividing a group's GPUs unless
 `search.every_pp` says otherwise; larger ones its powers of two. Every pp found the shipped PPO
-example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.4× as long; on the
-1,024-GPU PPO case of `bench/search_speed.py` no faster plan, the search 1.4× as long (2.3 →
-3.2 s), the command 5.9 → 7.1 s (README "Pipeline degrees")."""
+example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.2× as long (11.3 →
+24.7 s, `bench/menus.py --widen pp`); on the 1,024-GPU PPO case of `bench/search_speed.py` no
+faster plan, the search 1.4× as long (2.3 → 3.2 s), the command 5.9 → 7.1 s (README "Pipeline
+degrees")."""
 
 
 def every_pp(sc: Scenario) -> bool:

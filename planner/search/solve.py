@@ -112,7 +112,9 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     0), and the last options are solved beside from the back, whatever their size, once a core
     is idle, under the least objective either process has found
     (`last.least_from_the_back`), their answers taken as they are. An option whose proof
-    host memory may undo is priced again counting it, and solved again (`host.py`)."""
+    host memory may undo is priced again counting it, and solved again (`host.py`). Options
+    their share cut short are solved again once every option has had its share, in turn, in
+    what the others left."""
     cache = PriceCache() if cache is None else cache
     pricing = deadline.sooner(PRICING_SHARE * deadline.left())
     spaces = []
