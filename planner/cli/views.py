@@ -20,6 +20,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.pictures import picture_format
 from planner.plan import SCHEMA_VERSION, InterModel, Layout, Plan, expert_tp
 from planner.search.explain import BINDING_MARGIN, memory_binds, spans
+from planner.search.scope import EVERY_CP, EVERY_PP
 
 if TYPE_CHECKING:
     from planner.export import Export
@@ -303,9 +304,9 @@ def degrees_proof_line(plan: Plan) -> str | None:
     search = plan.search or {}
     pp, cp = search.get("pp_proven"), search.get("cp_proven")
     parts = ([f"pp in {pp} (search.every_pp: true, --every-pp, searches every divisor)"]
-             if pp and pp.startswith("powers") else [])
+             if pp and pp != EVERY_PP else [])
     parts += ([f"cp in {cp} (search.min_cp_chunk: 1 searches every cp)"]
-              if cp and cp != "every cp" else [])
+              if cp and cp != EVERY_CP else [])
     if plan.status != "optimal" or not parts:
         return None
     return f"proof: over {'; '.join(parts)}, not every degree a layout may take"

@@ -32,6 +32,9 @@ from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
 from planner.specs.scenario import Scenario
 
+EVERY_CP = "every cp"  # `search.cp_proven` when no cp the cluster allows is left out
+EVERY_PP = f"divisors up to {MAX_PP}"  # `search.pp_proven` when every pp is searched
+
 
 def size_proof(space: Space, proven: bool) -> dict:
     """The plan's `search` fields on the group sizes and degrees (cp, pp) its proof covers:
@@ -52,11 +55,10 @@ def size_proof(space: Space, proven: bool) -> dict:
     return {"group_sizes_proven": (None if not proven else "every size" if every
                                    else "the sizes searched"),
             "group_sizes_searched": searched,
-            "cp_proven": (None if not proven else "every cp" if every_cp
+            "cp_proven": (None if not proven else EVERY_CP if every_cp
                           else f"chunks of {sc.search.min_cp_chunk} tokens or more"),
-            "pp_proven": (None if not proven else
-                          f"{'divisors' if every_pp(sc) else 'powers of two'} up to "
-                          f"{MAX_PP}")}
+            "pp_proven": (None if not proven else EVERY_PP if every_pp(sc)
+                          else f"powers of two up to {MAX_PP}")}
 
 
 def framework_caps(sc: Scenario) -> Capabilities | None:
