@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from planner.search import aside, cpsat, solve, space
+from planner.search import aside, cpsat, pins, solve, space
 from planner.search.deadline import Deadline
 from planner.search.solve import plan
 from planner.search.space import build_space
@@ -125,7 +125,7 @@ def test_the_children_search_within_the_commands_deadline(monkeypatch):
     what_ifs = [args for fn, args in given if fn is solve._best_of]
     assert len(what_ifs) == 2
     assert all(deadline in args for fn, args in given if fn is not space._priced)
-    assert any(fn is solve._pins for fn, _ in given)
+    assert any(fn is pins._pins for fn, _ in given)
     pricing = [args[-1] for fn, args in given if fn is space._priced]
     assert pricing and all(d.started == deadline.started and d.ends <= deadline.ends
                            for d in pricing)
@@ -133,9 +133,9 @@ def test_the_children_search_within_the_commands_deadline(monkeypatch):
 
 def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch):
     # a space large enough to price beside (`space.MIN_ITEMS_BESIDE`), options enough to pin,
-    # every model pinned beside the solves after it (`solve.pin_beside`)
+    # every model pinned beside the solves after it (`pins.pin_beside`)
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 16, "cluster.gpus_per_node": 8})
-    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
+    monkeypatch.setattr(pins, "PIN_BESIDE_VARIABLES", 0)
     monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
     alone = plan(sc, explain=False)
     offered = []
@@ -148,7 +148,7 @@ def test_children_that_die_leave_their_pricing_and_pins_to_the_plan(monkeypatch)
 @needs_fork
 def test_pins_beside_the_solves_are_the_plans_pinned_after_them(monkeypatch):
     sc = load_scenario(None, {**SMALL, "cluster.nodes": 2, "cluster.gpus_per_node": 8})
-    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
+    monkeypatch.setattr(pins, "PIN_BESIDE_VARIABLES", 0)
     real, offered = aside.start, []
     monkeypatch.setattr(aside, "start",
                         lambda fn, *args, **k: offered.append(fn) or real(fn, *args, **k))

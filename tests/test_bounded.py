@@ -18,7 +18,7 @@ import yaml
 from planner.cost.iteration import task_time
 from planner.errors import InfeasibleError, OutOfTime
 from planner.plan import Layout
-from planner.search import aside, brute, certify, cpsat, solve
+from planner.search import aside, brute, certify, cpsat, model, solve
 from planner.search.choice import score
 from planner.search.deadline import Deadline
 from planner.search.explain import alternatives, idle_gpus, memory_binds
@@ -36,13 +36,13 @@ def test_every_solve_ends_by_the_command_deadline(monkeypatch):
     """Each CP-SAT solve — the options', the canonical re-solves, the what-ifs' — is given
     only what is left of the one deadline, never a fresh limit of its own."""
     ends: list[float] = []
-    real = cpsat.new_solver
+    real = model.new_solver
 
     def recording(time_limit_s, workers, seed):
         ends.append(time.monotonic() + time_limit_s)
         return real(time_limit_s, workers, seed)
 
-    monkeypatch.setattr(cpsat, "new_solver", recording)
+    monkeypatch.setattr(model, "new_solver", recording)
     # the what-ifs in this process (a child's solves are not recorded here; that it gets the
     # same deadline: tests/test_aside.py)
     monkeypatch.setattr(aside, "start", lambda *args, **kwargs: None)
@@ -367,7 +367,7 @@ def test_sweep_rows_say_timeout_in_json_csv_table_and_picture(cli, tmp_path):
 
 _INTERRUPTED_SOLVE = """
 import os, random, signal, threading
-from planner.search import cpsat
+from planner.search import model
 from planner.search.sat import cp_model
 r = random.Random(0)
 m = cp_model.CpModel()
@@ -377,7 +377,7 @@ for _ in range(20):
 m.maximize(sum(r.randint(1, 100) * x for x in xs))
 threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
-    cpsat.new_solver(1.5, 1, 0).Solve(m)  # a knapsack no solve proves within the limit
+    model.new_solver(1.5, 1, 0).Solve(m)  # a knapsack no solve proves within the limit
     print("swallowed")
 except KeyboardInterrupt:
     print("interrupted")

@@ -4,12 +4,12 @@ frozen model offloading where its resident layout does as well — the step time
 
 from __future__ import annotations
 
-from planner.search import cpsat
+from planner.search import cpsat, model
 from planner.search.solve import plan
 from planner.search.space import build_space
 from tests.export.plans import scenario
 
-USUAL = cpsat.usual  # the preference, kept before a test replaces it
+USUAL = model.usual  # the preference, kept before a test replaces it
 
 
 def test_a_reference_off_the_critical_path_gets_no_model_parallelism(monkeypatch):
@@ -28,7 +28,7 @@ def test_a_reference_off_the_critical_path_gets_no_model_parallelism(monkeypatch
                         swap=im.offload_during_generation, overlap_sync=im.overlap_weight_sync,
                         partial=im.partial_rollout)
     usual = cpsat.solve(space, 120)
-    monkeypatch.setattr(cpsat, "usual", lambda layout: 0)  # any plan at the optimum
+    monkeypatch.setattr(model, "usual", lambda layout: 0)  # any plan at the optimum
     anyhow = cpsat.solve(space, 120)
     assert usual.status == anyhow.status == "OPTIMAL"
     assert usual.objective == anyhow.objective == found.search["objective_ms"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.search import aside, cpsat, last, solve
+from planner.search import aside, cpsat, last, pins, solve
 from planner.search.deadline import Deadline
 from planner.search.space import build_space
 from planner.specs.scenario import load_scenario
@@ -70,7 +70,7 @@ def test_under_a_cutoff_alone_answers_only_an_optimum_within_it():
 def test_the_plan_is_the_same_with_the_last_options_solved_beside(monkeypatch, name):
     sc = load_scenario(None, {**SCENARIOS[name], "search.time_limit_s": 120})
     monkeypatch.setattr(last, "MIN_CANDIDATES", 0)
-    monkeypatch.setattr(solve, "PIN_BESIDE_VARIABLES", 0)
+    monkeypatch.setattr(pins, "PIN_BESIDE_VARIABLES", 0)
     real, offered = aside.start, []
     monkeypatch.setattr(aside, "start",
                         lambda fn, *args, **k: offered.append(fn) or real(fn, *args, **k))

@@ -14,7 +14,7 @@ a share of 128) and 70.5% (ppo-0.5b-16gpu, was 52.8%: 128 for 32); the base plan
 unchanged. 2026-12-03, the search draws every pp dividing a group's GPUs (`search.every_pp`
 on by default): grpo-7b-4gpu-verl's one-step-off what-if cuts 9.3% (was +18.5%: the actor
 trains on 3 GPUs at pp 3, layers 9/10/9, beside a 1-GPU rollout); and ties at the optimum go
-to the least recomputation (`cpsat.usual`): ppo-0.5b-16gpu's critic trains with selective
+to the least recomputation (`model.usual`): ppo-0.5b-16gpu's critic trains with selective
 recomputation, not full, at the same objective."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The search's shortcuts across inter-model options never change its answer: the cutoff the
-proven optima set (`solve.cutoff`) only settles options that could not be shown, a solve under
+proven optima set (`explain.cutoff`) only settles options that could not be shown, a solve under
 a cutoff or seeded with other options' plans (`cpsat.solve`, `bounds.carry`) proves the same
 optimum brute force finds and returns the same plan as a plain solve, and `plan` gives the same
 plan with them as without."""

@@ -44,7 +44,7 @@ Every refit is max(send, receive) + assemble + per-tensor (`Refit.seconds`): the
 the assembly depend on the training layout and group alone, the receive side and the
 per-tensor work on the generation layout alone (and the pools and placement of the two
 groups) — the split the search states exactly with two linear constraints
-(`planner/search/cpsat.py`). Constants (`RefitRates`) are fitted in `bench/refit.py` on
+(`planner/search/model.py`). Constants (`RefitRates`) are fitted in `bench/refit.py` on
 ../shared/data/calibration/rollout.md §6 and the calibration README's refit table, and
 nowhere else.
 """

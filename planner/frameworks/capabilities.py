@@ -2,7 +2,7 @@
 
 The exporter refuses a plan outside its capabilities; a scenario's `framework` (or `plan
 --framework`) searches only inside them (`planner.search.space` filters group sizes and
-candidate layouts before CP-SAT, `cpsat.py`/`choice.py` restrict which tasks may share a
+candidate layouts before CP-SAT, `model.py`/`choice.py` restrict which tasks may share a
 group, `option.py` the inter-model options), so the plan found is one the export expresses as
 planned.
 

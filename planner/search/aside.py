@@ -5,8 +5,8 @@ second core is mostly idle while it searches. Four parts of a search are functio
 they are handed alone, and run in a child meanwhile: a large space's training and forward
 pricing, taken in turns with this process (`space.build_space`, `Turns`); the last options of
 a large search, solved from the back while this process solves from the front (`last.py`,
-`Ends`); the pins of the options shown (`solve.pin_beside` starts a large model's as soon as
-it is solved; `solve.pin_shown` the rest but the best's, taken in turns with this process once
+`Ends`); the pins of the options shown (`pins.pin_beside` starts a large model's as soon as
+it is solved; `pins.pin_shown` the rest but the best's, taken in turns with this process once
 it has priced the best plan, unless the staleness what-if's child has that core); and the
 what-ifs
 (`solve._what_if`), from a copy of what was priced. A what-if's child is `nested`: once this

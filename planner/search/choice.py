@@ -1,7 +1,7 @@
 """A point of the search space (`Choice`) and how both solvers judge it, in the solvers' integer
 units: the structural rules (`valid`), memory on every group (`fits`), and the objective
 (`score`: the iteration time with fusion and asynchrony, ms × GPUs, or GPUs first). CP-SAT
-(`cpsat.py`) states the same rules as constraints; brute force (`brute.py`) calls these.
+(`model.py`) states the same rules as constraints; brute force (`brute.py`) calls these.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def resident_twins(space: Space, ch: Choice) -> Choice:
     """`ch` with each frozen model that offloads given its resident twin — the same layout
     with offload none — where the space has it and the plan stays valid, fits and scores no
     worse: between plans of equal objective the canonical one offloads nothing it need not
-    (`cpsat.Model.canonical`; weighing offload in its objective made its solve 40% slower on
+    (`model.Model.canonical`; weighing offload in its objective made its solve 40% slower on
     the 1,024-GPU PPO case)."""
     target = score(space, ch)
     for name, c in list(ch.candidate.items()):

@@ -105,3 +105,16 @@ def idle_gpus(sc: Scenario, space: Space, used: int) -> str | None:
         why.append("the time limit cut the pricing short before every size was priced")
     why.append(f"no choice on more GPUs scored better under the {sc.search.objective} objective")
     return "; ".join(why)
+
+
+def cutoff(optima: list[int], worse: int) -> int | None:
+    """The score above which an option is none of the best, its ties and the `worse` next in
+    the ranking, given other options' proven `optima` (None: no such score yet). With the
+    `worse`-th optimum above the least as the cutoff, an option scoring more ranks after the
+    least (or a later, better option) and those `worse`, whatever the options still to come;
+    one scoring exactly the cutoff may still rank before an equal one (`_feasible`)."""
+    least = min(optima, default=None)
+    above = sorted(o for o in optima if o > least) if least is not None else []
+    if least is None or len(above) < worse:
+        return None
+    return above[worse - 1] if worse else least

@@ -1,10 +1,10 @@
 """The last options of a search (`solve._search`) solved beside the others, alone.
 
 With the options solved one after another, each under the optima and plans found before it
-(`solve.cutoff`, seeds), the second core has nothing to do. So a child process solves them from
+(`explain.cutoff`, seeds), the second core has nothing to do. So a child process solves them from
 the last one back (`aside.Ends`) until it meets this process coming from the first, each with no
 seeds, under the cutoff this process has set so far (none at first); the options shown are
-pinned later (`solve.pin_shown`). An answer is taken
+pinned later (`pins.pin_shown`). An answer is taken
 only where it is what solving the option in its turn gives: an optimum within the cutoff there,
 so proven OPTIMAL at the same objective; and one that no plan with a bound candidate (a KV gap,
 `kv.py`) reaches, so neither solve priced a KV size more (`refine.py`) — the space after both
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from planner.search import cpsat
+from planner.search import cpsat, model
 from planner.search.aside import Cores, Ends, Least
 from planner.search.bounds import placement_lower_bound, prune
 from planner.search.choice import generation_slot, score
@@ -34,7 +34,7 @@ def alone(space: Space, deadline: Deadline, workers: int, cutoff: int | None = N
           ) -> cpsat.Result | None:
     """`space` solved with no seeds — None unless that is an optimum no plan with a bound
     candidate reaches (nor beats: then the search prices a KV size more), and (`cutoff`) at
-    most `cutoff`. Unpinned: the search pins the options it shows (`solve.pin_shown`), in
+    most `cutoff`. Unpinned: the search pins the options it shows (`pins.pin_shown`), in
     whichever process is free.
 
     One solve says both: among the plans of least objective it prefers one with a bound
@@ -50,25 +50,25 @@ def alone(space: Space, deadline: Deadline, workers: int, cutoff: int | None = N
         pruned, start = prune(space, cutoff), None
         if (least := placement_lower_bound(pruned)) is None or least > cutoff:
             return None
-    model = cpsat.hinted_model(pruned, start)
+    built = cpsat.hinted_model(pruned, start)
     if cutoff is not None:
-        model.m.Add(model.objective <= cutoff)
-    bound = [v for key, v in model.x.items() if model.cand(key).bound]
-    model.m.Minimize(2 * model.objective - sum(bound))
-    solver = cpsat.new_solver(deadline.left(), workers, 0)
-    if solver.Solve(model.m) != cp_model.OPTIMAL or any(solver.Value(v) for v in bound):
+        built.m.Add(built.objective <= cutoff)
+    bound = [v for key, v in built.x.items() if built.cand(key).bound]
+    built.m.Minimize(2 * built.objective - sum(bound))
+    solver = model.new_solver(deadline.left(), workers, 0)
+    if solver.Solve(built.m) != cp_model.OPTIMAL or any(solver.Value(v) for v in bound):
         return None
-    choice = model.chosen(solver)
+    choice = built.chosen(solver)
     objective = int(score(space, choice))
     return cpsat.Result("OPTIMAL", choice, objective, objective, time.monotonic() - started,
-                        len(model.m.Proto().variables), pruned.kept, pinned=False)
+                        len(built.m.Proto().variables), pruned.kept, pinned=False)
 
 
 def from_the_back(spaces: list[Space], ends: Ends, cut: Least, deadline: Deadline,
                   workers: int) -> dict[int, cpsat.Result | None]:
     """`alone` for each position of `spaces` (the options in the order they are solved) taken
     from the back of `ends`, by position, each under the cutoff the other process has set so
-    far (`cut`: the optima found before a position set one no higher, `solve.cutoff`, so an
+    far (`cut`: the optima found before a position set one no higher, `explain.cutoff`, so an
     optimum within it is all the search can take)."""
     out = {}
     while (j := ends.back()) is not None:

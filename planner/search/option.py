@@ -116,4 +116,4 @@ class Outcome:
     result: Result
     space: Space
     pinning: Aside | None = field(default=None, compare=False, repr=False)
-    """A child pinning `result` beside the search (`solve.pin_beside`), if one was started."""
+    """A child pinning `result` beside the search (`pins.pin_beside`), if one was started."""

@@ -1,4 +1,4 @@
-"""The integer ranges of a CP-SAT model (`cpsat.py`): the horizon that bounds every iteration
+"""The integer ranges of a CP-SAT model (`model.py`): the horizon that bounds every iteration
 time it holds, and the check that none of its terms can overflow the solver's integers."""
 
 from __future__ import annotations

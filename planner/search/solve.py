@@ -4,10 +4,11 @@ and explain it (bottleneck, binding memory, bounds, alternatives, what-ifs, infe
 Inter-model options are enumerated around the solver: staleness 0…max_staleness, inter-stage
 fusion on/off, co-located state offloaded during generation on/off (when the profile gives
 host memory), shared actor–critic when allowed. Each is one CP-SAT solve over group sizes,
-placement and layouts (`cpsat.py`), its candidates first cut by a greedy incumbent's score
-(`bounds.py`, optimum unchanged); the best is re-priced by `planner.cost.iteration.evaluate`
-(the same functions the candidates were priced with, at full precision). A proven optimum
-gives the same plan whatever the number of CP-SAT workers (`cpsat.Model.solve`). The options
+placement and layouts (`model.py`, solved by `cpsat.py`), its candidates first cut by a
+greedy incumbent's score (`bounds.py`, optimum unchanged); the best is re-priced by
+`planner.cost.iteration.evaluate` (the same functions the candidates were priced with, at full
+precision). A proven optimum
+gives the same plan whatever the number of CP-SAT workers (`model.Model.solve`). The options
 are solved likeliest-best first, each under the cutoff the optima proven so far set and seeded
 with their plans (`_search`): the options the plan shows get their exact optima and plans,
 the others are settled sooner (BEATEN), and the answer is that of solving each on its own.
@@ -41,13 +42,14 @@ from planner.search.deadline import Deadline
 from planner.search.explain import (
     MAX_ALTERNATIVES,
     alternatives,
+    cutoff,
     idle_gpus,
     memory_binds,
-    shown,
 )
 from planner.search.host import counted, host_may_bind
 from planner.search.layouts import EVERY_GPU_COUNT, WHAT_IF_EVERY_GPU_COUNT, slot_sizes
 from planner.search.option import Option, Outcome, options
+from planner.search.pins import collect, pin_beside, pin_shown
 from planner.search.scope import framework_caps, size_proof
 from planner.search.settle import settle_options
 from planner.search.space import GPU_WEIGHT, PriceCache, Space, build_space
@@ -193,90 +195,6 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     return [out[i] for i in range(len(opts))]
 
 
-PIN_BESIDE_VARIABLES = 2000
-"""Models this large are pinned beside the solves that follow (`pin_beside`): timed once on
-bench/search_speed.py's scenarios (a one-off run, not a bench figure), smaller ones pinned in
-under 0.07 s, a few times what forking the process costs; larger ones in 0.18–0.54 s."""
-
-
-def pin_beside(o: Outcome, optima: list[int], deadline: Deadline,
-               asides: dict[str, aside.Aside]) -> None:
-    """Start pinning `o` (`cpsat.pin`) in a child, beside the solves still to come, when it is
-    a proven optimum the `optima` proven so far still let be shown (`cutoff`) and its model
-    is large: its space is final once solved. The child goes into `o.pinning`, and into
-    `asides` for `plan` to end."""
-    limit = cutoff(optima, MAX_ALTERNATIVES)
-    if (o.result.pinned or o.result.status != "OPTIMAL"
-            or o.result.variables < PIN_BESIDE_VARIABLES
-            or (limit is not None and o.result.objective > limit)):
-        return
-    if (child := aside.start(cpsat.pin, o.space, o.result, deadline)) is not None:
-        o.pinning = asides[f"pin {len(asides)}"] = child
-
-
-def pin_shown(ranked: list[Outcome], deadline: Deadline, beside: bool = True
-              ) -> Callable[[], None]:
-    """Give the options whose plans are shown (`explain.shown`) their canonical plans
-    (`cpsat.pin`), in place: only those are needed, and each costs a second solve. The best
-    is pinned before this returns; the others beside it — those pinned beside the search
-    (`pin_beside`) collected, the rest taken in turns by a child (`aside.py`) where one can
-    run and `beside` (not while the staleness what-if's child has the other core: the command
-    waits for that one last) and by this process once it calls the function returned (which
-    returns when all are pinned): the plan prices the best meanwhile. A pin is a function of
-    its option's space and optimum alone, so the plans are the same either way."""
-    todo = [o for o in shown(ranked) if not o.result.pinned]
-    needed = {id(o) for o in todo}
-    for o in ranked:  # not shown: their pins are not needed
-        if o.pinning is not None and id(o) not in needed:
-            o.pinning.close()
-    best = ranked[0]
-    rest = [o for o in todo if o.pinning is None and o is not best]
-    turns = aside.shared(lambda: aside.Turns(list(range(len(rest))))) if rest else None
-    child = aside.start(_pins, rest, turns, deadline) if turns and beside else None
-    if id(best) in needed:
-        _collect(best, deadline)
-
-    def finish() -> None:
-        mine = {k: cpsat.pin(rest[k].space, rest[k].result, deadline)
-                for k in (turns if turns is not None else range(len(rest)))}
-        ok, theirs = child.result(aside.wait_s(deadline)) if child else (True, [])
-        pinned = {**(dict(theirs) if ok else {}), **mine}
-        for k, o in enumerate(rest):  # what a failed child took is pinned here
-            o.result = pinned[k] if k in pinned else cpsat.pin(o.space, o.result, deadline)
-        for o in todo:
-            if o is not best and o.pinning is not None:
-                _collect(o, deadline)
-    return finish
-
-
-def _collect(o: Outcome, deadline: Deadline) -> None:
-    """`o` pinned: from its child beside the search (`pin_beside`), else here."""
-    if o.pinning is not None:
-        ok, result = o.pinning.result(aside.wait_s(deadline))
-        o.result = result if ok else cpsat.pin(o.space, o.result, deadline)
-    else:
-        o.result = cpsat.pin(o.space, o.result, deadline)
-
-
-def _pins(outcomes: list[Outcome], turns: aside.Turns, deadline: Deadline
-          ) -> list[tuple[int, cpsat.Result]]:
-    """The pins of the positions of `outcomes` taken from `turns`, by position."""
-    return [(k, cpsat.pin(outcomes[k].space, outcomes[k].result, deadline)) for k in turns]
-
-
-def cutoff(optima: list[int], worse: int) -> int | None:
-    """The score above which an option is none of the best, its ties and the `worse` next in
-    the ranking, given other options' proven `optima` (None: no such score yet). With the
-    `worse`-th optimum above the least as the cutoff, an option scoring more ranks after the
-    least (or a later, better option) and those `worse`, whatever the options still to come;
-    one scoring exactly the cutoff may still rank before an equal one (`_feasible`)."""
-    least = min(optima, default=None)
-    above = sorted(o for o in optima if o > least) if least is not None else []
-    if least is None or len(above) < worse:
-        return None
-    return above[worse - 1] if worse else least
-
-
 def _feasible(outcomes: list[Outcome]) -> list[Outcome]:
     ok = [o for o in outcomes if o.result.choice is not None]
     return sorted(ok, key=lambda o: (o.result.objective, o.option.staleness, o.option.fusion,
@@ -289,7 +207,7 @@ def default_workers() -> int:
     8. The models are small (their proofs take tenths of a second), and a worker on every core
     competes with the rest of the machine: on a shared 2-core machine one worker took 1.6 s
     less wall and CPU time than two on the 1,024-GPU PPO command (bench/search_speed.py), the
-    same plans. (The plan does not depend on the count: `cpsat.Model.canonical`.)"""
+    same plans. (The plan does not depend on the count: `model.Model.canonical`.)"""
     return max(1, min((os.cpu_count() or 1) - 1, 8))
 
 
@@ -360,7 +278,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
         raise InfeasibleError(infeasible_reason(sc, outcomes, diagnose=explain,
                                                 deadline=deadline))
     # partial rollouts' optima given the KV cache that fits where their rollouts sit
-    settle_options(ranked, deadline, workers, lambda o: _collect(o, deadline))
+    settle_options(ranked, deadline, workers, lambda o: collect(o, deadline))
     ranked = _feasible(ranked)
     best = ranked[0]
     if explain and (child := _shared_aside(sc, best, deadline, caps, cache, cores)) is not None:

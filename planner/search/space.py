@@ -14,7 +14,7 @@ Candidates are priced a parallel shape (the degrees; `layouts.py` enumerates the
 at a time: its variants — interleaving × ZeRO × checkpointing × micro-batch × offload,
 generation's KV cache sizes (`kv.py`) — go through the same functions as numpy arrays in one pass
 (`planner.cost.variants`), tens of thousands of candidates costing a few hundred passes.
-The CP-SAT model (`cpsat.py`) and the brute-force enumerator (`brute.py`) read this space and
+The CP-SAT model (`model.py`) and the brute-force enumerator (`brute.py`) read this space and
 score a choice with the same integer arithmetic (`choice.py`), so their optima coincide.
 """
 
