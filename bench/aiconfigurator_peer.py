@@ -8,6 +8,7 @@ GPU — and prints the table and the spread, so the two models' disagreements ar
 
     .venv/bin/python bench/aiconfigurator_peer.py            # every shape (about 10 minutes)
     .venv/bin/python bench/aiconfigurator_peer.py --quick    # H100 only, fewer shapes
+    .venv/bin/python bench/aiconfigurator_peer.py --allreduce  # the TP all-reduce per call
 
 aiconfigurator is never a dependency of rlplan: install it into a virtualenv of your own
 (`pip install aiconfigurator`); without it the bench says so and compares nothing. It is called
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.cost import comm
 from planner.cost.constants import ENGINES
 from planner.cost.generation import (
     decode_step,
@@ -162,9 +164,36 @@ def spread(rows: list[tuple[Shape, float, float]], label: str) -> str:
             f"[{100 * p10:+6.1f}%, {100 * p90:+6.1f}%]")
 
 
+ALLREDUCE_MODEL = ("meta-llama/Meta-Llama-3.1-70B", 80, 8192)  # (id, layers, hidden)
+
+
+def allreduce_table(estimate) -> None:
+    """One TP all-reduce per call, µs: aiconfigurator's per-layer `ar_1` of a dense model's
+    decode step (its vLLM custom all-reduce in a node, NCCL across nodes) against
+    `comm.time_allreduce_decode` at the same buffer (batch rows of the hidden size, bf16)."""
+    hf, layers, hidden = ALLREDUCE_MODEL
+    profile = load_profile("h100-sxm")
+    print(f"TP all-reduce per call on h100-sxm, {hf} (hidden {hidden}, bf16), µs")
+    print(f"{'tp':>3} {'rows':>5} {'bytes':>9} {'rlplan':>8} {'aiconf':>8} {'diff':>7}")
+    for tp in (8, 16, 32):
+        for b in (1, 8, 64, 256):
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                r = estimate(hf, "h100_sxm", mode="static_gen", backend_name="vllm", isl=1000,
+                             osl=OSL, batch_size=b, tp_size=tp)
+            per_call = (r.summary.get_generation_latency_dict()["generation_ar_1"]
+                        / (OSL - 1) / layers * 1e3)
+            nbytes = 2 * b * hidden
+            mine = comm.time_allreduce_decode(nbytes, tp, profile) * 1e6
+            print(f"{tp:3d} {b:5d} {nbytes:9,d} {mine:8.1f} {per_call:8.1f} "
+                  f"{100 * (mine / per_call - 1):+6.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="H100 only, fewer shapes")
+    ap.add_argument("--allreduce", action="store_true",
+                    help="only the TP all-reduce per call, in a node and across nodes")
     args = ap.parse_args()
     estimate = peer()
     if estimate is None:
@@ -173,6 +202,9 @@ def main() -> None:
               "and rerun.")
         return
     logging.disable(logging.WARNING)
+    if args.allreduce:
+        allreduce_table(estimate)
+        return
     t0 = time.time()
     print("rlplan vs aiconfigurator (vLLM backend), ms per decode step (TPOT) or per prefill "
           "(TTFT); diff = rlplan / aiconfigurator - 1")

@@ -143,6 +143,14 @@ def allreduce(gpu: str, ranks: int, elements: int) -> Callable[[dict, float], fl
                                                            comm.link_for(profile, ranks))
 
 
+def engine_allreduce(gpu: str, ranks: int, rows: int, hidden: int = 8192
+                     ) -> Callable[[dict, float], float]:
+    """An inference engine's TP all-reduce of `rows` bf16 rows (`comm.time_allreduce_decode`)."""
+    profile = load_profile(gpu)
+    return lambda engines, decode_hbm: comm.time_allreduce_decode(2.0 * rows * hidden, ranks,
+                                                                  profile)
+
+
 def rows() -> tuple[list[Point], list[Skipped]]:
     """rollout.md §2, row by row (the measured figure in seconds)."""
     ms = 1e-3
@@ -231,6 +239,18 @@ def rows() -> tuple[list[Point], list[Skipped]]:
             pts.append(Point(row, f"NCCL all-reduce {gpu} {ranks} ranks {elements:,} fp16",
                              t * ms, allreduce(gpu, ranks, elements), counted=False,
                              note="the collective latencies were fitted on these rows"))
+    # 18: the engines' all-reduce per call at decode sizes (vLLM 0.24 custom all-reduce in a
+    # node, NCCL across two), aiconfigurator 0.12's database; hidden 8192 (its figures for
+    # Llama-3.1-70B)
+    us = 1e-6
+    for ranks, rows_, t in ((2, 1, 4.4), (4, 1, 4.8), (8, 1, 5.2), (4, 256, 30.0),
+                            (16, 1, 51.0), (16, 64, 144.0)):
+        pts.append(Point("18", f"engine all-reduce h100-sxm TP{ranks} {rows_} rows x 8192 bf16",
+                         t * us, engine_allreduce("h100-sxm", ranks, rows_), counted=False,
+                         note="row 18: the decode collectives' constants were fitted on it "
+                              "(ENGINE_ALLREDUCE_PEER_US, DECODE_ALLREDUCE_NIC_SHARE); hidden "
+                              "8192 assumed (aiconfigurator gives these figures for "
+                              "Llama-3.1-70B)"))
     return pts, skipped
 
 

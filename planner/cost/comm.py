@@ -195,6 +195,21 @@ launch the profile's `collective_launch_us` (4.3 µs, fitted on rows 15–16): l
 (t − 4.3) against the n − 1 peers gives 0.134 µs; predicted 4.4 / 4.7 / 5.2 µs."""
 
 
+DECODE_ALLREDUCE_NIC_SHARE = 0.29
+"""The share of one NIC's bandwidth at which an all-reduce across scale-up domains moves a
+decode-size buffer (tens of KB to a few MB): NCCL runs such calls on few channels and its
+low-latency protocols, not on every NIC of the group at full rate, and the time grows with the
+whole buffer, not 1/r of it. Fitted on ../shared/data/calibration/rollout.md §2 row 18's two
+points for TP16 on two H100 nodes, 51 µs for one row and 144 µs for 64 (hidden 8192, bf16: the
+database gives these figures for Llama-3.1-70B): the 93 µs between them, less the 5 µs the
+NVLink reduce-scatter and all-gather add, is 1 MB at 11.7 GB/s, 0.29 of the profile's 40 GB/s
+NIC. The form before this carried 1/8 of the buffer on each NIC at full rate, 62 µs at 64 rows.
+Checked, not fitted, against aiconfigurator's per-call figures (bench/aiconfigurator_peer.py
+--allreduce): TP16 within 13% from 128 KB to 1 MB; TP32 13–22% above them there (the two more
+network hops of a 4-node tree, which aiconfigurator does not charge); past 2 MB both grow
+faster than its (+35–45% at 2.5–4 MB, a 256-row batch of hidden 8192)."""
+
+
 def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
                           custom: bool = True) -> float:
     """One all-reduce of an inference engine's tensor-parallel group (`ranks` consecutive
@@ -205,11 +220,12 @@ def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
     2(n − 1)/n · nbytes over the scale-up link), else NCCL's ring (`time_allreduce`, the
     engines of 2023). Across domains the engines call NCCL (their custom all-reduce is
     single-node), which runs small buffers hierarchically: reduce-scatter along the r ranks of
-    each domain, all-reduce of each rank's 1/r across the D domains — the r ranks of a domain
-    on their r NICs at once —, all-gather back; latency the launch, 2(r − 1) scale-up hops and
-    2⌈log₂ D⌉ network hops (NCCL's tree across nodes, one hop per tree level up and down; a
-    ring over domains would pay 2(D − 1)). A TP16 group on two 8-GPU H100 nodes pays ≈ 54 µs
-    for one row (rollout.md §2 row 18: 51 µs), not a 30-step ring's 450 µs.
+    each domain, all-reduce across the D domains, all-gather back; latency the launch,
+    2(r − 1) scale-up hops and 2⌈log₂ D⌉ network hops (NCCL's tree across nodes, one hop per
+    tree level up and down; a ring over domains would pay 2(D − 1)). A TP16 group on two 8-GPU
+    H100 nodes pays ≈ 54 µs for one row (rollout.md §2 row 18: 51 µs), not a 30-step ring's
+    450 µs. The buffer crosses the network at `DECODE_ALLREDUCE_NIC_SHARE` of one NIC: ≈ 149
+    µs for 64 rows of hidden 8192 (row 18: 144 µs).
     """
     if ranks <= 1:
         return 0.0
@@ -226,7 +242,7 @@ def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
     return (inter.launch + 2 * (r - 1) * intra.latency
             + 2 * math.ceil(math.log2(domains)) * inter.latency
             + 2 * (r - 1) / r * nbytes / intra.bandwidth
-            + 2 * (domains - 1) / domains * nbytes / r / inter.bandwidth)
+            + nbytes / (DECODE_ALLREDUCE_NIC_SHARE * inter.bandwidth))
 
 
 def time_alltoall_decode(nbytes: float, ranks: int, gpu: HardwareProfile) -> float:

@@ -111,19 +111,23 @@ def test_the_engines_own_allreduce_inside_a_node(tp, measured_us):
 def test_tp_across_nodes_pays_a_tree_of_network_hops_not_a_ring():
     """TP16 on two 8-GPU nodes: NCCL's hierarchical all-reduce, 2·7 NVLink hops and 2 network
     hops for one row (rollout.md §2 row 18: 51 µs), where a 16-rank ring took 30 network
-    steps (450 µs, the 100–130 ms decode steps of issue 22); across D nodes 2⌈log₂ D⌉ hops."""
+    steps (450 µs, the 100–130 ms decode steps of issue 22); across D nodes 2⌈log₂ D⌉ hops.
+    64 rows: row 18's 144 µs."""
     intra, inter = H100.intra_node_latency_us, H100.inter_node_latency_us
     launch = H100.collective_launch_us
     for tp, hops in ((16, 2), (32, 4), (64, 6)):
         t = comm.time_allreduce_decode(0.0, tp, H100) * 1e6
         assert t == pytest.approx(launch + 2 * 7 * intra + hops * inter)
         assert t < comm.time_allreduce(0.0, tp, comm.link_for(H100, tp)) * 1e6 / 3
-    assert comm.time_allreduce_decode(2 * 8192.0, 16, H100) * 1e6 == pytest.approx(51, rel=0.1)
-    # a bigger buffer splits over the 8 ranks' NICs: the network carries 1/8 of it each
+    row = 2 * 8192.0  # one row of hidden 8192 in bf16
+    assert comm.time_allreduce_decode(row, 16, H100) * 1e6 == pytest.approx(51, rel=0.1)
+    assert comm.time_allreduce_decode(64 * row, 16, H100) * 1e6 == pytest.approx(144, rel=0.1)
+    # the whole buffer crosses the network, at a share of one NIC (not 1/8 on each of 8 NICs)
     extra = comm.time_allreduce_decode(8e6, 16, H100) - comm.time_allreduce_decode(0.0, 16, H100)
     nic = comm.link_inter_node(H100).bandwidth
     nvlink = comm.link_intra_node(H100).bandwidth
-    assert extra == pytest.approx(2 * 7 / 8 * 8e6 / nvlink + 8e6 / 8 / nic)
+    assert extra == pytest.approx(
+        2 * 7 / 8 * 8e6 / nvlink + 8e6 / (comm.DECODE_ALLREDUCE_NIC_SHARE * nic))
 
 
 def test_a_mesh_gives_a_small_group_only_its_direct_links():
