@@ -11,6 +11,12 @@ import yaml
 from hypothesis import settings
 from typer.testing import CliRunner
 
+# The tests read the CLI's captured output as a pipe gives it, whole rows (planner/cli/output.py
+# widens a console that is not a terminal unless COLUMNS says a width): pytest-xdist's workers
+# set COLUMNS=80, so it is dropped before the CLI is imported.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 from planner.cli.main import app
 
 DATA = Path(__file__).parent / "data"
