@@ -24,7 +24,9 @@ came out 3–4× slower than vTrain's measurements (bench/calibration.py). Point
 (pipeline stages, the CP ring, all-to-all) leaves each rank through its own NIC (`link_p2p`).
 
 Inference engines run the collectives of a decode step otherwise (`time_allreduce_decode`,
-`time_alltoall_decode`): a few rows per call, so latency, not bandwidth, sets their time.
+`time_alltoall_decode`): a few rows per call, so latency sets their time in a node; across
+nodes NCCL moves such buffers at a fraction of one NIC (`DECODE_ALLREDUCE_NIC_SHARE`), and a
+batch's rows add to the latency.
 """
 
 from __future__ import annotations
@@ -207,7 +209,8 @@ NIC. The form before this carried 1/8 of the buffer on each NIC at full rate, 62
 Checked, not fitted, against aiconfigurator's per-call figures (bench/aiconfigurator_peer.py
 --allreduce): TP16 within 13% from 128 KB to 1 MB; TP32 13–22% above them there (the two more
 network hops of a 4-node tree, which aiconfigurator does not charge); past 2 MB both grow
-faster than its (+35–45% at 2.5–4 MB, a 256-row batch of hidden 8192)."""
+faster than its (+35–45% at 2.5–4 MB, a 256-row batch of hidden 8192). Prefill
+(`generation.prefill_cost`) pays it per prompt row too."""
 
 
 def time_allreduce_decode(nbytes: float, ranks: int, gpu: HardwareProfile,
