@@ -220,6 +220,20 @@ def shipped_examples() -> list[tuple]:
             for path in sorted((ROOT / "examples").glob("*.yaml"))]
 
 
+HOST_LOOP = ("import time; t = time.perf_counter(); sum(i * i for i in range(10_000_000)); "
+             "print(time.perf_counter() - t)")
+HOST_LOOP_S = 0.37  # its median of 5 on this machine, 2026-12-03 13:55, all three targets met
+
+
+def host_speed(runs: int = 5) -> float:
+    """A fixed pure-Python loop's seconds in fresh processes (median of `runs`): a shared host's
+    speed drifts (by 40% between 2026-12-01 and 2026-12-03 here, the same code 5.33 s then and
+    3.86 s now on the 1,024-GPU command), so the rows are read beside it."""
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", HOST_LOOP], capture_output=True,
+                             text=True, check=True).stdout) for _ in range(runs))
+
+
 def targets(runs: int, against: str | None = None, rows: list[tuple] = TARGETS) -> None:
     """The issues' four rows (or `rows`): min / median / max over `runs` fresh processes; with
     `against`, that git revision's too, run by run in turn with this checkout's (a shared
@@ -230,6 +244,8 @@ def targets(runs: int, against: str | None = None, rows: list[tuple] = TARGETS) 
     print(f"{runs} runs each, seconds min / median / max (a shared machine: rerun to judge; "
           "cpu: the CPU time of the process and its children — CP-SAT's worker threads, the "
           "work beside the search)")
+    print(f"host speed: a fixed Python loop took {host_speed():.2f} s (median of 5; "
+          f"{HOST_LOOP_S:.2f} s when the targets were last all met)")
     print(f"{'case':46} {'timed':8} {'in the command':>21} {'process':>21} {'cpu':>21} "
           f"{'target':>6}")
     with contextlib.ExitStack() as stack:
