@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.search import brute, cpsat, explain
+from planner.search import brute, cpsat, explain, model
 from planner.search import solve as search
 from planner.search.bounds import carry
 from planner.search.choice import fits, meets_target, score, valid
@@ -148,8 +148,8 @@ def test_an_option_its_share_cut_short_gets_the_time_the_others_left(monkeypatch
     monkeypatch.setattr(cpsat, "solve", first_cut_short)
     outcomes = search._search(sc, allowed, search.Deadline.after(120), 1)
     cut = next(o for o in outcomes if o.space is calls[0])
-    assert calls.count(calls[0]) == 2 and cut.result.status in cpsat.SETTLED
-    assert all(o.result.status in cpsat.SETTLED for o in outcomes)
+    assert calls.count(calls[0]) == 2 and cut.result.status in model.SETTLED
+    assert all(o.result.status in model.SETTLED for o in outcomes)
 
 
 def test_only_the_shown_options_are_pinned_each_to_the_plain_solves_plan():
@@ -198,7 +198,7 @@ def test_an_option_solves_with_the_kv_sizes_another_space_priced(flags):
                                      shared=o.shared, swap=o.swap,
                                      overlap_sync=o.overlap_sync, partial=o.partial),
                          60, pin=False) for o in options(sc, 0, False)]
-    assert all(r.status in cpsat.SETTLED for r in alone)
+    assert all(r.status in model.SETTLED for r in alone)
     assert chosen.search["status"] == "OPTIMAL"
     assert chosen.search["objective_ms"] == min(r.objective for r in alone
                                                 if r.status == "OPTIMAL")

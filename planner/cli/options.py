@@ -18,6 +18,7 @@ import typer
 from planner.cli.output import warning
 from planner.specs import bounds as lim
 from planner.specs.scenario import SCENARIO_FLAGS
+from planner.specs.search import EVERY_PP_GPU_COUNT
 
 _PANEL = "Scenario overrides (flag > file)"
 PRICE = SCENARIO_FLAGS["price"]  # the scenario field --price sets
@@ -92,7 +93,7 @@ MinCpChunk = Annotated[int | None, _opt(
 EveryPp = Annotated[bool | None, typer.Option(
     "--every-pp/--pow2-pp", help="Search every pipeline degree dividing a group's GPUs, or its "
     "powers of two alone (faster; the proof covers those). Default: every pp on clusters of up "
-    "to 128 GPUs, powers of two on larger ones.",
+    f"to {EVERY_PP_GPU_COUNT} GPUs, powers of two on larger ones.",
     rich_help_panel=_PANEL, show_default=False)]
 Framework = Annotated[str | None, _opt(
     "The framework the plan is for: verl, openrlhf, deepspeed, megatron or nemo-rl, optionally "

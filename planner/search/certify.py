@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from planner.search import cpsat
+from planner.search import cpsat, model
 from planner.search.bounds import lower_bounds, stage_floors
 from planner.search.candidate import Space
 from planner.search.deadline import Deadline
@@ -117,7 +117,7 @@ def proof(outcomes: list[Outcome], objective: int) -> tuple[bool, float | None]:
     """Whether the chosen plan's score `objective` is proven the least of every option's, and
     its gap (`gap`): proven when every option is settled over its whole space, or when the
     options cut short are bounded at that score or above (gap 0)."""
-    if all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes):
+    if all(o.result.status in model.SETTLED and o.space.complete for o in outcomes):
         return True, 0.0
     found = gap(objective, outcomes)
     return found == 0.0, found

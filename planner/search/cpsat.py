@@ -13,7 +13,6 @@ from planner.search.bounds import carry, incumbent, placement_lower_bound, prune
 from planner.search.choice import Choice, generation_slot, score
 from planner.search.deadline import Deadline
 from planner.search.model import BEATEN, Model, Result
-from planner.search.model import SETTLED as SETTLED  # what callers check a status against
 from planner.search.space import Space
 
 MIN_MODEL_S = 0.2

@@ -63,6 +63,7 @@ from planner.cost.variants import LayoutVariants
 from planner.search.kv import concurrency_caps, kv_levels
 from planner.search.pools import PoolSpace
 from planner.specs.model import ModelSpec
+from planner.specs.search import EVERY_PP_GPU_COUNT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -129,15 +130,6 @@ def _pow2_divisors(n: int, cap: int) -> list[int]:
 
 def _tp_options(spec: ModelSpec, g: int, scale_up: int) -> list[int]:
     return [tp for tp in _pow2_divisors(g, scale_up) if tp_problem(spec, tp) is None]
-
-
-EVERY_PP_GPU_COUNT = 128
-"""Clusters of up to this many GPUs search every pp dividing a group's GPUs unless
-`search.every_pp` says otherwise; larger ones its powers of two. Every pp found the shipped PPO
-example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.2× as long (11.3 →
-24.7 s, `bench/menus.py --widen pp`); on the 1,024-GPU PPO case of `bench/search_speed.py` no
-faster plan, the search 1.4× as long (2.3 → 3.2 s), the command 5.9 → 7.1 s (README "Pipeline
-degrees")."""
 
 
 def every_pp(sc: Scenario) -> bool:

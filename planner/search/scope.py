@@ -19,7 +19,6 @@ from planner.search.candidate import Space, Task
 from planner.search.explain import spans
 from planner.search.kv import kv_ladder, most_running
 from planner.search.layouts import (
-    EVERY_PP_GPU_COUNT,
     MAX_PP,
     SHAPES,
     cp_offered,
@@ -31,6 +30,7 @@ from planner.search.option import Option, options, staleness_that_matters
 from planner.search.pools import PoolSpace
 from planner.search.space import MAX_SLOTS, dominated, pool_space, tasks_for
 from planner.specs.scenario import Scenario
+from planner.specs.search import EVERY_PP_GPU_COUNT
 
 EVERY_CP = "every cp"  # `search.cp_proven` when no cp the cluster allows is left out
 EVERY_PP = f"divisors up to {MAX_PP}"  # `search.pp_proven` when every pp is searched

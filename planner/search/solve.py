@@ -33,7 +33,7 @@ from planner.cost.report import to_plan
 from planner.cost.step import tokens_per_step
 from planner.errors import InfeasibleError, OutOfTime
 from planner.plan import Group, InterModel, Layout, Plan, PlanInput
-from planner.search import aside, cpsat, last
+from planner.search import aside, cpsat, last, model
 from planner.search.bounds import space_lower_bound
 from planner.search.candidate import MIB, MS
 from planner.search.certify import kv_proof, proof
@@ -146,8 +146,8 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     theirs = None  # the child's answers, by position in `order`, once it has given them
     out: dict[int, Outcome] = {}
 
-    def settle(i: int, share: Deadline, result: cpsat.Result | None, limit: int | None,
-               seeds: list[Choice]) -> None:
+    def take(i: int, share: Deadline, result: cpsat.Result | None, limit: int | None,
+             seeds: list[Choice]) -> None:
         """Option i's outcome: `result`, else solved by `share`; priced and solved again
         counting host memory where it may bind (`host.py`)."""
         if least_found and (either := least_found.get()) is not None:
@@ -182,15 +182,15 @@ def _search(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
                 ok, answer = tail.result(aside.wait_s(share))
                 theirs = answer if ok else {}
             result = theirs.get(n) if least_found else last.as_if_last(theirs.get(n), limit)
-        settle(i, share, result, limit, seeds)
+        take(i, share, result, limit, seeds)
     # options their share cut short get, in turn, what the others left (their plans seeds)
-    short = [i for i in order if out[i].result.status not in cpsat.SETTLED]
+    short = [i for i in order if out[i].result.status not in model.SETTLED]
     for n, i in enumerate(short):
         if deadline.left() < cpsat.MIN_MODEL_S:
             break
         found = [o.result.objective for o in out.values() if o.result.status == "OPTIMAL"]
         seeds = [o.result.choice for o in out.values() if o.result.choice is not None]
-        settle(i, deadline.sooner(deadline.share(len(short) - n)), None, cutoff(found, worse),
+        take(i, deadline.sooner(deadline.share(len(short) - n)), None, cutoff(found, worse),
                seeds)
     return [out[i] for i in range(len(opts))]
 
@@ -294,7 +294,7 @@ def _plan(sc: Scenario, deadline: Deadline, workers: int, explain: bool,
               "status": "OPTIMAL" if proven else "FEASIBLE",
               "gap": gap, "objective_ms": objective, "options_searched": len(outcomes),
               "greedy": best.result.greedy,
-              "options_cut_short": sum(o.result.status not in cpsat.SETTLED
+              "options_cut_short": sum(o.result.status not in model.SETTLED
                                        or not o.space.complete for o in outcomes),
               "time_limit_s": deadline.budget_s,
               "candidates": best.space.priced, "candidates_after_pruning": best.space.kept,
@@ -367,7 +367,7 @@ def _best_of(sc: Scenario, opts: list[Option], deadline: Deadline, workers: int,
     outcomes = _search(sc, opts, deadline, workers, cache, progress, what="what-if",
                        caps=caps, worse=0, idle=idle, every=WHAT_IF_EVERY_GPU_COUNT)
     found = _feasible(outcomes)
-    settled = all(o.result.status in cpsat.SETTLED and o.space.complete for o in outcomes)
+    settled = all(o.result.status in model.SETTLED and o.space.complete for o in outcomes)
     if not found:
         return None, settled
     ties = [o for o in found if o.result.objective == found[0].result.objective]

@@ -24,6 +24,14 @@ PPO with four 70B roles on 1,024 H100s, 5,120-token sequences, prices 1.95% fast
 (`bench/menus.py --widen cp`; README "Context parallelism")."""
 
 
+EVERY_PP_GPU_COUNT = 128
+"""Clusters of up to this many GPUs search every pp dividing a group's GPUs unless
+`search.every_pp` says otherwise; larger ones its powers of two. Every pp found the shipped PPO
+example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.2× as long (11.3 →
+24.7 s, `bench/menus.py --widen pp`); on the 1,024-GPU PPO case of `bench/search_speed.py` no
+faster plan, the search 1.4× as long (2.3 → 3.2 s), the command 5.9 → 7.1 s (README "Pipeline
+degrees")."""
+
 class SearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -49,6 +57,7 @@ class SearchInput(BaseModel):
     every_pp: bool | None = Field(
         None, description="search every pipeline degree dividing a group's GPUs (up to 16) in "
         "training and forwards; false: its powers of two alone (faster; the proof then covers "
-        "those); unset: every pp on clusters of up to 128 GPUs, powers of two on larger ones")
+        f"those); unset: every pp on clusters of up to {EVERY_PP_GPU_COUNT} GPUs, powers of two "
+        "on larger ones")
     time_limit_s: float = Field(30.0, gt=0, le=lim.MAX_TIME_LIMIT_S, allow_inf_nan=False,
                                 description="seconds the whole command may take (finite)")
