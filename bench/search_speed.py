@@ -227,8 +227,9 @@ HOST_LOOP_S = 0.37  # its median of 5 on this machine, 2026-12-03 13:55, all thr
 
 def host_speed(runs: int = 5) -> float:
     """A fixed pure-Python loop's seconds in fresh processes (median of `runs`): a shared host's
-    speed drifts (by 40% between 2026-12-01 and 2026-12-03 here, the same code 5.33 s then and
-    3.86 s now on the 1,024-GPU command), so the rows are read beside it."""
+    speed drifts (the same code's 1,024-GPU command 5.33 s on 2026-12-01, 3.67–5.26 s within
+    an hour on 2026-12-03), so the rows are read beside it — roughly: it times one core, not
+    the contention the solver's threads and the children meet (bench/README.md)."""
     return statistics.median(
         float(subprocess.run([sys.executable, "-c", HOST_LOOP], capture_output=True,
                              text=True, check=True).stdout) for _ in range(runs))
