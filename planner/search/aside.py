@@ -209,9 +209,7 @@ class Aside:
             self.close()
 
     def close(self) -> None:
-        if self.child.is_alive():
-            self.child.terminate()
-        self.child.join()
+        _end(self.child)
         self.conn.close()
 
 
@@ -222,6 +220,9 @@ def _run(conn: Connection, fn: Callable[..., Any], args: tuple, nested: bool) ->
     if nested:  # children of its own (daemons: ended when it ends), and ended with it
         multiprocessing.current_process().daemon = False
         signal.signal(signal.SIGTERM, _end_with_children)
+    else:  # not a nested parent's handler, inherited through the fork: ended by the kernel,
+        # even while stuck on a lock a thread of the forked process held (no Python runs)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         answer: tuple[bool, Any] = (True, fn(*args))
     except BaseException as exc:  # any failure: the parent does the work itself
@@ -234,9 +235,18 @@ def _run(conn: Connection, fn: Callable[..., Any], args: tuple, nested: bool) ->
 def _end_with_children(signum: int, frame: Any) -> None:
     """A nested child told to end (`Aside.close`) ends its own children first: none outlives
     it."""
-    children = multiprocessing.active_children()
-    for child in children:
-        child.terminate()
-    for child in children:  # reaped, not left to whoever adopts them
-        child.join(GRACE_S)
+    for child in multiprocessing.active_children():
+        child.kill()  # its answer is unwanted and it holds nothing to release
+        child.join()  # reaped, not left to whoever adopts them
     os._exit(128 + signum)
+
+
+def _end(child: multiprocessing.process.BaseProcess) -> None:
+    """`child` ended and reaped: asked (SIGTERM, which a nested child answers by ending its
+    own children), then, past the grace, made (SIGKILL), so that no wait is unbounded."""
+    if child.is_alive():
+        child.terminate()
+        child.join(GRACE_S)
+    if child.is_alive():
+        child.kill()
+    child.join()
