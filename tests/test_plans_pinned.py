@@ -15,7 +15,10 @@ unchanged. 2026-12-03, the search draws every pp dividing a group's GPUs (`searc
 on by default): grpo-7b-4gpu-verl's one-step-off what-if cuts 9.3% (was +18.5%: the actor
 trains on 3 GPUs at pp 3, layers 9/10/9, beside a 1-GPU rollout); and ties at the optimum go
 to the least recomputation (`model.usual`): ppo-0.5b-16gpu's critic trains with selective
-recomputation, not full, at the same objective."""
+recomputation, not full, at the same objective. 2026-12-03, the decode constants shipped as
+bench/decode.py fits them (sustained decode HBM 0.65 of peak, was 0.7): every decode step
+slower, the same plans; grpo-1.5b-8gpu 18.182 → 18.646 s, grpo-7b-4gpu-verl 15.405 → 15.719 s
+(its one-step-off what-if cuts 11.1%, was 9.3%), ppo-0.5b-16gpu 1.329 → 1.364 s."""
 
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ OldLogProbs = Annotated[str | None, _opt("Old-policy log-probs: recompute (defau
                                          "forward pass) or rollout (the engine's own).")]
 ControllerUsPerToken = Annotated[float | None, _opt(
     "Host time per generated token off the GPUs, µs (controller, rule-based reward): in series "
-    "with a synchronous step, overlapped with staleness ≥ 1 (NeMo-RL: 9.75).")]
+    "with a synchronous step, overlapped with staleness ≥ 1 (--framework nemo-rl sets its "
+    "fitted rate).")]
 Refit = Annotated[str | None, _opt(
     "How weights reach a separate rollout group: checkpoint_engine (default, verl), "
     "checkpoint_engine_relays (verl 0.9.1's NCCL engine), sharded (NeMo-RL), "

@@ -36,8 +36,9 @@ DEFAULT_HBM_EFFICIENCY = 0.8
 DEFAULT_LINK_EFFICIENCY = 0.8
 # Decode streams the weights and the KV cache: sustained HBM bandwidth there is 55–80% of peak
 # (../shared/data/calibration/rollout.md §2: ≈ 0.56 from the Llama-2-70B rows, InferSim 0.8);
-# fitted by `bench/calibration.py` on the decode rows of rollout.md §2.
-DEFAULT_DECODE_HBM_EFFICIENCY = 0.7
+# fitted by `bench/calibration.py` on the decode rows of rollout.md §2 (0.65 on 2026-12-03, rows
+# 1, 3, 4, 7, 10–13 and 17 moved; 0.7 before).
+DEFAULT_DECODE_HBM_EFFICIENCY = 0.65
 # Memory a GPU holds outside PyTorch's caching allocator (CUDA context, NCCL buffers, cuBLAS
 # workspaces): the step from a framework's peak reserved to what nvidia-smi shows. The
 # allocator's own slack is priced apart (planner/cost/constants.py ALLOCATOR_FRAGMENTATION).

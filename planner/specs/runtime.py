@@ -55,9 +55,9 @@ class RuntimeInput(BaseModel):
         0.0, ge=0, le=lim.MAX_CONTROLLER_US_PER_TOKEN, description="host time a step spends "
         "per generated token off the GPUs — the single controller's processing of the "
         "responses, the rule-based reward — in series with a synchronous step, overlapped by "
-        "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's co-located "
-        "rows imply 9.75 µs (its preset's value, planner/frameworks/presets/nemo-rl@*.yaml, "
-        "fitted in bench/calibration.py; `framework: nemo-rl` sets it)")
+        "an asynchronous one (staleness ≥ 1); 0 (default) prices none. NeMo-RL's preset "
+        "(planner/frameworks/presets/nemo-rl@*.yaml) sets the rate its co-located rows imply, "
+        "fitted in bench/calibration.py (`framework: nemo-rl`)")
     refit: Literal["sharded", "checkpoint_engine", "checkpoint_engine_relays",
                    "one_rank_broadcast"] = Field(
         "checkpoint_engine", description="how the trained weights reach a rollout group of its "
