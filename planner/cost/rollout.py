@@ -217,8 +217,11 @@ def _assemble(runs: list[_Run], periods: int) -> Schedule:
     seg = np.concatenate([r.seg for r in runs])
     prefills = np.concatenate([r.pre for r in runs])  # a copy: the runs' rows stay as they are
     prefills[:, 0] += np.repeat(first, [len(r.pre) for r in runs])
-    period = (np.concatenate([np.repeat(np.arange(periods), np.diff((0, *r.ends)))
-                              for r in runs]) if periods else np.zeros(len(seg), dtype=np.int64))
+    if periods:  # each run's segments by period, all runs at once (one row of ends each)
+        per = np.diff(np.array([r.ends for r in runs]), axis=1, prepend=0).ravel()
+        period = np.repeat(np.tile(np.arange(periods), len(runs)), per)
+    else:
+        period = np.zeros(len(seg), dtype=np.int64)
     carried = [sum(c) for c in zip(*(r.carried for r in runs), strict=True)] if periods else []
     return Schedule(replica=np.repeat(np.arange(len(runs)), counts), steps=seg[:, 0],
                     batch=seg[:, 1], kv=seg[:, 2], prefills=prefills, done=seg[:, 3],
