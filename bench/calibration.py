@@ -345,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     dfit, dstats = run_decode(not args.no_fit)
     import rl_rows  # bench/rl_rows.py
 
-    # the RL rows check what the planner ships: its decode constants, not the fit's
-    rl_err, fitted = rl_rows.run_rl(vfit, not args.no_fit, decode.SHIPPED.engines())
+    # the RL rows check what the planner ships: its framework and decode constants, not the
+    # fits' (printed below with where they would go)
+    rl_err, fitted = rl_rows.run_rl(vshipped, not args.no_fit, decode.SHIPPED.engines())
     ordered = rl_err["ordered"]
     section(memory_points.TITLE)
     mem_complete, mem_points = memory_points.run_memory_points()

@@ -137,9 +137,11 @@ def _profile_of(case: RLCase) -> HardwareProfile:
     return case.scenario.cluster.gpu  # type: ignore[union-attr]
 
 
-def run_rl(vfit: VFit, fit: bool, engines: dict) -> tuple[dict, dict[str, tuple]]:
+def run_rl(framework: VFit, fit: bool, engines: dict) -> tuple[dict, dict[str, tuple]]:
     """Every row of runs.csv mapped, priced and reported; returns the figures section 4 prints
-    (errors, pairs, the controller fit) and each profile's efficiencies with a verdict."""
+    (errors, pairs, the controller fit) and each profile's efficiencies with a verdict.
+    `framework` and `engines`: the framework and decode constants the rows are priced with
+    (calibration.py passes the shipped ones)."""
     section("2b. RL rows of runs.csv: whole steps priced with evaluate()")
     with tempfile.TemporaryDirectory() as tmp:
         write_local_files(Path(tmp))
@@ -155,7 +157,7 @@ def run_rl(vfit: VFit, fit: bool, engines: dict) -> tuple[dict, dict[str, tuple]
                                  profile=case.profile)
                     _map_verl(alt, MODELS["qwen2.5-math-7b"], int(case.row["n_gpus"]), 8, t)
                     sens[(case.id, t)] = alt
-        return _rl_report(cases, sens, vfit, fit, engines)
+        return _rl_report(cases, sens, framework, fit, engines)
 
 
 def _print_assumptions(cases: list[RLCase]) -> None:
@@ -228,7 +230,7 @@ def _print_errors(before: dict, after: dict) -> None:
         print(f"  {s:15s} before {cells[0]:30s} after {cells[1]}")
 
 
-def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: dict):
+def _rl_report(cases: list[RLCase], sens: dict, framework: VFit, fit: bool, engines: dict):
     _print_assumptions(cases)
     profiles: dict[str, list[RLCase]] = {}
     for c in cases:
@@ -245,7 +247,7 @@ def _rl_report(cases: list[RLCase], sens: dict, vfit: VFit, fit: bool, engines: 
             gpu = with_efficiency(_profile_of(group[0]), *before_eff)
             for c in group:
                 results_before[c.id] = price(with_controller(c, 0.0), gpu)  # unfitted
-    with _framework(vfit.host, vfit.overlap, engines):
+    with _framework(framework.host, framework.overlap, engines):
         for name, group in profiles.items():
             base = _profile_of(group[0])
             c_, h_ = base.efficiency.compute, base.efficiency.hbm

@@ -10,7 +10,9 @@ import multiprocessing
 import multiprocessing.sharedctypes
 import multiprocessing.synchronize
 import os
+import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -285,6 +287,43 @@ def test_a_nested_child_ends_its_own_children_when_it_is_ended():
     while _alive(pid.value) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not _alive(pid.value), "the grandchild outlived its parent"
+
+
+def _sigterm_is_the_kernels() -> bool:
+    return signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@needs_fork
+def test_a_child_does_not_keep_a_sigterm_handler_inherited_through_the_fork():
+    """A Python handler cannot run while the child is stuck on a lock a thread of the forked
+    process held: the child is ended by the kernel's default action instead."""
+    before = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        child = aside.start(_sigterm_is_the_kernels)
+        assert child is not None and child.result(30) == (True, True)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _deaf_to_sigterm(pid: multiprocessing.sharedctypes.Synchronized) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pid.value = os.getpid()
+    time.sleep(60)
+
+
+@needs_fork
+def test_close_ends_a_child_that_does_not_answer_sigterm(monkeypatch):
+    monkeypatch.setattr(aside, "GRACE_S", 0.2)
+    pid = multiprocessing.get_context("fork").Value("q", 0)
+    child = aside.start(_deaf_to_sigterm, pid)
+    deadline = time.monotonic() + 30
+    while not pid.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    closing = threading.Thread(target=child.close)  # a wait without end would hang the test
+    closing.start()
+    closing.join(30)
+    assert not closing.is_alive(), "close() waited on a child that ignores SIGTERM"
+    assert child.child.exitcode == -signal.SIGKILL
 
 
 def _alive(pid: int) -> bool:

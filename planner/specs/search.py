@@ -32,6 +32,7 @@ example's optimum 8.6% faster (pp 3 on 48 of its 128 GPUs), its search 2.2× as 
 faster plan, the search 1.4× as long (2.3 → 3.2 s), the command 5.9 → 7.1 s (README "Pipeline
 degrees")."""
 
+
 class SearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
