@@ -5,12 +5,17 @@
  * tests/cost/test_rollout_native.py holds the two equal on random replicas. When this module
  * is not built (no C compiler at install), rlplan runs the Python one.
  *
- * simulate(lengths, prompt, capacity, max_seqs, periods)
- *   lengths: a contiguous int64 buffer (the replica's response lengths)
- *   -> (seg: bytearray of int64 rows [steps, batch, kv, done],
- *       pre: bytearray of int64 rows [segment, fresh, fresh_tokens, fresh_sq, re, re_tokens,
- *            re_sq],
- *       ends: tuple, preemptions: int, carried: tuple, peak: int)
+ * simulate(lengths, bounds, prompt, capacity, max_seqs, periods)
+ *   lengths: a contiguous int64 buffer (the step's response lengths)
+ *   bounds: int64 pairs (start, end): the replicas, each run on lengths[start:end]
+ *   -> eight bytes objects of int64, every replica's after the one before (one call for a
+ *      schedule's replicas: per replica, Python would cost as much as the run):
+ *      seg: rows [steps, batch, kv, done];
+ *      pre: rows [segment (within its run), fresh, fresh_tokens, fresh_sq, re, re_tokens,
+ *           re_sq];
+ *      seg_n, pre_n: each run's rows of seg and pre;
+ *      ends: `periods` per run (its segments at each step boundary, within the run);
+ *      preemptions: one per run; carried: `periods` − 1 per run; peak: one per run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,7 +26,7 @@ typedef int64_t i64;
 #define IDLE (-((i64)1 << 62)) /* `base` of a request not running */
 
 /* ABI: bumped whenever the rules change, so that a stale build is never used (rollout.py) */
-#define RULES_VERSION 1
+#define RULES_VERSION 2
 
 typedef struct {
     i64 *v;
@@ -91,30 +96,17 @@ static inline void ring_push_front(ring *q, i64 x) {
 }
 static inline void ring_push_back(ring *q, i64 x) { q->v[(q->head + q->n++) % q->cap] = x; }
 
-static PyObject *tuple_of(vec *a) {
-    PyObject *t = PyTuple_New(a->n);
-    if (!t) return NULL;
-    for (Py_ssize_t k = 0; k < a->n; k++) {
-        PyObject *x = PyLong_FromLongLong(a->v[k]);
-        if (!x) { Py_DECREF(t); return NULL; }
-        PyTuple_SET_ITEM(t, k, x);
-    }
-    return t;
-}
+/* what the runs of a call give, appended run after run (`simulate`'s result) */
+typedef struct {
+    vec seg, pre, seg_n, pre_n, ends, preemptions, carried, peak;
+} runs;
 
-static PyObject *simulate(PyObject *self, PyObject *args) {
-    Py_buffer buf;
-    long long prompt, capacity, max_seqs, periods;
-    if (!PyArg_ParseTuple(args, "y*LLLL", &buf, &prompt, &capacity, &max_seqs, &periods))
-        return NULL;
-    const i64 *lengths = (const i64 *)buf.buf;
-    Py_ssize_t share = buf.len / (Py_ssize_t)sizeof(i64);
-    PyObject *out = NULL;
-    if (share < 1 || max_seqs < 1 || periods < 0) {
-        PyBuffer_Release(&buf);
-        PyErr_SetString(PyExc_ValueError, "simulate: no lengths, max_seqs < 1 or periods < 0");
-        return NULL;
-    }
+/* One replica's run of `lengths[0:share]`, appended to `o` (its `pre` segments and `ends`
+ * counted within the run); 0, or -1 with a Python error set. */
+static int run_replica(const i64 *lengths, Py_ssize_t share, i64 prompt, i64 capacity,
+                       i64 max_seqs, i64 periods, runs *o) {
+    int rc = -1;
+    const Py_ssize_t seg0 = o->seg.n, pre0 = o->pre.n, ends0 = o->ends.n;
     /* partial rollouts: the next prompts are always queued (rollout.py) */
     i64 ahead = periods ? share + (max_seqs < share ? max_seqs : share) : share;
     Py_ssize_t total = (Py_ssize_t)ahead * (periods + 1); /* each period adds at most `ahead` */
@@ -122,7 +114,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     i64 *progress = calloc((size_t)total, sizeof(i64));
     i64 *base = malloc((size_t)total * sizeof(i64));
     ring waiting = {malloc((size_t)total * sizeof(i64)), 0, 0, total};
-    vec stack = {0}, seg = {0}, pre = {0}, ends = {0}, carried = {0};
+    vec stack = {0};
     i64 longest = 1, window = 2;
     for (Py_ssize_t k = 0; k < share; k++)
         if (lengths[k] > longest) longest = lengths[k];
@@ -146,6 +138,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     i64 unstarted = ahead;
     const i64 bound = capacity + 1; /* the peak of a run the cache bound */
 #define PUSH(v, x) do { if (vec_push(&(v), (x))) { PyErr_NoMemory(); goto done; } } while (0)
+#define SEGMENTS ((o->seg.n - seg0) >> 2) /* this run's segments so far */
     for (;;) {
         if (used + running > capacity) { /* reserve the running sequences' new slots */
             peak = bound;
@@ -178,11 +171,15 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                 running++;
             }
             if (fresh || re) {
-                PUSH(pre, seg.n >> 2); PUSH(pre, fresh); PUSH(pre, fresh_tokens);
-                PUSH(pre, fresh_sq); PUSH(pre, re); PUSH(pre, re_tokens); PUSH(pre, re_sq);
+                PUSH(o->pre, SEGMENTS); PUSH(o->pre, fresh); PUSH(o->pre, fresh_tokens);
+                PUSH(o->pre, fresh_sq); PUSH(o->pre, re); PUSH(o->pre, re_tokens);
+                PUSH(o->pre, re_sq);
             }
         }
-        if (!running) goto empty;
+        if (!running) { /* nothing to wait for: the rules above never get here */
+            PyErr_SetString(PyExc_RuntimeError, "simulate: no running sequence to wait for");
+            goto done;
+        }
         i64 b = running, steps = cal_next(&due, now) - now;
         if (used + b * steps > capacity) { /* the cache fills first */
             steps = (capacity - used) / b; /* capacity − used ≥ b > 0: floor division */
@@ -190,7 +187,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             i64 kv = used + b;
             now += steps;
             used += b * steps;
-            PUSH(seg, steps); PUSH(seg, b); PUSH(seg, kv); PUSH(seg, 0);
+            PUSH(o->seg, steps); PUSH(o->seg, b); PUSH(o->seg, kv); PUSH(o->seg, 0);
             continue;
         }
         if (used + b * steps > peak) peak = used + b * steps;
@@ -206,12 +203,12 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             running--;
             count++;
         }
-        PUSH(seg, steps); PUSH(seg, b); PUSH(seg, kv); PUSH(seg, count);
+        PUSH(o->seg, steps); PUSH(o->seg, b); PUSH(o->seg, kv); PUSH(o->seg, count);
         completed += count;
         if (periods && completed >= share) { /* a step boundary (partial rollouts) */
             period++;
             completed = 0;
-            PUSH(ends, seg.n >> 2);
+            PUSH(o->ends, SEGMENTS);
             if (period == periods) break;
             /* interrupted: back to the front of the queue, in admission order */
             for (Py_ssize_t k = stack.n - 1; k >= 0; k--) {
@@ -225,7 +222,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             i64 sum = 0;
             for (Py_ssize_t k = 0; k < waiting.n; k++)
                 sum += progress[waiting.v[(waiting.head + k) % waiting.cap]];
-            PUSH(carried, sum);
+            PUSH(o->carried, sum);
             stack.n = 0;
             due.lo = INT64_MAX;
             used = running = 0;
@@ -242,24 +239,17 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             break;
         }
     }
-#undef PUSH
-    {
-        PyObject *seg_b = PyByteArray_FromStringAndSize((const char *)seg.v,
-                                                        seg.n * (Py_ssize_t)sizeof(i64));
-        PyObject *pre_b = PyByteArray_FromStringAndSize((const char *)pre.v,
-                                                        pre.n * (Py_ssize_t)sizeof(i64));
-        PyObject *ends_t = tuple_of(&ends), *carried_t = tuple_of(&carried);
-        if (seg_b && pre_b && ends_t && carried_t)
-            out = Py_BuildValue("(OOOLOL)", seg_b, pre_b, ends_t, (long long)preemptions,
-                                carried_t, (long long)peak);
-        Py_XDECREF(seg_b);
-        Py_XDECREF(pre_b);
-        Py_XDECREF(ends_t);
-        Py_XDECREF(carried_t);
+    if (o->ends.n - ends0 != periods) { /* every run ends `periods` steps: a broken invariant */
+        PyErr_SetString(PyExc_RuntimeError, "simulate: a run ended short of its periods");
+        goto done;
     }
-    goto done;
-empty: /* nothing running to wait for: the rules above never get here (a broken invariant) */
-    PyErr_SetString(PyExc_RuntimeError, "simulate: no running sequence to wait for");
+    PUSH(o->seg_n, SEGMENTS);
+    PUSH(o->pre_n, (o->pre.n - pre0) / 7);
+    PUSH(o->preemptions, preemptions);
+    PUSH(o->peak, peak);
+    rc = 0;
+#undef SEGMENTS
+#undef PUSH
 done:
     free(length);
     free(progress);
@@ -270,18 +260,57 @@ done:
     free(due.next);
     free(due.prev);
     free(due.due);
-    free(seg.v);
-    free(pre.v);
-    free(ends.v);
-    free(carried.v);
+    return rc;
+}
+
+static PyObject *bytes_of(vec *a) {
+    return PyBytes_FromStringAndSize((const char *)a->v, a->n * (Py_ssize_t)sizeof(i64));
+}
+
+static PyObject *simulate(PyObject *self, PyObject *args) {
+    Py_buffer buf, bounds_buf;
+    long long prompt, capacity, max_seqs, periods;
+    if (!PyArg_ParseTuple(args, "y*y*LLLL", &buf, &bounds_buf, &prompt, &capacity, &max_seqs,
+                          &periods))
+        return NULL;
+    const i64 *lengths = (const i64 *)buf.buf, *bounds = (const i64 *)bounds_buf.buf;
+    Py_ssize_t n = buf.len / (Py_ssize_t)sizeof(i64);
+    Py_ssize_t k = bounds_buf.len / (Py_ssize_t)(2 * sizeof(i64));
+    PyObject *out = NULL;
+    runs o = {{0}};
+    if (max_seqs < 1 || periods < 0) {
+        PyErr_SetString(PyExc_ValueError, "simulate: max_seqs < 1 or periods < 0");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < k; r++) {
+        i64 a = bounds[2 * r], b = bounds[2 * r + 1];
+        if (a < 0 || b > n || b <= a) {
+            PyErr_SetString(PyExc_ValueError, "simulate: a replica with no lengths");
+            goto done;
+        }
+        if (run_replica(lengths + a, b - a, prompt, capacity, max_seqs, periods, &o))
+            goto done;
+    }
+    vec *parts[] = {&o.seg, &o.pre, &o.seg_n, &o.pre_n, &o.ends, &o.preemptions, &o.carried,
+                    &o.peak};
+    out = PyTuple_New(8);
+    for (int p = 0; out && p < 8; p++) {
+        PyObject *x = bytes_of(parts[p]);
+        if (!x) { Py_CLEAR(out); break; }
+        PyTuple_SET_ITEM(out, p, x);
+    }
+done:
+    free(o.seg.v); free(o.pre.v); free(o.seg_n.v); free(o.pre_n.v); free(o.ends.v);
+    free(o.preemptions.v); free(o.carried.v); free(o.peak.v);
     PyBuffer_Release(&buf);
+    PyBuffer_Release(&bounds_buf);
     return out;
 }
 
 static PyMethodDef methods[] = {
     {"simulate", simulate, METH_VARARGS,
-     "simulate(lengths, prompt, capacity, max_seqs, periods): one replica's event loop "
-     "(planner.cost.rollout._simulate_python, compiled)."},
+     "simulate(lengths, bounds, prompt, capacity, max_seqs, periods): the replicas' event "
+     "loops (planner.cost.rollout._simulate_python, compiled), run after run."},
     {NULL, NULL, 0, NULL},
 };
 

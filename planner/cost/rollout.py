@@ -39,9 +39,8 @@ steady state a step generates its share's tokens, however they straddle steps).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
-import itertools
-import operator
 from collections import deque
 from dataclasses import dataclass
 
@@ -101,6 +100,12 @@ def replica_bounds(n: int, dp: int) -> list[int]:
     return (k * base + np.minimum(k, extra)).tolist()
 
 
+def replica_chunks(n: int, dp: int) -> np.ndarray:
+    """`replica_bounds` as (start, end) rows, one per replica."""
+    bounds = np.array(replica_bounds(n, dp), dtype=np.int64)
+    return np.stack([bounds[:-1], bounds[1:]], axis=1)
+
+
 @memo
 def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_seqs: int,
              partial: bool = False) -> Schedule:
@@ -115,64 +120,108 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
         raise ValueError(f"kv_tokens {kv_tokens} cannot hold one sequence of "
                          f"{prompt_len + longest} tokens")
     periods, cap = PARTIAL_PERIODS if partial else 0, max(1, max_seqs)
-    step = (lengths.dtype.str, _UNBOUND.step(lengths))
-    key = (*step, dp, prompt_len, cap, periods)
+    key = (lengths.dtype.str, _UNBOUND.step(lengths), dp, prompt_len, cap, periods)
     if (whole := _UNBOUND.whole(key, kv_tokens)) is not None:
         return whole
-    runs = [_replica(lengths, (*step, a, b, prompt_len, cap, periods), kv_tokens)
-            for a, b in itertools.pairwise(replica_bounds(len(lengths), dp))]
+    chunks = replica_chunks(len(lengths), dp)
+    known = _UNBOUND.runs.get(key)
+    reuse = np.zeros(dp, dtype=bool) if known is None else known.peak <= kv_tokens
+    fresh = _simulate(lengths, chunks[~reuse], prompt_len, kv_tokens, cap, periods)
+    if known is None:
+        runs = fresh
+    else:  # the runs the cache never bound at a size up to this one, the others simulated
+        source = np.empty(dp, dtype=np.int64)
+        source[reuse] = np.flatnonzero(reuse)
+        source[~reuse] = dp + np.arange(len(fresh.peak))
+        runs = _Runs.join(known, fresh).take(source)
+    unbound = runs.peak <= kv_tokens
+    if (unbound & ~reuse).any():  # runs to keep: each serves every larger cache
+        before = _Runs.none(dp, periods) if known is None else known
+        _UNBOUND.put(key, _Runs.join(runs, before).take(
+            np.where(unbound, np.arange(dp), dp + np.arange(dp))))
     out = _assemble(runs, periods)
-    peak = max(map(operator.attrgetter("peak"), runs))
-    if peak <= kv_tokens:
-        _UNBOUND.put_whole(key, peak, out)
+    if unbound.all():
+        _UNBOUND.put_whole(key, int(runs.peak.max()), out)
     return out
 
 
 @dataclass(frozen=True)
-class _Run:
-    """One replica's segments: `seg` rows (steps, batch, kv, done); `pre` rows (segment,
-    fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq) for the segments that start with
-    prefills; `ends` the segment count at each step boundary (partial rollouts); `peak` the
-    most KV tokens the run ever asked for (above `kv_tokens` when the cache bound it)."""
+class _Runs:
+    """Replica runs, one after the other: `seg` rows (steps, batch, kv, done) and `pre` rows
+    (segment within its run, fresh, fresh_tokens, fresh_sq, re, re_tokens, re_sq) for the
+    segments that start with prefills, `seg_n` and `pre_n` of them per run; per run, `ends`
+    its segment count at each step boundary (partial rollouts), `carried` the tokens
+    interrupted at each but the last, its `preemptions`, and `peak` the most KV tokens it ever
+    asked for (above the cache when the cache bound it; `NO_RUN` where a run is not known)."""
 
     seg: np.ndarray
     pre: np.ndarray
-    ends: tuple[int, ...]
-    preemptions: int
-    carried: tuple[int, ...]
-    peak: int
+    seg_n: np.ndarray
+    pre_n: np.ndarray
+    ends: np.ndarray
+    carried: np.ndarray
+    preemptions: np.ndarray
+    peak: np.ndarray
+
+    NO_RUN = np.iinfo(np.int64).max
+
+    @staticmethod
+    def none(k: int, periods: int) -> _Runs:
+        """`k` runs not known (no rows; a peak no cache reaches)."""
+        zero = np.zeros(k, dtype=np.int64)
+        return _Runs(np.zeros((0, 4), np.int64), np.zeros((0, 7), np.int64), zero, zero,
+                     np.zeros((k, periods), np.int64), np.zeros((k, max(periods - 1, 0)),
+                                                                np.int64),
+                     zero, np.full(k, _Runs.NO_RUN))
+
+    @staticmethod
+    def join(*parts: _Runs) -> _Runs:
+        """The runs of `parts`, in order."""
+        return _Runs(*(np.concatenate([getattr(p, f.name) for p in parts])
+                       for f in dataclasses.fields(_Runs)))
+
+    def take(self, which: np.ndarray) -> _Runs:
+        """The runs at positions `which`, in that order (all at once, not run by run)."""
+        return _Runs(_rows(self.seg, self.seg_n, which), _rows(self.pre, self.pre_n, which),
+                     self.seg_n[which], self.pre_n[which], self.ends[which],
+                     self.carried[which], self.preemptions[which], self.peak[which])
+
+
+def _rows(rows: np.ndarray, counts: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The rows of the runs at `which` (`counts` rows each, one run after the other)."""
+    starts = np.cumsum(counts) - counts
+    n = counts[which]
+    at = np.repeat(starts[which] - (np.cumsum(n) - n), n) + np.arange(n.sum())
+    return rows[at]
 
 
 class _Unbound:
     """Replica runs the KV cache never bound, by what a run depends on besides the cache (the
-    replica's lengths, the prompt, the concurrency cap, the periods): each is the run of every
-    cache at or above its peak — and likewise whole schedules no replica's cache bound, by the
-    step's lengths and the replica count besides (`schedule` then skips its replicas one by
-    one: hundreds of them on a large cluster). At most `ROWS` segments are kept (tens of MB),
-    then afresh."""
+    step's lengths, the replica count, the prompt, the concurrency cap, the periods): each is
+    the run of every cache at or above its peak (`_Runs` over the replicas, `NO_RUN` where
+    none is known yet) — and likewise whole schedules no replica's cache bound (`schedule`
+    then skips assembling its replicas: hundreds of them on a large cluster). At most `ROWS`
+    segments are kept (tens of MB), then afresh."""
 
     ROWS = 1 << 21
 
     def __init__(self) -> None:
-        self.runs: dict[tuple, _Run] = {}
+        self.runs: dict[tuple, _Runs] = {}
         self.wholes: dict[tuple, tuple[int, Schedule]] = {}
         self.steps: dict[bytes, bytes] = {}
         self.rows = 0
 
     def step(self, lengths: np.ndarray) -> bytes:
-        """The step's lengths as a key — with a chunk's bounds, what a replica's runs are kept
-        by — one object per content, so that keys compare by identity, not 8 bytes a
-        sequence."""
+        """The step's lengths as a key — with the replica count, what the runs are kept by —
+        one object per content, so that keys compare by identity, not 8 bytes a sequence."""
         data = lengths.tobytes()
         return self.steps.setdefault(data, data)
 
-    def get(self, key: tuple, capacity: int) -> _Run | None:
-        run = self.runs.get(key)
-        return run if run is not None and capacity >= run.peak else None
-
-    def put(self, key: tuple, run: _Run) -> None:
-        self._room(len(run.seg))
-        self.runs[key] = run
+    def put(self, key: tuple, runs: _Runs) -> None:
+        if (before := self.runs.get(key)) is not None:  # replaced: its rows are freed
+            self.rows -= len(before.seg)
+        self._room(len(runs.seg))
+        self.runs[key] = runs
 
     def whole(self, key: tuple, capacity: int) -> Schedule | None:
         peak, sched = self.wholes.get(key, (capacity + 1, None))
@@ -197,50 +246,44 @@ class _Unbound:
 _UNBOUND = _Unbound()
 
 
-def _replica(lengths: np.ndarray, key: tuple, capacity: int) -> _Run:
-    """The run of the replica `key` names — (dtype and bytes of the step's `lengths`, its
-    chunk's start and end, prompt, concurrency cap, periods) — under a KV cache of `capacity`:
-    simulated, unless a run the cache never bound serves it (`_Unbound`, module docstring)."""
-    run = _UNBOUND.get(key, capacity)
-    if run is None:
-        _, _, a, b, prompt, max_seqs, periods = key
-        run = _simulate(lengths[a:b], prompt, capacity, max_seqs, periods)
-        if run.peak <= capacity:
-            _UNBOUND.put(key, run)
-    return run
-
-
-def _assemble(runs: list[_Run], periods: int) -> Schedule:
+def _assemble(runs: _Runs, periods: int) -> Schedule:
     """The replicas' runs as one `Schedule` (replica after replica)."""
-    counts = np.array([len(r.seg) for r in runs])
-    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    seg = np.concatenate([r.seg for r in runs])
-    prefills = np.concatenate([r.pre for r in runs])  # a copy: the runs' rows stay as they are
-    prefills[:, 0] += np.repeat(first, [len(r.pre) for r in runs])
-    if periods:  # each run's segments by period, all runs at once (one row of ends each)
-        per = np.diff(np.array([r.ends for r in runs]), axis=1, prepend=0).ravel()
-        period = np.repeat(np.tile(np.arange(periods), len(runs)), per)
+    first = np.cumsum(runs.seg_n) - runs.seg_n
+    prefills = runs.pre.copy()  # the runs' rows stay as they are
+    prefills[:, 0] += np.repeat(first, runs.pre_n)
+    if periods:  # each run's segments by period (one row of ends each)
+        per = np.diff(runs.ends, axis=1, prepend=0).ravel()
+        period = np.repeat(np.tile(np.arange(periods), len(runs.seg_n)), per)
     else:
-        period = np.zeros(len(seg), dtype=np.int64)
-    carried = [sum(c) for c in zip(*(r.carried for r in runs), strict=True)] if periods else []
-    return Schedule(replica=np.repeat(np.arange(len(runs)), counts), steps=seg[:, 0],
-                    batch=seg[:, 1], kv=seg[:, 2], prefills=prefills, done=seg[:, 3],
-                    period=period.astype(np.int64), preemptions=sum(r.preemptions for r in runs),
-                    carried=tuple(carried))
+        period = np.zeros(len(runs.seg), dtype=np.int64)
+    seg = runs.seg
+    return Schedule(replica=np.repeat(np.arange(len(runs.seg_n)), runs.seg_n),
+                    steps=seg[:, 0], batch=seg[:, 1], kv=seg[:, 2], prefills=prefills,
+                    done=seg[:, 3], period=period.astype(np.int64),
+                    preemptions=int(runs.preemptions.sum()),
+                    carried=tuple(int(c) for c in runs.carried.sum(axis=0)) if periods else ())
 
 
-def _simulate(lengths: np.ndarray, prompt: int, capacity: int, max_seqs: int, periods: int
-              ) -> _Run:
-    """One engine replica's event loop (module docstring; `periods` > 0: partial rollouts over
-    that many steps): compiled (`_rollout_sim.c`, built at install when a C compiler is there:
-    tens of times faster), else `_simulate_python`. Both give the same run."""
+def _simulate(lengths: np.ndarray, chunks: np.ndarray, prompt: int, capacity: int,
+              max_seqs: int, periods: int) -> _Runs:
+    """The event loops of the engine replicas that run `lengths[a:b]` for each row (a, b) of
+    `chunks` (module docstring; `periods` > 0: partial rollouts over that many steps):
+    compiled (`_rollout_sim.c`, built at install when a C compiler is there: tens of times
+    faster, all replicas in one call), else `_simulate_python`, run by run. Both give the same
+    runs."""
     if _native is None:
-        return _simulate_python(lengths.tolist(), prompt, capacity, max_seqs, periods)
-    seg, pre, ends, preemptions, carried, peak = _native.simulate(
-        np.ascontiguousarray(lengths, dtype=np.int64), prompt, capacity, max_seqs, periods)
-    return _Run(seg=np.frombuffer(seg, dtype=np.int64).reshape(-1, 4),
-                pre=np.frombuffer(pre, dtype=np.int64).reshape(-1, 7), ends=ends,
-                preemptions=preemptions, carried=carried, peak=peak)
+        return _Runs.join(_Runs.none(0, periods), *(
+            _simulate_python(lengths[a:b].tolist(), prompt, capacity, max_seqs, periods)
+            for a, b in chunks.tolist()))
+    parts = _native.simulate(np.ascontiguousarray(lengths, dtype=np.int64),
+                             np.ascontiguousarray(chunks, dtype=np.int64), prompt, capacity,
+                             max_seqs, periods)
+    seg, pre, seg_n, pre_n, ends, preemptions, carried, peak = (
+        np.frombuffer(p, dtype=np.int64) for p in parts)
+    k = len(peak)
+    return _Runs(seg=seg.reshape(-1, 4), pre=pre.reshape(-1, 7), seg_n=seg_n, pre_n=pre_n,
+                 ends=ends.reshape(k, periods), carried=carried.reshape(k, max(periods - 1, 0)),
+                 preemptions=preemptions, peak=peak)
 
 
 def _load_native():
@@ -253,14 +296,15 @@ def _load_native():
     return _rollout_sim if getattr(_rollout_sim, "RULES_VERSION", None) == RULES_VERSION else None
 
 
-RULES_VERSION = 1
-"""The simulation rules' version, bumped with `_rollout_sim.c`'s whenever they change."""
+RULES_VERSION = 2
+"""The simulation rules' version, bumped with `_rollout_sim.c`'s whenever they change (2: all
+of a schedule's replicas in one call)."""
 
 _native = _load_native()
 
 
 def _simulate_python(lengths: list[int], prompt: int, capacity: int, max_seqs: int,
-                     periods: int) -> _Run:
+                     periods: int) -> _Runs:
     """One engine replica's event loop in Python: the reference the compiled one follows.
 
     Requests are numbered in the order they are queued (request i has length
@@ -383,9 +427,12 @@ def _simulate_python(lengths: list[int], prompt: int, capacity: int, max_seqs: i
             unstarted += more
         elif not running and not waiting:
             break
-    return _Run(seg=np.array(seg, dtype=np.int64).reshape(-1, 4),
-                pre=np.array(pre, dtype=np.int64).reshape(-1, 7), ends=tuple(ends),
-                preemptions=preemptions, carried=tuple(carried), peak=peak)
+    one = np.array([1], dtype=np.int64)
+    return _Runs(seg=np.array(seg, dtype=np.int64).reshape(-1, 4),
+                 pre=np.array(pre, dtype=np.int64).reshape(-1, 7), seg_n=one * (len(seg) // 4),
+                 pre_n=one * (len(pre) // 7), ends=np.array([ends], dtype=np.int64).reshape(
+                     1, periods), carried=np.array([carried], dtype=np.int64).reshape(
+                     1, max(periods - 1, 0)), preemptions=one * preemptions, peak=one * peak)
 
 
 _IDLE = -(1 << 62)  # `base` of a request not running
