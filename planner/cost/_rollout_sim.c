@@ -46,39 +46,70 @@ static int vec_push(vec *a, i64 x) {
 }
 
 /* The running requests by the step they finish at (their due: base + length): a bucket per
- * step modulo a window (the longest response, up to MAX_WINDOW steps), each bucket a doubly
- * linked list — O(1) to add, remove (a preemption) or take a step's completions. The next
- * due is found by scanning forward from a lower bound (`lo`), over steps the run makes anyway,
- * each bucket checked for a request due at that very step (past MAX_WINDOW a bucket also holds
- * later ones). (A heap ordered the same dues; the order within a step never mattered.) */
+ * step modulo a window, each bucket a doubly linked list — O(1) to add, remove (a preemption)
+ * or take a step's completions — and a bit per bucket, set while it holds a request. The next
+ * due is found from a lower bound (`lo`) by the bits, 64 buckets a word, each occupied bucket
+ * checked for a request due at that very step: a bucket also holds requests due a window or
+ * more later. The window is a power of two from 64 up to the longest response, and at most
+ * WINDOW_PER_REQUEST buckets a request the run can hold (a small replica's calendar stays in
+ * the fastest cache) or MAX_WINDOW. (A heap ordered the same dues; the order within a step
+ * never mattered.) */
+#define MIN_WINDOW ((i64)64)
 #define MAX_WINDOW ((i64)1 << 16)
+#define WINDOW_PER_REQUEST 4
 
 typedef struct {
     i64 *head, *next, *prev, *due; /* head[due & mask]; per request: next/prev (-1: none), due */
+    uint64_t *bits; /* bit b of word b >> 6: bucket b holds a request */
     i64 mask, lo;
 } calendar;
 
+static inline int lowest_bit(uint64_t x) { /* x != 0 */
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    while (!(x & 1)) { x >>= 1; k++; }
+    return k;
+#endif
+}
+
 static void cal_add(calendar *c, i64 i, i64 due) {
-    i64 *h = &c->head[due & c->mask];
+    i64 b = due & c->mask, *h = &c->head[b];
     c->due[i] = due;
     c->next[i] = *h;
     c->prev[i] = -1;
     if (*h >= 0) c->prev[*h] = i;
     *h = i;
+    c->bits[b >> 6] |= (uint64_t)1 << (b & 63);
     if (due < c->lo) c->lo = due;
 }
 
 static void cal_remove(calendar *c, i64 i) {
     if (c->prev[i] >= 0) c->next[c->prev[i]] = c->next[i];
-    else c->head[c->due[i] & c->mask] = c->next[i];
+    else {
+        i64 b = c->due[i] & c->mask;
+        c->head[b] = c->next[i];
+        if (c->next[i] < 0) c->bits[b >> 6] &= ~((uint64_t)1 << (b & 63));
+    }
     if (c->next[i] >= 0) c->prev[c->next[i]] = c->prev[i];
 }
 
 /* the least due at or after `now` (one request at least is running) */
 static i64 cal_next(calendar *c, i64 now) {
-    for (i64 t = c->lo > now ? c->lo : now;; t++)
+    const i64 words = (c->mask + 1) >> 6;
+    for (i64 t = c->lo > now ? c->lo : now;; t++) {
+        i64 b = t & c->mask, w = b >> 6;
+        uint64_t word = c->bits[w] >> (b & 63); /* the buckets from b on in its word */
+        if (word) t += lowest_bit(word);
+        else { /* on to the next occupied word, round the window */
+            t += 64 - (b & 63);
+            for (w = (w + 1) & (words - 1); !c->bits[w]; w = (w + 1) & (words - 1)) t += 64;
+            t += lowest_bit(c->bits[w]);
+        }
         for (i64 j = c->head[t & c->mask]; j >= 0; j = c->next[j])
             if (c->due[j] == t) return c->lo = t;
+    }
 }
 
 /* the waiting queue: a ring over every request the run can hold (each waits at most once) */
@@ -115,15 +146,16 @@ static int run_replica(const i64 *lengths, Py_ssize_t share, i64 prompt, i64 cap
     i64 *base = malloc((size_t)total * sizeof(i64));
     ring waiting = {malloc((size_t)total * sizeof(i64)), 0, 0, total};
     vec stack = {0};
-    i64 longest = 1, window = 2;
+    i64 longest = 1, window = MIN_WINDOW;
     for (Py_ssize_t k = 0; k < share; k++)
         if (lengths[k] > longest) longest = lengths[k];
-    while (window <= longest && window < MAX_WINDOW) window <<= 1;
+    while (window <= longest && window < MAX_WINDOW && window < WINDOW_PER_REQUEST * total)
+        window <<= 1;
     calendar due = {malloc((size_t)window * sizeof(i64)), malloc((size_t)total * sizeof(i64)),
                     malloc((size_t)total * sizeof(i64)), malloc((size_t)total * sizeof(i64)),
-                    window - 1, INT64_MAX};
+                    calloc((size_t)(window >> 6), sizeof(uint64_t)), window - 1, INT64_MAX};
     if (!length || !progress || !base || !waiting.v || !due.head || !due.next || !due.prev
-        || !due.due) {
+        || !due.due || !due.bits) {
         PyErr_NoMemory();
         goto done;
     }
@@ -260,6 +292,7 @@ done:
     free(due.next);
     free(due.prev);
     free(due.due);
+    free(due.bits);
     return rc;
 }
 
