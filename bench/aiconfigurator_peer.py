@@ -9,6 +9,7 @@ GPU — and prints the table and the spread, so the two models' disagreements ar
     .venv/bin/python bench/aiconfigurator_peer.py            # every shape (about 10 minutes)
     .venv/bin/python bench/aiconfigurator_peer.py --quick    # H100 only, fewer shapes
     .venv/bin/python bench/aiconfigurator_peer.py --allreduce  # the TP all-reduce per call
+    .venv/bin/python bench/aiconfigurator_peer.py --row17  # rollout.md §2 row 17, three ways
 
 aiconfigurator is never a dependency of rlplan: install it into a virtualenv of your own
 (`pip install aiconfigurator`); without it the bench says so and compares nothing. It is called
@@ -189,11 +190,46 @@ def allreduce_table(estimate) -> None:
                   f"{100 * (mine / per_call - 1):+6.1f}%")
 
 
+ROW17 = ((1, 33.0), (8, 39.0), (32, 42.0))  # rollout.md §2 row 17: (concurrency, ms per step)
+
+
+def row17_table(estimate) -> None:
+    """rollout.md §2 row 17 (DeepSeek-V3 FP8 on 8 H200s, SGLang 0.4.1, DP attention; measured
+    in Dec 2024) beside aiconfigurator's SGLang database (a later SGLang) and rlplan, per
+    decode step at 128 tokens in: attention data-parallel over the 8 GPUs with the experts
+    expert-parallel (rlplan prices row 17 so, bench/decode.py), and the experts split over TP
+    8 instead (SGLang 0.4.1's MoE; attention then TP too in aiconfigurator)."""
+    spec, gpu = load_model("deepseek-v3"), load_profile("h200-sxm")
+    precision = rollout_precision("fp8", "bf16")
+    print("rollout.md row 17, DeepSeek-V3 FP8 on 8x H200, ms per decode step (128 in): "
+          "measured (SGLang 0.4.1), aiconfigurator (its SGLang database), rlplan (sglang engine)")
+    print(f"{'layout':<22} {'conc':>4} {'per rank':>8} {'measured':>8} {'aiconf':>8} "
+          f"{'rlplan':>8}")
+    shapes = (("DP-attention 8, EP 8", Layout(group="g", dp=8, tp=1, ep=8),
+               {"tp_size": 1, "attention_dp_size": 8, "moe_tp_size": 1, "moe_ep_size": 8}, 8),
+              ("TP 8 (experts split)", Layout(group="g", dp=1, tp=8),
+               {"tp_size": 8, "moe_tp_size": 8, "moe_ep_size": 1}, 1))
+    for label, layout, args, ranks in shapes:
+        step = decode_step(spec, layout, gpu, ENGINES["sglang"], precision)
+        for conc, measured_ms in ROW17:
+            per_rank = max(1, conc // ranks)
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                r = estimate("deepseek-ai/DeepSeek-V3", "h200_sxm", mode="static_gen",
+                             backend_name="sglang", isl=128, osl=OSL, batch_size=per_rank,
+                             **args)
+            mine = 1e3 * float(step.seconds(conc / ranks, conc / ranks * (128 + OSL / 2)))
+            print(f"{label:<22} {conc:4d} {per_rank:8d} {measured_ms:8.1f} {r.tpot:8.1f} "
+                  f"{mine:8.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="H100 only, fewer shapes")
     ap.add_argument("--allreduce", action="store_true",
                     help="only the TP all-reduce per call, in a node and across nodes")
+    ap.add_argument("--row17", action="store_true",
+                    help="only rollout.md's DeepSeek-V3 row 17: measured, aiconfigurator, rlplan")
     args = ap.parse_args()
     estimate = peer()
     if estimate is None:
@@ -204,6 +240,9 @@ def main() -> None:
     logging.disable(logging.WARNING)
     if args.allreduce:
         allreduce_table(estimate)
+        return
+    if args.row17:
+        row17_table(estimate)
         return
     t0 = time.time()
     print("rlplan vs aiconfigurator (vLLM backend), ms per decode step (TPOT) or per prefill "
