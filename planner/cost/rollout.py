@@ -125,19 +125,15 @@ def schedule(lengths: np.ndarray, dp: int, prompt_len: int, kv_tokens: int, max_
         return whole
     chunks = replica_chunks(len(lengths), dp)
     known = _UNBOUND.runs.get(key)
-    reuse = np.zeros(dp, dtype=bool) if known is None else known.peak <= kv_tokens
-    fresh = _simulate(lengths, chunks[~reuse], prompt_len, kv_tokens, cap, periods)
     if known is None:
-        runs = fresh
-    else:  # the runs the cache never bound at a size up to this one, the others simulated
-        source = np.empty(dp, dtype=np.int64)
-        source[reuse] = np.flatnonzero(reuse)
-        source[~reuse] = dp + np.arange(len(fresh.peak))
-        runs = _Runs.join(known, fresh).take(source)
+        known = _Runs.none(dp, periods)
+    reuse = known.peak <= kv_tokens  # runs the cache never bound at a size up to this one
+    fresh = _simulate(lengths, chunks[~reuse], prompt_len, kv_tokens, cap, periods)
+    runs = _Runs.join(known, fresh).take(np.where(reuse, np.arange(dp),
+                                                  dp + np.cumsum(~reuse) - 1))
     unbound = runs.peak <= kv_tokens
     if (unbound & ~reuse).any():  # runs to keep: each serves every larger cache
-        before = _Runs.none(dp, periods) if known is None else known
-        _UNBOUND.put(key, _Runs.join(runs, before).take(
+        _UNBOUND.put(key, _Runs.join(runs, known).take(
             np.where(unbound, np.arange(dp), dp + np.arange(dp))))
     out = _assemble(runs, periods)
     if unbound.all():
@@ -169,10 +165,10 @@ class _Runs:
     def none(k: int, periods: int) -> _Runs:
         """`k` runs not known (no rows; a peak no cache reaches)."""
         zero = np.zeros(k, dtype=np.int64)
-        return _Runs(np.zeros((0, 4), np.int64), np.zeros((0, 7), np.int64), zero, zero,
-                     np.zeros((k, periods), np.int64), np.zeros((k, max(periods - 1, 0)),
-                                                                np.int64),
-                     zero, np.full(k, _Runs.NO_RUN))
+        return _Runs(seg=np.zeros((0, 4), np.int64), pre=np.zeros((0, 7), np.int64),
+                     seg_n=zero, pre_n=zero, ends=np.zeros((k, periods), np.int64),
+                     carried=np.zeros((k, max(periods - 1, 0)), np.int64), preemptions=zero,
+                     peak=np.full(k, _Runs.NO_RUN))
 
     @staticmethod
     def join(*parts: _Runs) -> _Runs:
@@ -427,12 +423,13 @@ def _simulate_python(lengths: list[int], prompt: int, capacity: int, max_seqs: i
             unstarted += more
         elif not running and not waiting:
             break
-    one = np.array([1], dtype=np.int64)
+    one = np.ones(1, dtype=np.int64)
     return _Runs(seg=np.array(seg, dtype=np.int64).reshape(-1, 4),
-                 pre=np.array(pre, dtype=np.int64).reshape(-1, 7), seg_n=one * (len(seg) // 4),
-                 pre_n=one * (len(pre) // 7), ends=np.array([ends], dtype=np.int64).reshape(
-                     1, periods), carried=np.array([carried], dtype=np.int64).reshape(
-                     1, max(periods - 1, 0)), preemptions=one * preemptions, peak=one * peak)
+                 pre=np.array(pre, dtype=np.int64).reshape(-1, 7),
+                 seg_n=one * (len(seg) // 4), pre_n=one * (len(pre) // 7),
+                 ends=np.array(ends, dtype=np.int64).reshape(1, -1),
+                 carried=np.array(carried, dtype=np.int64).reshape(1, -1),
+                 preemptions=one * preemptions, peak=one * peak)
 
 
 _IDLE = -(1 << 62)  # `base` of a request not running
