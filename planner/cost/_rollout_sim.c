@@ -25,7 +25,7 @@
 typedef int64_t i64;
 #define IDLE (-((i64)1 << 62)) /* `base` of a request not running */
 
-/* ABI: bumped whenever the rules change, so that a stale build is never used (rollout.py) */
+/* bumped whenever the rules or the call change, so that a stale build is never used (rollout.py) */
 #define RULES_VERSION 2
 
 typedef struct {
@@ -318,7 +318,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     for (Py_ssize_t r = 0; r < k; r++) {
         i64 a = bounds[2 * r], b = bounds[2 * r + 1];
         if (a < 0 || b > n || b <= a) {
-            PyErr_SetString(PyExc_ValueError, "simulate: a replica with no lengths");
+            PyErr_SetString(PyExc_ValueError,
+                            "simulate: a replica's (start, end) is empty or outside the lengths");
             goto done;
         }
         if (run_replica(lengths + a, b - a, prompt, capacity, max_seqs, periods, &o))

@@ -293,8 +293,8 @@ def _load_native():
 
 
 RULES_VERSION = 2
-"""The simulation rules' version, bumped with `_rollout_sim.c`'s whenever they change (2: all
-of a schedule's replicas in one call)."""
+"""The simulation's version, bumped with `_rollout_sim.c`'s whenever its rules or its call
+change (2: all of a schedule's replicas in one call)."""
 
 _native = _load_native()
 
