@@ -9,6 +9,7 @@ builds it next to its source, where the checkout's `planner` package is imported
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -37,12 +38,20 @@ class NativeRollout(BuildHookInterface):
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
             if version == "editable":  # imported from the source tree
-                shutil.copy2(built, root / "planner" / "cost" / built.name)
+                _replace(built, root / "planner" / "cost" / built.name)
             else:
                 kept = root / "build" / "native" / built.name
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(built, kept)
                 build_data["force_include"][str(kept)] = f"planner/cost/{built.name}"
+
+
+def _replace(src: Path, dest: Path) -> None:
+    """`src` copied to `dest` by a rename: a process that has loaded the old `dest` keeps its
+    own file (writing over a loaded module in place crashes that process)."""
+    part = dest.with_name(dest.name + ".part")
+    shutil.copy2(src, part)
+    os.replace(part, dest)
 
 
 def _compile(root: Path, tmp: Path) -> Path:
