@@ -37,6 +37,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+import decode  # bench/decode.py: row 17 as the decode bench prices it
 import numpy as np
 
 from planner.cost import comm
@@ -196,31 +197,32 @@ ROW17 = ((1, 33.0), (8, 39.0), (32, 42.0))  # rollout.md §2 row 17: (concurrenc
 def row17_table(estimate) -> None:
     """rollout.md §2 row 17 (DeepSeek-V3 FP8 on 8 H200s, SGLang 0.4.1, DP attention; measured
     in Dec 2024) beside aiconfigurator's SGLang database (a later SGLang) and rlplan, per
-    decode step at 128 tokens in: attention data-parallel over the 8 GPUs with the experts
-    expert-parallel (rlplan prices row 17 so, bench/decode.py), and the experts split over TP
-    8 instead (SGLang 0.4.1's MoE; attention then TP too in aiconfigurator)."""
-    spec, gpu = load_model("deepseek-v3"), load_profile("h200-sxm")
-    precision = rollout_precision("fp8", "bf16")
-    print("rollout.md row 17, DeepSeek-V3 FP8 on 8x H200, ms per decode step (128 in): "
-          "measured (SGLang 0.4.1), aiconfigurator (its SGLang database), rlplan (sglang engine)")
+    decode step at 128 tokens in, 256 out: attention data-parallel over the 8 GPUs with the
+    experts expert-parallel (how bench/decode.py prices the row: its rlplan figures are that
+    bench's, `decode.itl`, shipped constants), and the experts split over TP 8 instead (SGLang
+    0.4.1's MoE; attention then TP too in aiconfigurator)."""
+    print("rollout.md row 17, DeepSeek-V3 FP8 on 8x H200, ms per decode step (128 in, 256 out): "
+          "measured (SGLang 0.4.1), aiconfigurator (its SGLang database), rlplan (bench/decode.py)")
     print(f"{'layout':<22} {'conc':>4} {'per rank':>8} {'measured':>8} {'aiconf':>8} "
           f"{'rlplan':>8}")
-    shapes = (("DP-attention 8, EP 8", Layout(group="g", dp=8, tp=1, ep=8),
+    shapes = (("DP-attention 8, EP 8", {"tp": 1, "dp": 8, "ep": 8},
                {"tp_size": 1, "attention_dp_size": 8, "moe_tp_size": 1, "moe_ep_size": 8}, 8),
-              ("TP 8 (experts split)", Layout(group="g", dp=1, tp=8),
+              ("TP 8 (experts split)", {"tp": 8},
                {"tp_size": 8, "moe_tp_size": 8, "moe_ep_size": 1}, 1))
+    shipped = decode.SHIPPED
     for label, layout, args, ranks in shapes:
-        step = decode_step(spec, layout, gpu, ENGINES["sglang"], precision)
         for conc, measured_ms in ROW17:
             per_rank = max(1, conc // ranks)
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
                 r = estimate("deepseek-ai/DeepSeek-V3", "h200_sxm", mode="static_gen",
-                             backend_name="sglang", isl=128, osl=OSL, batch_size=per_rank,
+                             backend_name="sglang", isl=128, osl=256, batch_size=per_rank,
                              **args)
-            mine = 1e3 * float(step.seconds(conc / ranks, conc / ranks * (128 + OSL / 2)))
+            mine = decode.itl("deepseek-v3", "h200-sxm", batch=conc / ranks, context=128 + 128,
+                              engine="sglang", precision=decode.FP8_MATMULS,
+                              arrivals=(128, 256), **layout)
             print(f"{label:<22} {conc:4d} {per_rank:8d} {measured_ms:8.1f} {r.tpot:8.1f} "
-                  f"{mine:8.1f}")
+                  f"{1e3 * mine(shipped.engines(), shipped.decode_hbm):8.1f}")
 
 
 def main() -> None:
