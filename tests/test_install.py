@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -62,3 +63,20 @@ def test_installed_package_reads_its_own_data(wheel, tmp_path):
     assert found["presets"] == len(list((REPO / "hardware_profiles/clusters").glob("*.yaml")))
     assert found["key_lists"] == {f"{s} {v}": len(key_set(s, v)) for s, v in KEY_FILES}
     assert found["framework_presets"] == [p.name for p in all_presets()]
+
+
+def test_the_editable_build_replaces_the_module_a_running_process_holds(tmp_path):
+    # a reinstall renames the new module over the old one: a process that opened (loaded) the
+    # old file keeps reading it whole, where writing over it in place changed it under the
+    # process (a SIGSEGV mid-run)
+    spec = importlib.util.spec_from_file_location("hatch_build", REPO / "hatch_build.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    dest, new = tmp_path / "_rollout_sim.so", tmp_path / "built.so"
+    dest.write_bytes(b"old" * 1000)
+    new.write_bytes(b"new" * 1000)
+    with dest.open("rb") as loaded:
+        hook._replace(new, dest)
+        assert loaded.read() == b"old" * 1000
+    assert dest.read_bytes() == b"new" * 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_rollout_sim.so", "built.so"]
